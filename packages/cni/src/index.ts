@@ -1,0 +1,2 @@
+export * from './datapath.js';
+export { MemoryDatapath } from './datapath-memory.js';

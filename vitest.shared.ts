@@ -12,5 +12,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     passWithNoTests: false,
+    // The JSON report feeds the one-line summary that `npm test` prints across all packages.
+    reporters: ['default', ['json', { outputFile: 'test-results/vitest.json' }]],
   },
 });

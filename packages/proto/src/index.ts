@@ -1,0 +1,22 @@
+// @kemu/proto: our own schemas of the CRI, CSI and kubelet plugin-registration APIs as TypeScript
+// types, grpc-js service definitions and typed clients, plus the helpers to serve and call them.
+export * as cri from './generated/cri';
+export * as csi from './generated/csi';
+export * as pluginregistration from './generated/pluginregistration';
+export {
+  collectStream,
+  decode,
+  encode,
+  implementService,
+  RpcError,
+  toServiceError,
+  unaryCall,
+  type MethodShape,
+  type ServiceDefinitionOf,
+  type ServiceHandlers,
+  type TypedClient,
+  type TypedClientConstructor,
+  type UnaryCallOptions,
+} from './runtime';
+export { serveUnix, shutdownServer, socketPathFromEndpoint, type ServeUnixOptions } from './server';
+export * as grpc from '@grpc/grpc-js';

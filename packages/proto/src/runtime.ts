@@ -1,0 +1,299 @@
+// Run-time support for the generated modules: protobufjs codecs, grpc-js service definitions and
+// typed clients. Everything protocol-specific lives in generated/*; this file knows only protobuf + gRPC.
+import * as grpc from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+
+/** One RPC as the generated `<Service>Methods` interfaces describe it. */
+export interface MethodShape {
+  request: object;
+  response: object;
+  requestStream: boolean;
+  responseStream: boolean;
+}
+
+export type ServiceDefinitionOf<M> = {
+  [K in keyof M]: M[K] extends MethodShape ? grpc.MethodDefinition<M[K]['request'], M[K]['response']> : never;
+} & grpc.ServiceDefinition;
+
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * Async-friendly handlers: unary RPCs return (a promise of) the response; server-streaming RPCs are
+ * async iterables whose items are written to the stream. Throw {@link RpcError} for a gRPC status.
+ */
+export type ServiceHandlers<M> = {
+  [K in keyof M]?: M[K] extends MethodShape
+    ? M[K]['responseStream'] extends true
+      ? (
+          request: M[K]['request'],
+          call: grpc.ServerWritableStream<M[K]['request'], M[K]['response']>,
+        ) => AsyncIterable<M[K]['response']>
+      : (
+          request: M[K]['request'],
+          call: grpc.ServerUnaryCall<M[K]['request'], M[K]['response']>,
+        ) => Awaitable<M[K]['response']>
+    : never;
+};
+
+interface UnaryMethod<Req, Res> {
+  (request: Req, callback: grpc.requestCallback<Res>): grpc.ClientUnaryCall;
+  (request: Req, metadata: grpc.Metadata, callback: grpc.requestCallback<Res>): grpc.ClientUnaryCall;
+  (
+    request: Req,
+    metadata: grpc.Metadata,
+    options: Partial<grpc.CallOptions>,
+    callback: grpc.requestCallback<Res>,
+  ): grpc.ClientUnaryCall;
+}
+
+interface ServerStreamMethod<Req, Res> {
+  (request: Req, options?: Partial<grpc.CallOptions>): grpc.ClientReadableStream<Res>;
+  (request: Req, metadata?: grpc.Metadata, options?: Partial<grpc.CallOptions>): grpc.ClientReadableStream<Res>;
+}
+
+export type TypedClient<M> = grpc.Client & {
+  /** Type-level only: lets helpers such as {@link unaryCall} recover the method table. Never set. */
+  readonly __methods?: M;
+} & {
+  [K in keyof M]: M[K] extends MethodShape
+    ? M[K]['responseStream'] extends true
+      ? ServerStreamMethod<M[K]['request'], M[K]['response']>
+      : UnaryMethod<M[K]['request'], M[K]['response']>
+    : never;
+};
+
+export type TypedClientConstructor<M> = new (
+  address: string,
+  credentials: grpc.ChannelCredentials,
+  options?: grpc.ClientOptions,
+) => TypedClient<M>;
+
+/** How decoded messages are presented: camelCase fields, proto3 defaults filled, int64 as number. */
+const toObjectOptions: protobuf.IConversionOptions = {
+  longs: Number,
+  enums: Number,
+  bytes: Buffer as unknown as typeof String,
+  defaults: true,
+  arrays: true,
+  objects: true,
+  oneofs: true,
+};
+
+export function loadRoot(descriptor: object): protobuf.Root {
+  const root = protobuf.Root.fromJSON(descriptor as protobuf.INamespace);
+  root.resolveAll();
+  return root;
+}
+
+function isDefault(field: protobuf.Field, value: unknown): boolean {
+  if (value === null || value === undefined) return true;
+  if (field.resolvedType instanceof protobuf.Type) return false;
+  if (field.resolvedType instanceof protobuf.Enum) return value === 0;
+  switch (typeof value) {
+    case 'number':
+      return value === 0 && !Object.is(value, -0);
+    case 'string':
+      return value === '';
+    case 'boolean':
+      return value === false;
+    default:
+      if (value instanceof Uint8Array) return value.length === 0;
+      // Long from protobufjs for 64-bit fields
+      return typeof (value as { isZero?: () => boolean }).isZero === 'function' && (value as { isZero: () => boolean }).isZero();
+  }
+}
+
+/**
+ * Drops fields with implicit presence that hold their default value, so output is the canonical proto3
+ * form (protobufjs would otherwise write every field a caller set, e.g. `false` as `08 00`). Oneof members
+ * and proto3 `optional` fields have explicit presence and are kept.
+ */
+function canonicalize(type: protobuf.Type, message: Record<string, unknown>): void {
+  for (const field of type.fieldsArray) {
+    if (!Object.hasOwn(message, field.name)) continue;
+    const value = message[field.name];
+    const explicit = field.partOf !== null || field.options?.proto3_optional === true;
+    if (field.map) {
+      const entries = value as Record<string, unknown>;
+      if (Object.keys(entries).length === 0) delete message[field.name];
+      else if (field.resolvedType instanceof protobuf.Type)
+        for (const v of Object.values(entries)) canonicalize(field.resolvedType, v as Record<string, unknown>);
+    } else if (field.repeated) {
+      const items = value as unknown[];
+      if (items.length === 0) delete message[field.name];
+      else if (field.resolvedType instanceof protobuf.Type)
+        for (const v of items) canonicalize(field.resolvedType, v as Record<string, unknown>);
+    } else if (field.resolvedType instanceof protobuf.Type) {
+      if (value) canonicalize(field.resolvedType, value as Record<string, unknown>);
+    } else if (!explicit && isDefault(field, value)) {
+      delete message[field.name];
+    }
+  }
+}
+
+/** Encodes a plain object as the given message type, in canonical proto3 form. */
+export function encode(type: protobuf.Type, value: object): Buffer {
+  const message = type.fromObject(value as Record<string, unknown>) as unknown as Record<string, unknown>;
+  canonicalize(type, message);
+  return Buffer.from(type.encode(message).finish());
+}
+
+/** Decodes bytes into a plain object with every field present (proto3 defaults). */
+export function decode<T>(type: protobuf.Type, bytes: Uint8Array): T {
+  return type.toObject(type.decode(bytes), toObjectOptions) as T;
+}
+
+export function makeServiceDefinition<M>(root: protobuf.Root, serviceName: string): ServiceDefinitionOf<M> {
+  const service = root.lookupService(serviceName);
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const method of service.methodsArray) {
+    const req = method.resolvedRequestType!;
+    const res = method.resolvedResponseType!;
+    definition[method.name] = {
+      path: `/${serviceName}/${method.name}`,
+      requestStream: !!method.requestStream,
+      responseStream: !!method.responseStream,
+      requestSerialize: (value: object) => encode(req, value),
+      requestDeserialize: (bytes: Buffer) => decode(req, bytes),
+      responseSerialize: (value: object) => encode(res, value),
+      responseDeserialize: (bytes: Buffer) => decode(res, bytes),
+      originalName: method.name.charAt(0).toLowerCase() + method.name.slice(1),
+    };
+  }
+  return definition as ServiceDefinitionOf<M>;
+}
+
+export function makeClientConstructor<M>(
+  definition: ServiceDefinitionOf<M>,
+  serviceName: string,
+): TypedClientConstructor<M> {
+  return grpc.makeGenericClientConstructor(
+    definition,
+    serviceName,
+  ) as unknown as TypedClientConstructor<M>;
+}
+
+/** A protocol error: the handler's way to answer with a specific gRPC status. */
+export class RpcError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+    readonly metadata?: grpc.Metadata,
+  ) {
+    super(message);
+    this.name = 'RpcError';
+  }
+}
+
+function isStatusLike(err: unknown): err is { code: number; details?: string; message?: string } {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { code?: unknown }).code === 'number' &&
+    (err as { code: number }).code >= 0 &&
+    (err as { code: number }).code <= 16
+  );
+}
+
+/** Maps anything a handler threw to a gRPC status object; never leaks a stack trace to the peer. */
+export function toServiceError(err: unknown): Partial<grpc.StatusObject> {
+  if (err instanceof RpcError) return { code: err.code, details: err.message, metadata: err.metadata };
+  if (isStatusLike(err)) return { code: err.code, details: err.details ?? err.message ?? '' };
+  const message = err instanceof Error ? err.message : String(err);
+  return { code: grpc.status.INTERNAL, details: message };
+}
+
+/**
+ * Adapts async handlers to a grpc-js service implementation. RPCs without a handler answer
+ * UNIMPLEMENTED naming the method.
+ */
+export function implementService<M>(
+  definition: ServiceDefinitionOf<M>,
+  handlers: ServiceHandlers<M>,
+): grpc.UntypedServiceImplementation {
+  const impl: grpc.UntypedServiceImplementation = {};
+  for (const [name, method] of Object.entries(definition as grpc.ServiceDefinition)) {
+    const handler = (handlers as Record<string, ((...args: any[]) => any) | undefined>)[name];
+    if (method.requestStream) {
+      // No API we generate has client-streaming RPCs; refuse honestly rather than guess.
+      impl[name] = (call: grpc.ServerDuplexStream<unknown, unknown>) =>
+        call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented` });
+      continue;
+    }
+    if (!handler) {
+      impl[name] = method.responseStream
+        ? (call: grpc.ServerWritableStream<unknown, unknown>) =>
+            call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented` })
+        : (_call: unknown, callback: grpc.sendUnaryData<unknown>) =>
+            callback({ code: grpc.status.UNIMPLEMENTED, details: `${name} is not implemented` });
+      continue;
+    }
+    if (method.responseStream) {
+      impl[name] = async (call: grpc.ServerWritableStream<unknown, unknown>) => {
+        let cancelled = false;
+        call.on('cancelled', () => {
+          cancelled = true;
+        });
+        try {
+          for await (const item of handler(call.request, call) as AsyncIterable<unknown>) {
+            if (cancelled) break;
+            if (!call.write(item)) await new Promise((resolve) => call.once('drain', resolve));
+          }
+          if (!cancelled) call.end();
+        } catch (err) {
+          if (!cancelled) call.emit('error', toServiceError(err));
+        }
+      };
+    } else {
+      impl[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        let result: unknown;
+        try {
+          result = handler(call.request, call);
+        } catch (err) {
+          callback(toServiceError(err));
+          return;
+        }
+        Promise.resolve(result).then(
+          (response) => callback(null, response ?? {}),
+          (err) => callback(toServiceError(err)),
+        );
+      };
+    }
+  }
+  return impl;
+}
+
+export interface UnaryCallOptions {
+  metadata?: grpc.Metadata;
+  /** Deadline in milliseconds from now. */
+  timeoutMs?: number;
+}
+
+/** Calls a unary RPC on a typed client and returns a promise of the response. */
+export function unaryCall<M, K extends keyof M & string>(
+  client: grpc.Client & { readonly __methods?: M },
+  method: K,
+  request: M[K] extends MethodShape ? M[K]['request'] : never,
+  options: UnaryCallOptions = {},
+): Promise<M[K] extends MethodShape ? M[K]['response'] : never> {
+  const fn = (client as unknown as Record<string, UnaryMethod<unknown, unknown>>)[method];
+  if (typeof fn !== 'function') return Promise.reject(new TypeError(`no RPC named ${method}`));
+  const callOptions: Partial<grpc.CallOptions> = {};
+  if (options.timeoutMs !== undefined) callOptions.deadline = Date.now() + options.timeoutMs;
+  return new Promise((resolve, reject) => {
+    fn.call(client, request, options.metadata ?? new grpc.Metadata(), callOptions, (err, response) => {
+      if (err) reject(err);
+      else resolve(response as never);
+    });
+  });
+}
+
+/** Collects every message of a server-streaming call. */
+export function collectStream<T>(stream: grpc.ClientReadableStream<T>): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    const items: T[] = [];
+    stream.on('data', (item: T) => items.push(item));
+    stream.on('error', reject);
+    stream.on('end', () => resolve(items));
+  });
+}

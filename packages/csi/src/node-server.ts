@@ -1,0 +1,78 @@
+import { csi } from '@kemu/proto';
+import { fromCapability, toTopology } from './convert.js';
+import type { Driver } from './driver.js';
+import { type CallLogger, wrapService } from './logging.js';
+import type { UnaryService } from './service-types.js';
+
+export type NodeServer = UnaryService<csi.NodeMethods>;
+
+export function createNodeServer(driver: Driver, logger?: CallLogger): NodeServer {
+  const T = csi.NodeServiceCapability_RPC_Type;
+  const U = csi.VolumeUsage_Unit;
+  const server: NodeServer = {
+    async NodeStageVolume(req) {
+      await driver.nodeStage({
+        volumeId: req.volumeId,
+        stagingPath: req.stagingTargetPath,
+        capability: fromCapability(req.volumeCapability),
+        publishContext: req.publishContext,
+      });
+      return {};
+    },
+    async NodeUnstageVolume(req) {
+      await driver.nodeUnstage({ volumeId: req.volumeId, stagingPath: req.stagingTargetPath });
+      return {};
+    },
+    async NodePublishVolume(req) {
+      await driver.nodePublish({
+        volumeId: req.volumeId,
+        targetPath: req.targetPath,
+        stagingPath: req.stagingTargetPath,
+        capability: fromCapability(req.volumeCapability),
+        readonly: req.readonly,
+      });
+      return {};
+    },
+    async NodeUnpublishVolume(req) {
+      await driver.nodeUnpublish({ volumeId: req.volumeId, targetPath: req.targetPath });
+      return {};
+    },
+    async NodeGetVolumeStats(req) {
+      const { usage, condition } = await driver.nodeStats({
+        volumeId: req.volumeId,
+        volumePath: req.volumePath,
+      });
+      const out: csi.VolumeUsage[] = [{ unit: U.BYTES, ...usage.bytes }];
+      if (usage.inodes) out.push({ unit: U.INODES, ...usage.inodes });
+      return { usage: out, volumeCondition: condition };
+    },
+    async NodeExpandVolume(req) {
+      return driver.nodeExpand({
+        volumeId: req.volumeId,
+        volumePath: req.volumePath,
+        capacityRange: req.capacityRange,
+        capability: fromCapability(req.volumeCapability),
+      });
+    },
+    async NodeGetCapabilities() {
+      const types = [
+        T.STAGE_UNSTAGE_VOLUME,
+        T.GET_VOLUME_STATS,
+        T.EXPAND_VOLUME,
+        T.VOLUME_CONDITION,
+        T.SINGLE_NODE_MULTI_WRITER,
+        T.VOLUME_MOUNT_GROUP,
+      ];
+      return { capabilities: types.map((type) => ({ type: 'rpc' as const, rpc: { type } })) };
+    },
+    async NodeGetInfo() {
+      const info = driver.nodeInfo();
+      return {
+        nodeId: info.nodeId,
+        maxVolumesPerNode: info.maxVolumesPerNode,
+        accessibleTopology: toTopology(info.topology),
+      };
+    },
+  };
+  return wrapService('csi.v1.Node', server, logger);
+}

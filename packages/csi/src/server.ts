@@ -1,0 +1,119 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { csi, grpc, implementService, serveUnix, shutdownServer, socketPathFromEndpoint } from '@kemu/proto';
+import type { Backend } from './backend.js';
+import { HostPathBackend } from './backend-hostpath.js';
+import { SimBackend, type SimBackendOptions } from './backend-sim.js';
+import { type ControllerServer, createControllerServer } from './controller-server.js';
+import { Driver, type DriverOptions } from './driver.js';
+import { createGroupControllerServer, type GroupControllerServer } from './group-controller-server.js';
+import { createIdentityServer, type IdentityServer } from './identity-server.js';
+import type { CallLogger } from './logging.js';
+import { createNodeServer, type NodeServer } from './node-server.js';
+import { serveRegistration } from './registration-server.js';
+import { FileStateStore, MemoryStateStore, type StateStore } from './state-store.js';
+
+export interface CsiDriverOptions extends Omit<DriverOptions, 'backend' | 'store'> {
+  /** `hostpath`, `sim`, or a Backend of your own */
+  backend: 'hostpath' | 'sim' | Backend;
+  /** where state (and for hostpath, the data) lives; without it the sim backend keeps state in memory */
+  stateDir?: string;
+  sim?: SimBackendOptions;
+  /** hostpath: bind-mount (default when root) or fall back to symbolic links */
+  useMounts?: boolean;
+  logger?: CallLogger;
+}
+
+/** The driver and its four service objects, callable in process. */
+export interface CsiDriver {
+  driver: Driver;
+  backend: Backend;
+  identity: IdentityServer;
+  controller: ControllerServer;
+  node: NodeServer;
+  groupController: GroupControllerServer;
+}
+
+export async function createCsiDriver(opts: CsiDriverOptions): Promise<CsiDriver> {
+  let backend: Backend;
+  let store: StateStore;
+  if (opts.backend === 'hostpath') {
+    if (!opts.stateDir) throw new Error('the hostpath backend needs a state directory (--state-dir)');
+    await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o750 });
+    const hp = new HostPathBackend({ dir: opts.stateDir, useMounts: opts.useMounts });
+    await hp.init();
+    backend = hp;
+    store = new FileStateStore(path.join(opts.stateDir, 'state.json'));
+  } else {
+    backend = opts.backend === 'sim' ? new SimBackend(opts.sim) : opts.backend;
+    if (opts.stateDir) {
+      await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o750 });
+      store = new FileStateStore(path.join(opts.stateDir, 'state.json'), opts.backend !== 'sim');
+    } else {
+      store = new MemoryStateStore();
+    }
+  }
+  const driver = new Driver({ ...opts, backend, store });
+  await driver.start();
+  return {
+    driver,
+    backend,
+    identity: createIdentityServer(driver, opts.logger),
+    controller: createControllerServer(driver, opts.logger),
+    node: createNodeServer(driver, opts.logger),
+    groupController: createGroupControllerServer(driver, opts.logger),
+  };
+}
+
+/** Registers the four CSI services of a driver on a grpc-js server. */
+export function addCsiServices(server: grpc.Server, d: CsiDriver): void {
+  server.addService(csi.IdentityService, implementService(csi.IdentityService, d.identity));
+  server.addService(csi.ControllerService, implementService(csi.ControllerService, d.controller));
+  server.addService(csi.NodeService, implementService(csi.NodeService, d.node));
+  server.addService(
+    csi.GroupControllerService,
+    implementService(csi.GroupControllerService, d.groupController),
+  );
+}
+
+export interface ServeOptions extends CsiDriverOptions {
+  /** unix:///path/csi.sock (or a bare absolute path) */
+  endpoint: string;
+  /** kubelet plugin registry directory; when set, a Registration socket is served there */
+  registrationDir?: string;
+  /** the CSI socket path as the kubelet sees it (default: the endpoint's path) */
+  kubeletRegistrationPath?: string;
+}
+
+export interface RunningCsiDriver extends CsiDriver {
+  socketPath: string;
+  registrationSocketPath?: string;
+  close(): Promise<void>;
+}
+
+/** Creates the driver and serves it on a unix socket (mode 0660), plus plugin registration if asked. */
+export async function serveCsiDriver(opts: ServeOptions): Promise<RunningCsiDriver> {
+  const socketPath = socketPathFromEndpoint(opts.endpoint);
+  const d = await createCsiDriver(opts);
+  const server = new grpc.Server();
+  addCsiServices(server, d);
+  await serveUnix(server, socketPath);
+  let reg: Awaited<ReturnType<typeof serveRegistration>> | undefined;
+  if (opts.registrationDir) {
+    reg = await serveRegistration(
+      opts.registrationDir,
+      { driverName: d.driver.name, endpoint: opts.kubeletRegistrationPath ?? socketPath },
+      opts.logger,
+    );
+  }
+  return {
+    ...d,
+    socketPath,
+    registrationSocketPath: reg?.socketPath,
+    async close() {
+      await reg?.close();
+      await shutdownServer(server, 2000);
+      await fs.rm(socketPath, { force: true });
+    },
+  };
+}

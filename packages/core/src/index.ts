@@ -1,0 +1,32 @@
+// @kemu/core public surface.
+export * from './api-meta.js';
+export type * from './api-core.js';
+export type * from './api-storage.js';
+export type * from './api-misc.js';
+export * from './errors.js';
+export { FieldErrors } from './field-errors.js';
+export {
+  type BuiltinKind,
+  type FieldGetter,
+  type KindInfo,
+  type KindMap,
+  type ObjectOf,
+  fieldGetter,
+  kindForResource,
+  kindInfo,
+  lookupKind,
+  registerKind,
+  storedKinds,
+} from './kinds.js';
+export * from './quantity.js';
+export * from './labels.js';
+export * from './fields.js';
+export { dns1123Label, dns1123Subdomain, labelValue, qualifiedName } from './names.js';
+export { applyDefaults, defaultPullPolicy, podQOSClass } from './defaults.js';
+export { assertValid, updateErrors, validationErrors } from './validation.js';
+export { ManifestError, type ParseManifestOptions, parseManifests, toYaml } from './manifest.js';
+export { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.js';
+export type * from './store.js';
+export { BaseStore, type BaseStoreOptions } from './store-base.js';
+export { createMemoryStore, MemoryStore, type MemoryStoreOptions } from './store-memory.js';
+export { deepFreeze } from './kind-cache.js';

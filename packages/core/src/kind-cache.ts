@@ -1,0 +1,390 @@
+// Per-kind cache: current objects with field indexes, a bounded event history, and watch fan-out.
+// Watchers are bucketed by the first `=` term of their field selector (or their namespace), so an event
+// reaches only the watchers that can match it instead of every filter being evaluated per event.
+import type { KubeObject } from './api-meta.js';
+import { ExpiredError, type Status, type StatusError } from './errors.js';
+import { type FieldSelector, everyField } from './fields.js';
+import { fieldGetter, type FieldGetter, type KindInfo } from './kinds.js';
+import { everything, type Selector } from './labels.js';
+import type { Watch, WatchEvent } from './store.js';
+
+export function deepFreeze<T>(o: T): T {
+  if (o !== null && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const k in o) deepFreeze((o as Record<string, unknown>)[k]);
+  }
+  return o;
+}
+
+export function clone<T>(o: T): T {
+  return JSON.parse(JSON.stringify(o)) as T;
+}
+
+export function storageKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+export interface WatchFilter {
+  namespace?: string;
+  labels: Selector;
+  fields: FieldSelector;
+}
+
+type Bucket = Set<WatcherImpl>;
+
+interface HistoryEntry {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  obj: KubeObject;
+  prev: KubeObject | undefined;
+  rv: number;
+}
+
+export class WatcherImpl implements Watch<KubeObject> {
+  private queue: WatchEvent[] = [];
+  private head = 0;
+  private waiter: ((r: IteratorResult<WatchEvent>) => void) | undefined;
+  private _stopped = false;
+  /** Highest resourceVersion delivered, for bookmarks. */
+  lastRv = 0;
+  readonly matchFields: (o: KubeObject) => boolean;
+  onStop: (() => void) | undefined;
+
+  constructor(
+    readonly filter: WatchFilter,
+    info: KindInfo,
+    readonly bookmarks: boolean,
+  ) {
+    this.matchFields = filter.fields.bind(info);
+  }
+
+  get stopped(): boolean {
+    return this._stopped;
+  }
+
+  matches(o: KubeObject): boolean {
+    if (this.filter.namespace && o.metadata.namespace !== this.filter.namespace) return false;
+    if (!this.filter.labels.empty() && !this.filter.labels.matches(o.metadata.labels)) return false;
+    return this.matchFields(o);
+  }
+
+  push(ev: WatchEvent): void {
+    if (this._stopped) return;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      w({ value: ev, done: false });
+    } else this.queue.push(ev);
+  }
+
+  /** Deliver a store event, translating it by how old and new state match this watcher's filter. */
+  deliver(e: HistoryEntry): void {
+    if (e.type === 'ADDED') {
+      if (this.matches(e.obj)) this.push({ type: 'ADDED', object: e.obj });
+    } else if (e.type === 'DELETED') {
+      if (this.matches(e.obj)) this.push({ type: 'DELETED', object: e.obj });
+    } else {
+      const now = this.matches(e.obj);
+      const before = e.prev !== undefined && this.matches(e.prev);
+      if (now && before) this.push({ type: 'MODIFIED', object: e.obj });
+      else if (now) this.push({ type: 'ADDED', object: e.obj });
+      else if (before) {
+        // Left the selection: a DELETED carrying the last matching state at the new resourceVersion.
+        const gone = clone(e.prev!);
+        gone.metadata.resourceVersion = e.obj.metadata.resourceVersion;
+        this.push({ type: 'DELETED', object: deepFreeze(gone) });
+      }
+    }
+    this.lastRv = e.rv;
+  }
+
+  fail(status: Status): void {
+    this.push({ type: 'ERROR', object: status });
+    this.finish();
+  }
+
+  /** End after delivering what is queued. */
+  finish(): void {
+    if (this._stopped) return;
+    this._stopped = true;
+    this.onStop?.();
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = undefined;
+      w({ value: undefined, done: true });
+    }
+  }
+
+  stop(): void {
+    this.queue = [];
+    this.head = 0;
+    this.finish();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
+    return {
+      next: () => {
+        if (this.head < this.queue.length) {
+          const value = this.queue[this.head++];
+          if (this.head > 1024 && this.head * 2 > this.queue.length) {
+            this.queue = this.queue.slice(this.head);
+            this.head = 0;
+          }
+          return Promise.resolve({ value, done: false });
+        }
+        if (this._stopped) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => {
+          this.waiter = resolve;
+        });
+      },
+      return: () => {
+        this.stop();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}
+
+interface FieldBuckets {
+  get: FieldGetter;
+  byValue: Map<string, Bucket>;
+}
+
+export interface KindCacheOptions {
+  /** Events retained for watches from an older resourceVersion. */
+  historySize: number;
+  /** resourceVersion from which history is complete (events after it are retained). */
+  windowStart: number;
+  /** Fields with an object index for list lookups (e.g. spec.nodeName). */
+  indexedFields?: string[];
+}
+
+export class KindCache {
+  readonly objects = new Map<string, KubeObject>();
+  private readonly objIndexes = new Map<string, { get: FieldGetter; byValue: Map<string, Set<string>> }>();
+  private history: (HistoryEntry | undefined)[];
+  private histStart = 0;
+  private histLen = 0;
+  windowStart: number;
+  lastRv: number;
+  private readonly all: Bucket = new Set();
+  private readonly byNamespace = new Map<string, Bucket>();
+  private readonly byField = new Map<string, FieldBuckets>();
+  private readonly bookmarkers = new Set<WatcherImpl>();
+  watcherCount = 0;
+
+  constructor(
+    readonly info: KindInfo,
+    opts: KindCacheOptions,
+  ) {
+    this.history = new Array(Math.max(1, opts.historySize));
+    this.windowStart = opts.windowStart;
+    this.lastRv = opts.windowStart;
+    for (const f of opts.indexedFields ?? []) {
+      this.objIndexes.set(f, { get: fieldGetter(info, f), byValue: new Map() });
+    }
+  }
+
+  /** Apply a committed change: update objects and indexes, record history, fan out to watchers. */
+  apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject, prev: KubeObject | undefined, rv: number): void {
+    const key = storageKey(obj.metadata.namespace, obj.metadata.name!);
+    if (type === 'DELETED') this.objects.delete(key);
+    else this.objects.set(key, obj);
+    for (const idx of this.objIndexes.values()) {
+      const oldV = prev ? idx.get(prev) : undefined;
+      const newV = type === 'DELETED' ? undefined : idx.get(obj);
+      if (oldV === newV) continue;
+      if (oldV !== undefined) idx.byValue.get(oldV)?.delete(key);
+      if (newV !== undefined) {
+        let s = idx.byValue.get(newV);
+        if (!s) {
+          s = new Set();
+          idx.byValue.set(newV, s);
+        }
+        s.add(key);
+      }
+    }
+    const e: HistoryEntry = { type, obj, prev, rv };
+    this.record(e);
+    this.lastRv = rv;
+    if (this.watcherCount > 0) this.dispatch(e);
+  }
+
+  private record(e: HistoryEntry): void {
+    const cap = this.history.length;
+    if (this.histLen === cap) {
+      const evicted = this.history[this.histStart]!;
+      this.windowStart = evicted.rv;
+      this.history[this.histStart] = e;
+      this.histStart = (this.histStart + 1) % cap;
+    } else {
+      this.history[(this.histStart + this.histLen) % cap] = e;
+      this.histLen++;
+    }
+  }
+
+  /** Forget history up to `rv` (watches from before it get 410 Expired). */
+  compact(rv: number): void {
+    const cap = this.history.length;
+    while (this.histLen > 0 && this.history[this.histStart]!.rv <= rv) {
+      this.history[this.histStart] = undefined;
+      this.histStart = (this.histStart + 1) % cap;
+      this.histLen--;
+    }
+    if (rv > this.windowStart) this.windowStart = rv;
+  }
+
+  private dispatch(e: HistoryEntry): void {
+    for (const w of this.all) w.deliver(e);
+    const ns = e.obj.metadata.namespace;
+    if (ns) {
+      const b = this.byNamespace.get(ns);
+      if (b) for (const w of b) w.deliver(e);
+    }
+    for (const fb of this.byField.values()) {
+      const v = fb.get(e.obj);
+      const b = fb.byValue.get(v);
+      if (b) for (const w of b) w.deliver(e);
+      if (e.prev) {
+        const pv = fb.get(e.prev);
+        if (pv !== v) {
+          const pb = fb.byValue.get(pv);
+          if (pb) for (const w of pb) w.deliver(e);
+        }
+      }
+    }
+  }
+
+  /** Current objects matching a filter, using the namespace and object indexes where possible. */
+  select(filter: WatchFilter): KubeObject[] {
+    const matchFields = filter.fields.bind(this.info);
+    let candidates: Iterable<KubeObject> = this.objects.values();
+    for (const [field, idx] of this.objIndexes) {
+      const v = filter.fields.exactValue(field);
+      if (v !== undefined) {
+        const keys = idx.byValue.get(v);
+        const objs: KubeObject[] = [];
+        for (const k of keys ?? []) objs.push(this.objects.get(k)!);
+        candidates = objs;
+        break;
+      }
+    }
+    const out: KubeObject[] = [];
+    const ns = filter.namespace;
+    const labels = filter.labels.empty() ? undefined : filter.labels;
+    for (const o of candidates) {
+      if (ns && o.metadata.namespace !== ns) continue;
+      if (labels && !labels.matches(o.metadata.labels)) continue;
+      if (!matchFields(o)) continue;
+      out.push(o);
+    }
+    return out;
+  }
+
+  /**
+   * Start a watcher. fromRv undefined: initial ADDED events for the current state. Otherwise replay retained
+   * history after fromRv; ExpiredError when it no longer reaches back that far.
+   */
+  watch(filter: WatchFilter, fromRv: number | undefined, bookmarks: boolean, initialEvents: boolean): WatcherImpl {
+    const w = new WatcherImpl(filter, this.info, bookmarks);
+    if (fromRv !== undefined && fromRv < this.windowStart) {
+      throw new ExpiredError(`too old resource version: ${fromRv} (${this.windowStart + 1})`);
+    }
+    if (fromRv === undefined || initialEvents) {
+      for (const o of this.select(filter)) w.push({ type: 'ADDED', object: o });
+      w.lastRv = this.lastRv;
+      if (initialEvents && bookmarks) {
+        w.push({
+          type: 'BOOKMARK',
+          object: this.bookmarkObject(this.lastRv, { 'k8s.io/initial-events-end': 'true' }),
+        });
+      }
+    }
+    if (fromRv !== undefined && !initialEvents) {
+      const cap = this.history.length;
+      for (let i = 0; i < this.histLen; i++) {
+        const e = this.history[(this.histStart + i) % cap]!;
+        if (e.rv > fromRv) w.deliver(e);
+      }
+      w.lastRv = Math.max(fromRv, w.lastRv);
+    }
+    this.attach(w);
+    return w;
+  }
+
+  private attach(w: WatcherImpl): void {
+    const first = w.filter.fields.requirements.find((r) => r.operator === '=');
+    let bucket: Bucket;
+    if (first) {
+      let fb = this.byField.get(first.field);
+      if (!fb) {
+        fb = { get: fieldGetter(this.info, first.field), byValue: new Map() };
+        this.byField.set(first.field, fb);
+      }
+      let b = fb.byValue.get(first.value);
+      if (!b) {
+        b = new Set();
+        fb.byValue.set(first.value, b);
+      }
+      bucket = b;
+    } else if (w.filter.namespace) {
+      let b = this.byNamespace.get(w.filter.namespace);
+      if (!b) {
+        b = new Set();
+        this.byNamespace.set(w.filter.namespace, b);
+      }
+      bucket = b;
+    } else bucket = this.all;
+    bucket.add(w);
+    this.watcherCount++;
+    if (w.bookmarks) this.bookmarkers.add(w);
+    w.onStop = () => {
+      if (bucket.delete(w)) this.watcherCount--;
+      this.bookmarkers.delete(w);
+      if (bucket.size === 0 && bucket !== this.all) {
+        if (first) {
+          const fb = this.byField.get(first.field)!;
+          fb.byValue.delete(first.value);
+          if (fb.byValue.size === 0) this.byField.delete(first.field);
+        } else this.byNamespace.delete(w.filter.namespace!);
+      }
+    };
+  }
+
+  bookmarkObject(rv: number, annotations?: Record<string, string>): KubeObject {
+    return deepFreeze({
+      apiVersion: this.info.apiVersion,
+      kind: this.info.kind,
+      metadata: { resourceVersion: String(rv), ...(annotations ? { annotations } : {}) },
+    });
+  }
+
+  /** Send a BOOKMARK at `rv` to every watcher that asked for bookmarks. */
+  bookmark(rv: number): void {
+    if (this.bookmarkers.size === 0) return;
+    const obj = this.bookmarkObject(rv);
+    for (const w of this.bookmarkers) {
+      if (rv >= w.lastRv) {
+        w.push({ type: 'BOOKMARK', object: obj });
+        w.lastRv = rv;
+      }
+    }
+  }
+
+  /** End every watcher with an ERROR event (e.g. the backend's watch broke). */
+  failAll(err: StatusError): void {
+    const status = err.toStatus();
+    const all: WatcherImpl[] = [...this.all];
+    for (const b of this.byNamespace.values()) all.push(...b);
+    for (const fb of this.byField.values()) for (const b of fb.byValue.values()) all.push(...b);
+    for (const w of all) w.fail(status);
+  }
+
+  stopAll(): void {
+    const all: WatcherImpl[] = [...this.all];
+    for (const b of this.byNamespace.values()) all.push(...b);
+    for (const fb of this.byField.values()) for (const b of fb.byValue.values()) all.push(...b);
+    for (const w of all) w.finish();
+  }
+}
+
+export const matchAll: WatchFilter = { labels: everything, fields: everyField };

@@ -1,0 +1,75 @@
+// Name and label syntax checks. Each returns a list of problems (empty when valid) worded as the API
+// server words them, so they slot straight into `Invalid value: "x": <problem>` messages.
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+export function dns1123Label(v: string): string[] {
+  const errs: string[] = [];
+  if (v.length > 63) errs.push('must be no more than 63 characters');
+  if (!DNS1123_LABEL.test(v)) {
+    errs.push(
+      "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    );
+  }
+  return errs;
+}
+
+export function dns1123Subdomain(v: string): string[] {
+  const errs: string[] = [];
+  if (v.length > 253) errs.push('must be no more than 253 characters');
+  if (!DNS1123_SUBDOMAIN.test(v)) {
+    errs.push(
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    );
+  }
+  return errs;
+}
+
+/** A label or annotation key: `[prefix/]name`, prefix a DNS subdomain. */
+export function qualifiedName(v: string): string[] {
+  const errs: string[] = [];
+  const parts = v.split('/');
+  let name = v;
+  if (parts.length === 2) {
+    const [prefix] = parts;
+    name = parts[1];
+    if (prefix.length === 0) errs.push('prefix part must be non-empty');
+    else errs.push(...dns1123Subdomain(prefix).map((e) => `prefix part ${e}`));
+  } else if (parts.length > 2) {
+    return [
+      "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+    ];
+  }
+  if (name.length === 0) errs.push('name part must be non-empty');
+  else if (name.length > 63) errs.push('name part must be no more than 63 characters');
+  if (name.length > 0 && !QUALIFIED_NAME_PART.test(name)) {
+    errs.push(
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+    );
+  }
+  return errs;
+}
+
+export function labelValue(v: string): string[] {
+  const errs: string[] = [];
+  if (v.length > 63) errs.push('must be no more than 63 characters');
+  if (!LABEL_VALUE.test(v)) {
+    errs.push(
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+    );
+  }
+  return errs;
+}
+
+/** Object names that are never valid path segments, whatever the kind's naming rule. */
+export function pathSegmentName(v: string): string[] {
+  if (v === '.' || v === '..') return [`may not be '${v}'`];
+  const errs: string[] = [];
+  if (v.includes('/')) errs.push("may not contain '/'");
+  if (v.includes('%')) errs.push("may not contain '%'");
+  if (v.includes('\0')) errs.push('may not contain NUL');
+  return errs;
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { BadRequestError } from './errors.js';
+import { jsonPatch, mergePatch, strategicMerge } from './patch.js';
+
+describe('patches', () => {
+  it('merge patch (RFC 7386): null deletes, lists replace', () => {
+    expect(mergePatch({ a: 1, b: { c: 2, d: 3 }, l: [1, 2] }, { b: { c: null, e: 4 }, l: [3] })).toEqual({ a: 1, b: { d: 3, e: 4 }, l: [3] });
+  });
+
+  it('strategic merge merges keyed lists and honours $patch directives', () => {
+    const pod = {
+      spec: {
+        containers: [
+          { name: 'a', image: 'x:1', env: [{ name: 'K', value: '1' }] },
+          { name: 'b', image: 'y:1' },
+        ],
+        tolerations: [{ key: 't' }],
+      },
+      metadata: { finalizers: ['f1'] },
+    };
+    const out = strategicMerge(pod, {
+      spec: {
+        containers: [{ name: 'a', env: [{ name: 'J', value: '2' }] }, { name: 'b', $patch: 'delete' }, { name: 'c', image: 'z:1' }],
+        tolerations: [{ key: 'u' }],
+      },
+      metadata: { finalizers: ['f2'] },
+    });
+    expect(out.spec.containers).toEqual([
+      { name: 'a', image: 'x:1', env: [{ name: 'K', value: '1' }, { name: 'J', value: '2' }] },
+      { name: 'c', image: 'z:1' },
+    ]);
+    expect(out.spec.tolerations).toEqual([{ key: 'u' }]);
+    expect(out.metadata.finalizers).toEqual(['f1', 'f2']);
+    expect(strategicMerge({ metadata: { finalizers: ['a', 'b'] } }, { metadata: { '$deleteFromPrimitiveList/finalizers': ['a'] } })).toEqual({
+      metadata: { finalizers: ['b'] },
+    });
+  });
+
+  it('JSON patch (RFC 6902) is all-or-nothing', () => {
+    const doc = { a: [1, 2], b: { c: 'x' } };
+    expect(jsonPatch(doc, [
+      { op: 'add', path: '/a/-', value: 3 },
+      { op: 'replace', path: '/b/c', value: 'y' },
+      { op: 'move', from: '/b/c', path: '/d' },
+      { op: 'remove', path: '/a/0' },
+    ])).toEqual({ a: [2, 3], b: {}, d: 'y' });
+    expect(() => jsonPatch(doc, [{ op: 'add', path: '/a/-', value: 3 }, { op: 'test', path: '/b/c', value: 'nope' }])).toThrow(BadRequestError);
+    expect(doc).toEqual({ a: [1, 2], b: { c: 'x' } });
+    expect(() => jsonPatch(doc, [{ op: 'remove', path: '/zz' }])).toThrow(/does not exist/);
+  });
+});

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { storeContract } from './store-contract.suite.js';
+import { MemoryStore } from './store-memory.js';
+
+storeContract('memory', async () => {
+  const store = await MemoryStore.open({ bookmarkIntervalMs: 100 });
+  return {
+    store,
+    compact: async (rv) => store.compact(Number(rv)),
+    cleanup: () => store.close(),
+  };
+});
+
+describe('MemoryStore specifics', () => {
+  it('objects in watch events and lists are frozen; get returns a private copy', async () => {
+    const store = await MemoryStore.open();
+    await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, data: { k: 'v' } });
+    const listed = (await store.list('ConfigMap', { namespace: 'default' })).items[0];
+    expect(() => {
+      (listed.data as Record<string, string>).k = 'x';
+    }).toThrow(TypeError);
+    const got = await store.get('ConfigMap', 'default', 'a');
+    got.data!.k = 'changed';
+    expect((await store.get('ConfigMap', 'default', 'a')).data!.k).toBe('v');
+    await store.close();
+  });
+
+  it('keeps bounded history: watching from before the window is Expired', async () => {
+    const store = await MemoryStore.open({ historySize: 5 });
+    const first = await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c0' } });
+    for (let i = 1; i < 10; i++) await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` } });
+    const err = await store.watch('ConfigMap', { resourceVersion: first.metadata.resourceVersion }).catch((e) => e);
+    expect(err.code).toBe(410);
+    expect(err.reason).toBe('Expired');
+    await store.close();
+  });
+});

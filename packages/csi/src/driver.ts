@@ -272,7 +272,9 @@ export class Driver {
     if (lim > 0 && lim < minimum) {
       throw outOfRange(`capacity_range.limit_bytes ${lim} is smaller than the source's ${minimum} bytes`);
     }
-    let size = req > 0 ? req : lim > 0 ? Math.min(lim, this.defaultVolumeBytes) : this.defaultVolumeBytes;
+    // without a size, a restore or clone takes its source's size and a new volume the default
+    let size =
+      req > 0 ? req : lim > 0 ? Math.min(lim, this.defaultVolumeBytes) : minimum || this.defaultVolumeBytes;
     size = Math.max(size, minimum);
     if (size > this.maxVolumeSizeBytes) {
       throw outOfRange(

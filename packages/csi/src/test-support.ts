@@ -1,7 +1,9 @@
 // Helpers shared by this package's tests (not part of the public API).
-import { mkdtempSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { csi, grpc, unaryCall } from '@kemu/proto';
 import { expect } from 'vitest';
 
@@ -71,3 +73,46 @@ export const unique = (prefix: string) =>
   `${prefix}-${process.pid}-${++n}-${Math.random().toString(36).slice(2, 8)}`;
 
 export const MiB = 2 ** 20;
+
+const CLI = fileURLToPath(new URL('./cli.ts', import.meta.url));
+
+export interface CliProcess {
+  child: ChildProcess;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+/** Runs the kemu-csi command from source (the same code the built bin runs). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProcess {
+  const child = spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr!.on('data', (d) => {
+    err += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, stderr: () => err, exited };
+}
+
+/** Waits until the driver answers Probe on its socket. */
+export async function waitReady(p: CliProcess, socketPath: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (p.child.exitCode !== null) throw new Error(`kemu-csi exited early: ${p.stderr()}`);
+    if (existsSync(socketPath)) {
+      const c = connect(socketPath);
+      try {
+        const r = await unaryCall(c.identity, 'Probe', {}, { timeoutMs: 1000 });
+        if (r.ready?.value) return;
+      } catch {
+        // not listening yet
+      } finally {
+        c.close();
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`kemu-csi did not become ready: ${p.stderr()}`);
+}

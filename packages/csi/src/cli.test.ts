@@ -1,0 +1,154 @@
+// The kemu-csi command: CSI_ENDPOINT, socket mode, plugin registration, one-line errors, clean shutdown.
+import { existsSync, promises as fs, statSync } from 'node:fs';
+import path from 'node:path';
+import { grpc, pluginregistration, unaryCall } from '@kemu/proto';
+import { describe, expect, it } from 'vitest';
+import { call, connect, runCli, tmpDir, waitReady } from './test-support.js';
+
+describe('kemu-csi', () => {
+  it('honours CSI_ENDPOINT, makes the socket 0660, serves registration, and removes the socket on SIGTERM', async () => {
+    const root = tmpDir('cli');
+    const sock = path.join(root, 'plugins', 'kemu', 'csi.sock');
+    const registry = path.join(root, 'plugins_registry');
+    const p = runCli(
+      [
+        '--node-id',
+        'cli-node',
+        '--backend',
+        'sim',
+        '--state-dir',
+        path.join(root, 'state'),
+        '--registration-dir',
+        registry,
+        '--kubelet-registration-path',
+        '/var/lib/kubelet/plugins/kemu/csi.sock',
+        '--max-volumes-per-node',
+        '7',
+        '--topology-key',
+        'zone',
+      ],
+      { CSI_ENDPOINT: `unix://${sock}` },
+    );
+    try {
+      await waitReady(p, sock);
+      expect(statSync(sock).mode & 0o777).toBe(0o660);
+      const c = connect(sock);
+      expect(await call(c.node, 'NodeGetInfo', {})).toEqual({
+        nodeId: 'cli-node',
+        maxVolumesPerNode: 7,
+        accessibleTopology: { segments: { zone: 'cli-node' } },
+      });
+      c.close();
+
+      const regSock = path.join(registry, 'kemu.csi.k8s.io-reg.sock');
+      expect(statSync(regSock).mode & 0o777).toBe(0o660);
+      const reg = new pluginregistration.RegistrationClient(
+        `unix://${regSock}`,
+        grpc.credentials.createInsecure(),
+      );
+      expect(await unaryCall(reg, 'GetInfo', {})).toEqual({
+        type: 'CSIPlugin',
+        name: 'kemu.csi.k8s.io',
+        endpoint: '/var/lib/kubelet/plugins/kemu/csi.sock',
+        supportedVersions: ['1.0.0'],
+      });
+      expect(
+        await unaryCall(reg, 'NotifyRegistrationStatus', {
+          pluginRegistered: false,
+          error: 'version mismatch',
+        }),
+      ).toEqual({});
+      reg.close();
+
+      p.child.kill('SIGTERM');
+      expect(await p.exited).toBe(0);
+      expect(existsSync(sock)).toBe(false);
+      expect(p.stderr()).toMatch(/serving kemu\.csi\.k8s\.io \(sim backend, node cli-node\)/);
+    } finally {
+      p.child.kill('SIGKILL');
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it('injects sim latency and failures from flags', async () => {
+    const root = tmpDir('cli-sim');
+    const sock = path.join(root, 'csi.sock');
+    const p = runCli([
+      '--endpoint',
+      sock,
+      '--node-id',
+      'n',
+      '--backend',
+      'sim',
+      '--state-dir',
+      root,
+      '--sim-fail',
+      'createVolume=RESOURCE_EXHAUSTED:1',
+      '--sim-latency',
+      'deleteVolume=20',
+      '-v',
+    ]);
+    try {
+      await waitReady(p, sock);
+      const c = connect(sock);
+      const req = { name: 'v', volumeCapabilities: [{ mount: {}, accessMode: { mode: 1 } }] };
+      await expect(call(c.controller, 'CreateVolume', req)).rejects.toMatchObject({
+        code: 8,
+        details: 'injected failure in createVolume',
+      });
+      const v = await call(c.controller, 'CreateVolume', req);
+      await call(c.controller, 'DeleteVolume', { volumeId: v.volume!.volumeId });
+      c.close();
+      expect(p.stderr()).toMatch(
+        /csi\.v1\.Controller\/CreateVolume name="v" RESOURCE_EXHAUSTED [\d.]+ms: injected failure/,
+      );
+      expect(p.stderr()).toMatch(
+        /csi\.v1\.Controller\/DeleteVolume volumeId="[^"]+" OK (2\d|[3-9]\d|\d{3,})\.\dms/,
+      );
+    } finally {
+      p.child.kill('SIGKILL');
+      await p.exited;
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it.each([
+    [
+      ['--node-id', 'n', '--backend', 'sim'],
+      /^kemu-csi: no endpoint: pass --endpoint unix:\/\/\/path\/csi\.sock or set CSI_ENDPOINT$/,
+    ],
+    [
+      ['--endpoint', 'unix:///tmp/x.sock', '--node-id', 'n', '--capacity', '10apples'],
+      /invalid size "10apples": use a number of bytes or a quantity like 512Mi/,
+    ],
+    [
+      ['--endpoint', 'unix:///tmp/x.sock', '--node-id', 'n', '--backend', 'nfs'],
+      /argument 'nfs' is invalid\. Allowed choices are hostpath, sim/,
+    ],
+    [['--endpoint', 'unix:///tmp/x.sock', '--node-id', '../n'], /--node-id "\.\.\/n" must not contain "\/"/],
+    [
+      ['--endpoint', 'unix:///tmp/x.sock', '--node-id', 'n', '--sim-fail', 'explode'],
+      /--sim-fail "explode": use op=CODE\[:times\]/,
+    ],
+    [
+      [
+        '--endpoint',
+        'tcp://1.2.3.4:5',
+        '--node-id',
+        'n',
+        '--backend',
+        'sim',
+        '--state-dir',
+        '/tmp/kemu-csi-cli-tcp',
+      ],
+      /cannot start: endpoint "tcp:\/\/1\.2\.3\.4:5" is not a unix socket/,
+    ],
+  ])('refuses %j with a one-line error', async (args, msg) => {
+    const p = runCli(args, { CSI_ENDPOINT: '' });
+    expect(await p.exited).not.toBe(0);
+    const err = p.stderr().trim();
+    expect(err.split('\n')).toHaveLength(1);
+    expect(err).toMatch(msg);
+    await fs.rm('/tmp/kemu-csi-cli-tcp', { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,657 @@
+// The `process` backend: real processes. Each sandbox has a pause process holding the pod's UTS and IPC
+// (and, when shared, PID) namespaces, joined to a real network namespace. Each container runs in its own
+// mount namespace (and PID namespace unless the pod shares one), inside the image root filesystem when
+// the image has layers, under a per-container cgroup. Everything is started through util-linux
+// `nsenter`/`unshare` with argument arrays.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Duplex, PassThrough } from 'node:stream';
+import { cri } from '@kemu/proto';
+import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
+import { failedPrecondition, invalidArgument } from './errors.js';
+import type { ImageStore } from './image-store.js';
+import { CriLogWriter } from './log-writer.js';
+import { descend, exitCodeOf, osSignals, procAlive, procStartTime, run, runOk } from './proc-util.js';
+import { nowNs } from './time.js';
+import type {
+  Backend,
+  BackendHost,
+  ContainerRecord,
+  ExecOptions,
+  ExecResult,
+  ImageRecord,
+  NetworkUsageSample,
+  SandboxRecord,
+  StreamSession,
+  UsageSample,
+} from './types.js';
+
+const NSENTER = '/usr/bin/nsenter';
+const UNSHARE = '/usr/bin/unshare';
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const MAX_EXEC_OUTPUT = 16 * 1024 * 1024;
+
+export interface ProcessBackendOptions {
+  /** Sandbox files (resolv.conf, hosts, hostname) live under `<stateDir>/pods`. */
+  stateDir?: string;
+  images?: ImageStore;
+  /** Prefix of the network namespace names created under /run/netns. */
+  netnsPrefix?: string;
+  /** Force a cgroup mode (default: detect). */
+  cgroups?: CgroupMode;
+}
+
+interface ProcessSpec {
+  args: string[];
+  env: string[];
+  cwd: string;
+  uid: number;
+  gid: number;
+}
+
+interface Live {
+  child?: ChildProcess;
+  log?: CriLogWriter;
+  output: EventEmitter;
+  exited: Promise<void>;
+  markExited: () => void;
+  poll?: NodeJS.Timeout;
+  cgroup?: ContainerCgroup;
+}
+
+function mode(sb: SandboxRecord, key: 'pid' | 'ipc' | 'network'): cri.NamespaceMode {
+  return sb.config.linux?.securityContext?.namespaceOptions?.[key] ?? cri.NamespaceMode.POD;
+}
+
+export class ProcessBackend implements Backend {
+  readonly name = 'process';
+  private host!: BackendHost;
+  private readonly live = new Map<string, Live>();
+  private readonly cgroupMode: CgroupMode;
+  private readonly podsDir: string;
+
+  constructor(private readonly opts: ProcessBackendOptions = {}) {
+    this.cgroupMode = opts.cgroups ?? detectCgroupMode();
+    this.podsDir = path.join(opts.stateDir ?? '/run/kemu-cri', 'pods');
+  }
+
+  setHost(host: BackendHost): void {
+    this.host = host;
+  }
+
+  setImageStore(images: ImageStore): void {
+    this.opts.images = images;
+  }
+
+  info() {
+    return { backend: 'process', cgroups: this.cgroupMode, podsDir: this.podsDir };
+  }
+
+  // ------------------------------------------------------------ sandboxes
+
+  async createSandbox(sb: SandboxRecord): Promise<void> {
+    const filesDir = path.join(this.podsDir, sb.id);
+    fs.mkdirSync(filesDir, { recursive: true, mode: 0o755 });
+    sb.backend.filesDir = filesDir;
+    if (!sb.hostNetwork) {
+      const name = `${this.opts.netnsPrefix ?? 'kemu-'}${sb.id.slice(0, 16)}`;
+      await runOk('ip', ['netns', 'add', name]);
+      sb.backend.netnsName = name;
+      sb.netnsPath = `/var/run/netns/${name}`;
+      await runOk('ip', ['-n', name, 'link', 'set', 'lo', 'up']);
+    }
+    const pidShared = mode(sb, 'pid') === cri.NamespaceMode.POD;
+    const unshareArgs = ['--ipc'];
+    if (!sb.hostNetwork) unshareArgs.push('--uts');
+    if (pidShared) unshareArgs.push('--pid', '--fork', '--kill-child', '--mount-proc');
+    const args = sb.netnsPath
+      ? [NSENTER, `--net=${sb.netnsPath}`, '--', UNSHARE, ...unshareArgs, '--', 'sleep', 'infinity']
+      : [UNSHARE, ...unshareArgs, '--', 'sleep', 'infinity'];
+    const child = spawn(args[0], args.slice(1), { stdio: 'ignore', detached: true });
+    child.unref();
+    const depth = (sb.netnsPath ? 0 : 0) + (pidShared ? 1 : 0);
+    const pause = await descend(child.pid!, depth);
+    await this.waitExec(pause, 'sleep');
+    sb.backend.pausePid = pause;
+    sb.backend.pauseStart = procStartTime(pause);
+    sb.backend.pidShared = pidShared;
+    const hostname = sb.config.hostname;
+    if (hostname && !sb.hostNetwork) {
+      if (!/^[a-zA-Z0-9]([a-zA-Z0-9.-]{0,62})$/.test(hostname)) throw invalidArgument(`invalid hostname ${JSON.stringify(hostname)}`);
+      await runOk(NSENTER, [`--target=${pause}`, '--uts', '--', 'hostname', hostname]);
+    }
+    this.writeSandboxFiles(sb);
+  }
+
+  /** Waits until `pid` has exec'd `comm` (the wrappers above it are done). */
+  private async waitExec(pid: number, comm: string) {
+    for (let i = 0; i < 2500; i++) {
+      try {
+        if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm) return;
+      } catch {
+        throw new Error(`process ${pid} exited while starting ${comm}`);
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    throw new Error(`process ${pid} did not start ${comm}`);
+  }
+
+  private writeSandboxFiles(sb: SandboxRecord) {
+    const dir = sb.backend.filesDir as string;
+    const d = sb.config.dnsConfig;
+    let resolv = '';
+    if (d && (d.servers?.length || d.searches?.length || d.options?.length)) {
+      if (d.searches?.length) resolv += `search ${d.searches.join(' ')}\n`;
+      for (const s of d.servers ?? []) resolv += `nameserver ${s}\n`;
+      if (d.options?.length) resolv += `options ${d.options.join(' ')}\n`;
+    } else {
+      resolv = fs.existsSync('/etc/resolv.conf') ? fs.readFileSync('/etc/resolv.conf', 'utf8') : '';
+    }
+    fs.writeFileSync(path.join(dir, 'resolv.conf'), resolv);
+    fs.writeFileSync(path.join(dir, 'hostname'), `${sb.config.hostname ?? ''}\n`);
+    this.writeHosts(sb);
+  }
+
+  private writeHosts(sb: SandboxRecord) {
+    const dir = sb.backend.filesDir as string;
+    let hosts = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n';
+    if (sb.config.hostname) for (const ip of sb.ips) hosts += `${ip}\t${sb.config.hostname}\n`;
+    fs.writeFileSync(path.join(dir, 'hosts'), hosts);
+  }
+
+  async stopSandbox(sb: SandboxRecord): Promise<void> {
+    const pid = sb.backend.pausePid as number | undefined;
+    if (pid && procAlive(pid, sb.backend.pauseStart as number)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    if (sb.backend.netnsName) {
+      const r = await run('ip', ['netns', 'delete', sb.backend.netnsName as string]);
+      if (r.code !== 0 && !/No such file|not found|Cannot remove/.test(r.stderr)) throw new Error(`ip netns delete: ${r.stderr.trim()}`);
+      delete sb.backend.netnsName;
+    }
+  }
+
+  async removeSandbox(sb: SandboxRecord): Promise<void> {
+    if (sb.backend.filesDir) fs.rmSync(sb.backend.filesDir as string, { recursive: true, force: true });
+  }
+
+  // ------------------------------------------------------------ containers
+
+  async createContainer(sb: SandboxRecord, c: ContainerRecord, image: ImageRecord): Promise<void> {
+    const cfg = c.config;
+    const argv = cfg.command?.length ? [...cfg.command, ...(cfg.args ?? [])] : [...(image.config.entrypoint ?? []), ...(cfg.args?.length ? cfg.args : (image.config.cmd ?? []))];
+    if (argv.length === 0) throw failedPrecondition(`no command specified for container ${JSON.stringify(cfg.metadata?.name)} and image ${image.id} has none`);
+    const sc = cfg.linux?.securityContext;
+    if (sc?.runAsUsername) throw invalidArgument('runAsUsername is not supported by the process backend: use runAsUser');
+    const imageUser = image.config.user?.split(':') ?? [];
+    const uid = sc?.runAsUser?.value ?? (/^\d+$/.test(imageUser[0] ?? '') ? Number(imageUser[0]) : 0);
+    const gid = sc?.runAsGroup?.value ?? (/^\d+$/.test(imageUser[1] ?? '') ? Number(imageUser[1]) : uid === 0 ? 0 : uid);
+    const env = new Map<string, string>();
+    env.set('PATH', DEFAULT_PATH);
+    for (const e of image.config.env ?? []) {
+      const i = e.indexOf('=');
+      if (i > 0) env.set(e.slice(0, i), e.slice(i + 1));
+    }
+    if (sb.config.hostname) env.set('HOSTNAME', sb.config.hostname);
+    for (const e of cfg.envs ?? []) env.set(e.key!, e.value ?? '');
+    const rootfs = this.opts.images ? await this.opts.images.rootfs(image) : undefined;
+    for (const m of cfg.mounts ?? []) {
+      if (!fs.existsSync(m.hostPath!)) fs.mkdirSync(m.hostPath!, { recursive: true });
+      if (!rootfs && !fs.existsSync(m.containerPath!)) {
+        throw invalidArgument(`mount target ${m.containerPath} does not exist: images without layers run on the host root filesystem, where the shim does not create paths`);
+      }
+    }
+    const spec: ProcessSpec = {
+      args: argv,
+      env: [...env].map(([k, v]) => `${k}=${v}`),
+      cwd: cfg.workingDir || image.config.workingDir || '/',
+      uid,
+      gid,
+    };
+    c.backend.process = spec;
+    c.backend.rootfs = rootfs ?? null;
+  }
+
+  private liveOf(id: string): Live {
+    let l = this.live.get(id);
+    if (!l) {
+      let markExited!: () => void;
+      const exited = new Promise<void>((resolve) => {
+        markExited = resolve;
+      });
+      l = { output: new EventEmitter(), exited, markExited };
+      this.live.set(id, l);
+    }
+    return l;
+  }
+
+  /** Sets up the container's mount namespace in a holder process: bind mounts, DNS/hosts files. */
+  private async prepareMounts(sb: SandboxRecord, c: ContainerRecord): Promise<ChildProcess> {
+    const holder = spawn(UNSHARE, ['--mount', '--propagation', 'private', '--', 'sleep', 'infinity'], { stdio: 'ignore', detached: true });
+    holder.unref();
+    await this.waitExec(holder.pid!, 'sleep');
+    const rootfs = c.backend.rootfs as string | null;
+    const target = (p: string) => (rootfs ? path.join(rootfs, p) : p);
+    const mnt = `--mount=/proc/${holder.pid}/ns/mnt`;
+    const bind = async (src: string, dst: string, readonly: boolean) => {
+      if (rootfs && !fs.existsSync(dst)) {
+        if (fs.statSync(src).isDirectory()) fs.mkdirSync(dst, { recursive: true });
+        else {
+          fs.mkdirSync(path.dirname(dst), { recursive: true });
+          fs.writeFileSync(dst, '');
+        }
+      }
+      await runOk(NSENTER, [mnt, '--', 'mount', '--bind', src, dst]);
+      if (readonly) await runOk(NSENTER, [mnt, '--', 'mount', '-o', 'remount,bind,ro', dst]);
+    };
+    try {
+      if (!sb.hostNetwork) {
+        const dir = sb.backend.filesDir as string;
+        this.writeHosts(sb);
+        for (const f of ['resolv.conf', 'hosts', 'hostname']) await bind(path.join(dir, f), target(`/etc/${f}`), false);
+      }
+      for (const m of c.config.mounts ?? []) await bind(m.hostPath!, target(m.containerPath!), !!m.readonly);
+    } catch (err) {
+      holder.kill('SIGKILL');
+      throw err;
+    }
+    return holder;
+  }
+
+  async startContainer(sb: SandboxRecord, c: ContainerRecord): Promise<void> {
+    const spec = c.backend.process as ProcessSpec;
+    const pausePid = sb.backend.pausePid as number;
+    if (!procAlive(pausePid, sb.backend.pauseStart as number)) throw failedPrecondition(`sandbox ${sb.id} has no running pause process`);
+    const holder = await this.prepareMounts(sb, c);
+    const pidShared = !!sb.backend.pidShared;
+    const hostPid = mode(sb, 'pid') === cri.NamespaceMode.NODE;
+    const ns = [`--mount=/proc/${holder.pid}/ns/mnt`, `--ipc=/proc/${pausePid}/ns/ipc`];
+    if (sb.netnsPath) ns.push(`--net=${sb.netnsPath}`);
+    if (!sb.hostNetwork) ns.push(`--uts=/proc/${pausePid}/ns/uts`);
+    if (pidShared) ns.push(`--pid=/proc/${pausePid}/ns/pid`);
+    const ownPid = !pidShared && !hostPid;
+    const un = ['--mount-proc', '--propagation', 'private'];
+    if (ownPid) un.push('--pid', '--fork', '--kill-child');
+    const rootfs = c.backend.rootfs as string | null;
+    if (rootfs) un.push(`--root=${rootfs}`);
+    un.push(`--wd=${spec.cwd}`);
+    if (spec.uid !== 0 || spec.gid !== 0) un.push(`--setgid=${spec.gid}`, `--setuid=${spec.uid}`);
+    const args = [...ns, '--', UNSHARE, ...un, '--', ...spec.args];
+    const cgroup = this.cgroupMode === 'none' ? undefined : new ContainerCgroup(this.cgroupMode, c.id);
+    cgroup?.create();
+    const child = spawn(NSENTER, args, {
+      stdio: [c.config.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
+    });
+    if (child.pid) cgroup?.addProcess(child.pid);
+    const l = this.liveOf(c.id);
+    l.child = child;
+    l.cgroup = cgroup;
+    if (c.logPath) l.log = new CriLogWriter(c.logPath);
+    const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+    spawnError.catch(() => {});
+    child.stdout!.on('data', (d: Buffer) => {
+      l.log?.write('stdout', d);
+      l.output.emit('stdout', d);
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      l.log?.write('stderr', d);
+      l.output.emit('stderr', d);
+    });
+    let earlyExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    child.once('exit', (code, signal) => {
+      earlyExit = { code, signal };
+    });
+    child.once('close', (code, signal) => {
+      l.log?.close();
+      l.log = undefined;
+      l.output.emit('end');
+      const exitCode = exitCodeOf(code, signal);
+      const oom = cgroup?.oomKilled() ?? false;
+      cgroup?.remove();
+      l.markExited();
+      this.host.containerExited(c.id, {
+        exitCode,
+        reason: oom ? 'OOMKilled' : exitCode === 0 ? 'Completed' : 'Error',
+      });
+    });
+    let init: number;
+    try {
+      const depth = (pidShared ? 1 : 0) + (ownPid ? 1 : 0);
+      init = await Promise.race([descend(child.pid!, depth), spawnError]);
+    } catch (err) {
+      holder.kill('SIGKILL');
+      if (earlyExit) {
+        throw failedPrecondition(`failed to start container process: ${String(err instanceof Error ? err.message : err)}`);
+      }
+      throw err;
+    } finally {
+      holder.kill('SIGKILL');
+    }
+    cgroup?.addProcess(init);
+    if (cgroup) c.backend.cgroupFiles = cgroup.apply(c.resources);
+    c.backend.pid = init;
+    c.backend.pidStart = procStartTime(init);
+    c.backend.wrapperPid = child.pid;
+    c.startedAt = nowNs();
+    c.state = 'running';
+    // A command that cannot be executed makes unshare exit 126/127 immediately: report it as a start error.
+    await new Promise((r) => setTimeout(r, 20));
+    if (earlyExit && exitCodeOf(earlyExit.code, earlyExit.signal) >= 126 && exitCodeOf(earlyExit.code, earlyExit.signal) <= 127) {
+      await l.exited;
+      throw failedPrecondition(`failed to start container ${c.id}: ${JSON.stringify(spec.args[0])}: executable file not found or not executable`);
+    }
+  }
+
+  private signalInit(c: ContainerRecord, signal: NodeJS.Signals) {
+    const pid = c.backend.pid as number | undefined;
+    if (pid && procAlive(pid, c.backend.pidStart as number)) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // raced with exit
+      }
+    }
+  }
+
+  async stopContainer(c: ContainerRecord, timeoutSec: number): Promise<void> {
+    const l = this.live.get(c.id);
+    const exited = l?.exited ?? Promise.resolve();
+    const sig = c.config.stopSignal ? (cri.Signal[c.config.stopSignal] as NodeJS.Signals) : 'SIGTERM';
+    if (timeoutSec > 0) {
+      this.signalInit(c, osSignals[sig] ? sig : 'SIGTERM');
+      const done = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), timeoutSec * 1000))]);
+      if (done) return;
+    }
+    this.signalInit(c, 'SIGKILL');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  }
+
+  async removeContainer(c: ContainerRecord): Promise<void> {
+    const l = this.live.get(c.id);
+    if (l?.poll) clearInterval(l.poll);
+    l?.log?.close();
+    l?.cgroup?.remove();
+    this.live.delete(c.id);
+  }
+
+  private execArgs(c: ContainerRecord, cmd: string[]): string[] {
+    const spec = c.backend.process as ProcessSpec;
+    const pid = c.backend.pid as number;
+    const args = [`--target=${pid}`, '--mount', '--uts', '--ipc', '--net', '--pid', '--root', '--wd'];
+    if (spec.uid !== 0 || spec.gid !== 0) args.push(`--setgid=${spec.gid}`, `--setuid=${spec.uid}`);
+    return [...args, '--', ...cmd];
+  }
+
+  private spawnExec(c: ContainerRecord, cmd: string[], stdin: boolean): ChildProcess {
+    const pid = c.backend.pid as number;
+    if (!procAlive(pid, c.backend.pidStart as number)) throw failedPrecondition(`container ${c.id} has no running process`);
+    const spec = c.backend.process as ProcessSpec;
+    const child = spawn(NSENTER, this.execArgs(c, cmd), {
+      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
+    });
+    const cg = this.live.get(c.id)?.cgroup;
+    if (child.pid) cg?.addProcess(child.pid);
+    return child;
+  }
+
+  async execSync(_sb: SandboxRecord, c: ContainerRecord, cmd: string[], timeoutMs: number): Promise<ExecResult> {
+    const child = this.spawnExec(c, cmd, false);
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let size = 0;
+    const collect = (into: Buffer[]) => (d: Buffer) => {
+      if (size + d.length > MAX_EXEC_OUTPUT) return;
+      size += d.length;
+      into.push(d);
+    };
+    child.stdout!.on('data', collect(out));
+    child.stderr!.on('data', collect(err));
+    let timedOut = false;
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            try {
+              process.kill(-child.pid!, 'SIGKILL');
+            } catch {
+              // already exited
+            }
+          }, timeoutMs)
+        : undefined;
+    const code = await new Promise<number>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code, signal) => resolve(exitCodeOf(code, signal)));
+    });
+    if (timer) clearTimeout(timer);
+    return { stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode: timedOut ? -1 : code };
+  }
+
+  exec(_sb: SandboxRecord, c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {
+    const child = this.spawnExec(c, cmd, opts.stdin);
+    const out = new PassThrough();
+    const errOut = new PassThrough();
+    child.stdout!.pipe(out);
+    // Without a pty (none is available to node without native code) tty output merges stderr into stdout.
+    if (opts.tty) child.stderr!.pipe(out, { end: false });
+    else child.stderr!.pipe(errOut);
+    const exit = new Promise<number>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code, signal) => resolve(exitCodeOf(code, signal)));
+    });
+    return {
+      stdin: child.stdin ?? undefined,
+      stdout: opts.stdout ? out : undefined,
+      stderr: opts.stderr && !opts.tty ? errOut : undefined,
+      exit,
+      kill: () => {
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          // already exited
+        }
+      },
+    };
+  }
+
+  attach(_sb: SandboxRecord, c: ContainerRecord, opts: ExecOptions): StreamSession {
+    const l = this.liveOf(c.id);
+    const out = opts.stdout ? new PassThrough() : undefined;
+    const errOut = opts.stderr ? new PassThrough() : undefined;
+    const onOut = (d: Buffer) => out?.write(d);
+    const onErr = (d: Buffer) => (errOut ?? (opts.tty ? out : undefined))?.write(d);
+    l.output.on('stdout', onOut);
+    l.output.on('stderr', onErr);
+    let done!: (code: number) => void;
+    const exit = new Promise<number>((resolve) => {
+      done = resolve;
+    });
+    const detach = () => {
+      l.output.off('stdout', onOut);
+      l.output.off('stderr', onErr);
+      out?.end();
+      errOut?.end();
+    };
+    l.output.once('end', () => {
+      detach();
+      done(c.exitCode);
+    });
+    let stdin: PassThrough | undefined;
+    if (opts.stdin) {
+      stdin = new PassThrough();
+      const target = l.child?.stdin;
+      if (target) stdin.on('data', (d: Buffer) => target.write(d));
+      // stdinOnce: the container's stdin closes when the first attached client detaches.
+      stdin.on('end', () => {
+        if (c.config.stdinOnce) target?.end();
+      });
+    }
+    return {
+      stdin,
+      stdout: out,
+      stderr: errOut,
+      exit,
+      kill: () => {
+        detach();
+        done(0);
+      },
+    };
+  }
+
+  async portForward(sb: SandboxRecord, port: number): Promise<Duplex> {
+    if (sb.hostNetwork || !sb.netnsPath) return connectTcp('127.0.0.1', port);
+    // Node cannot enter a network namespace itself; a tiny helper inside the pod's netns relays the bytes.
+    const child = spawn(NSENTER, [`--net=${sb.netnsPath}`, '--', process.execPath, '-e', RELAY_SCRIPT, String(port)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', (d: Buffer) => {
+        if (d[0] === 0x06) {
+          const rest = d.subarray(1);
+          if (rest.length) child.stdout.unshift(rest);
+          resolve();
+        } else reject(new Error('port-forward helper misbehaved'));
+      });
+      child.once('close', () => reject(new Error(stderr.trim() || `cannot connect to port ${port}`)));
+      child.once('error', reject);
+    });
+    const duplex = Duplex.from({ readable: child.stdout, writable: child.stdin });
+    duplex.on('close', () => child.kill('SIGKILL'));
+    return duplex;
+  }
+
+  async updateResources(c: ContainerRecord): Promise<void> {
+    const cg = this.live.get(c.id)?.cgroup;
+    if (cg && c.state === 'running') c.backend.cgroupFiles = cg.apply(c.resources);
+  }
+
+  async reopenLog(c: ContainerRecord): Promise<void> {
+    this.live.get(c.id)?.log?.reopen();
+  }
+
+  async containerUsage(c: ContainerRecord): Promise<UsageSample> {
+    const cg = this.live.get(c.id)?.cgroup;
+    const u = cg?.usage() ?? {};
+    const pid = c.backend.pid as number | undefined;
+    let cpuNs = u.cpuNs;
+    let rss = u.rss;
+    if ((cpuNs === undefined || rss === undefined) && pid) {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        cpuNs ??= (Number(f[11]) + Number(f[12])) * 1e7;
+        rss ??= Number(f[21]) * 4096;
+      } catch {
+        // exited meanwhile
+      }
+    }
+    const procs = cg?.dirs[0] ? countProcs(path.join(cg.dirs[0], 'cgroup.procs')) : 1;
+    return {
+      cpuCoreNanoSeconds: cpuNs ?? 0,
+      memoryWorkingSetBytes: u.workingSet ?? rss ?? 0,
+      memoryUsageBytes: u.memUsage ?? rss ?? 0,
+      rssBytes: rss ?? 0,
+      processCount: procs,
+    };
+  }
+
+  async networkUsage(sb: SandboxRecord): Promise<NetworkUsageSample[]> {
+    const pid = sb.backend.pausePid as number | undefined;
+    if (!pid || sb.hostNetwork) return [];
+    try {
+      const lines = fs.readFileSync(`/proc/${pid}/net/dev`, 'utf8').split('\n').slice(2);
+      return lines
+        .filter((l) => l.includes(':'))
+        .map((l) => {
+          const [name, rest] = l.split(':');
+          const f = rest.trim().split(/\s+/).map(Number);
+          return { name: name.trim(), rxBytes: f[0], rxErrors: f[2], txBytes: f[8], txErrors: f[10] };
+        })
+        .filter((n) => n.name !== 'lo');
+    } catch {
+      return [];
+    }
+  }
+
+  async recover(sandboxes: SandboxRecord[], containers: ContainerRecord[]): Promise<void> {
+    for (const sb of sandboxes) {
+      const alive = procAlive(sb.backend.pausePid as number, sb.backend.pauseStart as number);
+      if (sb.state === 'ready' && !alive) sb.state = 'notready';
+    }
+    for (const c of containers) {
+      if (c.state !== 'running') continue;
+      const pid = c.backend.pid as number;
+      if (!procAlive(pid, c.backend.pidStart as number)) {
+        // As containerd does when a task vanished while it was down: exited, code unknown.
+        c.state = 'exited';
+        c.exitCode = 255;
+        c.reason = 'Unknown';
+        c.message = 'container process was not found after the runtime restarted';
+        c.finishedAt = nowNs();
+        continue;
+      }
+      // Still running but not our child: watch /proc for its end (its exit code is not observable).
+      const l = this.liveOf(c.id);
+      if (this.cgroupMode !== 'none') l.cgroup = new ContainerCgroup(this.cgroupMode, c.id);
+      l.poll = setInterval(() => {
+        if (procAlive(pid, c.backend.pidStart as number)) return;
+        clearInterval(l.poll);
+        l.output.emit('end');
+        l.markExited();
+        this.host.containerExited(c.id, { exitCode: 255, reason: 'Unknown', message: 'exit code not observable after a runtime restart' });
+      }, 500);
+      l.poll.unref();
+    }
+  }
+
+  async close(): Promise<void> {
+    // Containers keep running across a runtime restart, as with containerd; only our watchers stop.
+    for (const l of this.live.values()) {
+      if (l.poll) clearInterval(l.poll);
+      l.log?.flush();
+      l.child?.stdout?.removeAllListeners('data');
+      l.child?.stderr?.removeAllListeners('data');
+      l.child?.removeAllListeners('close');
+      l.child?.unref();
+      (l.child?.stdout as unknown as { unref?: () => void })?.unref?.();
+      (l.child?.stderr as unknown as { unref?: () => void })?.unref?.();
+      (l.child?.stdin as unknown as { unref?: () => void })?.unref?.();
+    }
+  }
+}
+
+const RELAY_SCRIPT = `
+const net = require('node:net');
+const s = net.connect(Number(process.argv[1]), '127.0.0.1', () => { process.stdout.write(Buffer.from([6])); process.stdin.pipe(s); s.pipe(process.stdout); });
+s.on('error', (e) => { process.stderr.write('connection to port ' + process.argv[1] + ' failed: ' + e.message); process.exit(1); });
+s.on('close', () => process.exit(0));
+`;
+
+function connectTcp(host: string, port: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, host, () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+function countProcs(file: string): number {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,381 @@
+// The `sim` backend: no processes. Each container follows a script read from annotations, with optional
+// per-call latencies, so thousands of pods cost only memory. This is the scale path.
+import { EventEmitter } from 'node:events';
+import { Duplex, PassThrough } from 'node:stream';
+import { failedPrecondition } from './errors.js';
+import { CriLogWriter } from './log-writer.js';
+import { delay, fixedSession } from './streams.js';
+import { nowNs } from './time.js';
+import type {
+  Backend,
+  BackendHost,
+  ContainerRecord,
+  ExecOptions,
+  ExecResult,
+  ImageRecord,
+  NetworkUsageSample,
+  SandboxRecord,
+  StreamSession,
+  UsageSample,
+} from './types.js';
+
+/** Annotation keys that script a simulated container (on the container, or on the sandbox as `<key>.<container-name>` or `<key>`). */
+export const SIM_ANNOTATIONS = {
+  behavior: 'kemu.io/sim-behavior', // run (default) | exit | fail-start
+  exitAfter: 'kemu.io/sim-exit-after', // seconds, e.g. "2.5"; implies exit
+  exitCode: 'kemu.io/sim-exit-code', // exit code when it exits on its own (default 0)
+  memoryMiB: 'kemu.io/sim-memory-mib', // working set it "consumes"; over the memory limit -> OOMKilled
+  cpuMillicores: 'kemu.io/sim-cpu-millicores', // CPU it "burns" while running
+  log: 'kemu.io/sim-log', // text written to stdout at start
+  ignoreSigterm: 'kemu.io/sim-ignore-sigterm', // "true": StopContainer waits the whole timeout, then kills
+  listen: 'kemu.io/sim-listen', // comma-separated TCP ports that echo what port-forward sends
+  startError: 'kemu.io/sim-start-error', // message for fail-start
+} as const;
+
+export type SimCall =
+  | 'runPodSandbox'
+  | 'stopPodSandbox'
+  | 'removePodSandbox'
+  | 'createContainer'
+  | 'startContainer'
+  | 'stopContainer'
+  | 'removeContainer'
+  | 'execSync';
+
+export interface SimBackendOptions {
+  /** Extra latency in milliseconds added to each call, to model a slower runtime. */
+  latencyMs?: Partial<Record<SimCall, number>>;
+  /** Optional hooks so a simulated datapath can create/remove the pod's namespace. */
+  netns?: { create(path: string): Promise<void>; remove(path: string): Promise<void> };
+  /** Interface counters for PodSandboxStats, when a simulated datapath can provide them. */
+  networkUsage?: (netnsPath: string) => Promise<NetworkUsageSample[]>;
+}
+
+interface SimContainer {
+  timer?: NodeJS.Timeout;
+  log?: CriLogWriter;
+  output: EventEmitter;
+  exited?: Promise<void>;
+  resolveExit?: () => void;
+}
+
+export function simScript(sb: SandboxRecord | undefined, c: ContainerRecord) {
+  const name = c.config.metadata?.name ?? '';
+  const get = (key: string): string | undefined =>
+    c.config.annotations?.[key] ?? sb?.config.annotations?.[`${key}.${name}`] ?? sb?.config.annotations?.[key];
+  const num = (key: string, dflt: number) => {
+    const v = get(key);
+    const n = v === undefined ? Number.NaN : Number(v);
+    return Number.isFinite(n) ? n : dflt;
+  };
+  const exitAfter = get(SIM_ANNOTATIONS.exitAfter);
+  const behavior = get(SIM_ANNOTATIONS.behavior) ?? (exitAfter !== undefined ? 'exit' : 'run');
+  return {
+    behavior,
+    exitAfterSec: num(SIM_ANNOTATIONS.exitAfter, 0),
+    exitCode: num(SIM_ANNOTATIONS.exitCode, 0),
+    memoryMiB: num(SIM_ANNOTATIONS.memoryMiB, 0),
+    cpuMillicores: num(SIM_ANNOTATIONS.cpuMillicores, 0),
+    log: get(SIM_ANNOTATIONS.log),
+    ignoreSigterm: get(SIM_ANNOTATIONS.ignoreSigterm) === 'true',
+    listen: (get(SIM_ANNOTATIONS.listen) ?? '')
+      .split(',')
+      .map((p) => Number(p.trim()))
+      .filter((p) => p > 0),
+    startError: get(SIM_ANNOTATIONS.startError) ?? 'simulated start failure',
+  };
+}
+
+function resolvConf(sb: SandboxRecord): string {
+  const d = sb.config.dnsConfig;
+  let s = '';
+  if (d?.searches?.length) s += `search ${d.searches.join(' ')}\n`;
+  for (const ns of d?.servers ?? []) s += `nameserver ${ns}\n`;
+  if (d?.options?.length) s += `options ${d.options.join(' ')}\n`;
+  return s;
+}
+
+export class SimBackend implements Backend {
+  readonly name = 'sim';
+  private host!: BackendHost;
+  private readonly live = new Map<string, SimContainer>();
+  private readonly sandboxes = new Map<string, SandboxRecord>();
+  private readonly containersBySandbox = new Map<string, Set<ContainerRecord>>();
+
+  constructor(private readonly opts: SimBackendOptions = {}) {}
+
+  setHost(host: BackendHost): void {
+    this.host = host;
+  }
+
+  info() {
+    return { backend: 'sim', latencyMs: this.opts.latencyMs ?? {} };
+  }
+
+  private lat(call: SimCall) {
+    return delay(this.opts.latencyMs?.[call] ?? 0);
+  }
+
+  private sim(c: ContainerRecord): SimContainer {
+    let s = this.live.get(c.id);
+    if (!s) {
+      s = { output: new EventEmitter() };
+      this.live.set(c.id, s);
+    }
+    return s;
+  }
+
+  async createSandbox(sb: SandboxRecord): Promise<void> {
+    await this.lat('runPodSandbox');
+    if (!sb.hostNetwork) {
+      sb.netnsPath = `/var/run/netns/kemu-${sb.id.slice(0, 12)}`;
+      await this.opts.netns?.create(sb.netnsPath);
+    }
+    this.sandboxes.set(sb.id, sb);
+  }
+
+  async stopSandbox(sb: SandboxRecord): Promise<void> {
+    await this.lat('stopPodSandbox');
+    if (sb.netnsPath && sb.backend.netnsRemoved !== true) {
+      await this.opts.netns?.remove(sb.netnsPath).catch(() => {});
+      sb.backend.netnsRemoved = true;
+    }
+  }
+
+  async removeSandbox(sb: SandboxRecord): Promise<void> {
+    await this.lat('removePodSandbox');
+    this.sandboxes.delete(sb.id);
+  }
+
+  async createContainer(_sb: SandboxRecord, c: ContainerRecord, _image: ImageRecord): Promise<void> {
+    await this.lat('createContainer');
+    this.track(c);
+  }
+
+  private schedule(c: ContainerRecord, sb: SandboxRecord | undefined, startedAtNs: number) {
+    const script = simScript(sb, c);
+    const s = this.sim(c);
+    s.exited = new Promise((resolve) => {
+      s.resolveExit = resolve;
+    });
+    const limit = c.resources.memoryLimitInBytes ?? 0;
+    const elapsedMs = (nowNs() - startedAtNs) / 1e6;
+    if (limit > 0 && script.memoryMiB * 1024 * 1024 > limit) {
+      s.timer = setTimeout(() => this.exit(c, 137, 'OOMKilled'), Math.max(0, 10 - elapsedMs));
+    } else if (script.behavior === 'exit') {
+      s.timer = setTimeout(
+        () => this.exit(c, script.exitCode, script.exitCode === 0 ? 'Completed' : 'Error'),
+        Math.max(0, script.exitAfterSec * 1000 - elapsedMs),
+      );
+    }
+  }
+
+  private exit(c: ContainerRecord, code: number, reason: string) {
+    const s = this.live.get(c.id);
+    if (s?.timer) clearTimeout(s.timer);
+    s?.log?.close();
+    if (s) s.log = undefined;
+    s?.output.emit('end');
+    this.host.containerExited(c.id, { exitCode: code, reason });
+    s?.resolveExit?.();
+  }
+
+  async startContainer(sb: SandboxRecord, c: ContainerRecord): Promise<void> {
+    await this.lat('startContainer');
+    const script = simScript(sb, c);
+    if (script.behavior === 'fail-start') throw failedPrecondition(script.startError);
+    c.startedAt = nowNs();
+    c.state = 'running';
+    const s = this.sim(c);
+    const lines = script.log ?? (c.config.command?.[0] === 'echo' ? `${[...(c.config.command.slice(1) ?? []), ...(c.config.args ?? [])].join(' ')}\n` : undefined);
+    if (lines && c.logPath) {
+      s.log = new CriLogWriter(c.logPath);
+      s.log.write('stdout', lines.endsWith('\n') ? lines : `${lines}\n`);
+    }
+    this.schedule(c, sb, c.startedAt);
+  }
+
+  async stopContainer(c: ContainerRecord, timeoutSec: number): Promise<void> {
+    await this.lat('stopContainer');
+    const script = simScript(this.sandboxes.get(c.sandboxId), c);
+    if (script.ignoreSigterm) {
+      await delay(timeoutSec * 1000);
+      if (c.state === 'running') this.exit(c, 137, 'Error');
+    } else if (c.state === 'running') this.exit(c, 143, 'Error');
+  }
+
+  async removeContainer(c: ContainerRecord): Promise<void> {
+    await this.lat('removeContainer');
+    const s = this.live.get(c.id);
+    if (s?.timer) clearTimeout(s.timer);
+    s?.log?.close();
+    this.live.delete(c.id);
+    this.untrack(c);
+  }
+
+  private run(sb: SandboxRecord, c: ContainerRecord, cmd: string[]): { stdout: string; stderr: string; exitCode: number } {
+    const [bin, ...args] = cmd;
+    const base = bin.split('/').pop()!;
+    const env = (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n');
+    const files: Record<string, string> = {
+      '/etc/hostname': `${sb.config.hostname ?? ''}\n`,
+      '/etc/resolv.conf': resolvConf(sb),
+    };
+    switch (base) {
+      case 'echo':
+        return { stdout: `${args.join(' ')}\n`, stderr: '', exitCode: 0 };
+      case 'true':
+        return { stdout: '', stderr: '', exitCode: 0 };
+      case 'false':
+        return { stdout: '', stderr: '', exitCode: 1 };
+      case 'hostname':
+        return { stdout: `${sb.config.hostname || sb.config.metadata?.name || ''}\n`, stderr: '', exitCode: 0 };
+      case 'env':
+        return { stdout: env ? `${env}\n` : '', stderr: '', exitCode: 0 };
+      case 'cat': {
+        const f = files[args[0] ?? ''];
+        if (f === undefined) return { stdout: '', stderr: `cat: ${args[0] ?? ''}: No such file or directory\n`, exitCode: 1 };
+        return { stdout: f, stderr: '', exitCode: 0 };
+      }
+      case 'sh':
+        if (args[0] === '-c' && /^exit \d+$/.test(args[1] ?? '')) return { stdout: '', stderr: '', exitCode: Number(args[1].slice(5)) };
+        return this.run(sb, c, ['echo', ...args.slice(1)]);
+      default:
+        return { stdout: '', stderr: `${bin}: command not found in simulated container\n`, exitCode: 127 };
+    }
+  }
+
+  async execSync(sb: SandboxRecord, c: ContainerRecord, cmd: string[], timeoutMs: number): Promise<ExecResult> {
+    await this.lat('execSync');
+    if (cmd[0] === 'sleep') {
+      const ms = Number(cmd[1] ?? 0) * 1000;
+      if (timeoutMs > 0 && ms > timeoutMs) {
+        await delay(timeoutMs);
+        return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: -1 };
+      }
+      await delay(ms);
+      return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0 };
+    }
+    const r = this.run(sb, c, cmd);
+    return { stdout: Buffer.from(r.stdout), stderr: Buffer.from(r.stderr), exitCode: r.exitCode };
+  }
+
+  exec(sb: SandboxRecord, c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {
+    if (cmd[0] === 'cat' && cmd.length === 1 && opts.stdin) {
+      const input = new PassThrough();
+      const out = new PassThrough();
+      input.pipe(out);
+      const exit = new Promise<number>((resolve) => out.on('end', () => resolve(0)));
+      return { stdin: input, stdout: out, exit, kill: () => input.end() };
+    }
+    const r = this.run(sb, c, cmd);
+    return fixedSession(opts, r.stdout, r.stderr, r.exitCode);
+  }
+
+  attach(_sb: SandboxRecord, c: ContainerRecord, opts: ExecOptions): StreamSession {
+    const s = this.sim(c);
+    const out = opts.stdout ? new PassThrough() : undefined;
+    const input = opts.stdin ? new PassThrough() : undefined;
+    let done!: (code: number) => void;
+    const exit = new Promise<number>((resolve) => {
+      done = resolve;
+    });
+    const onEnd = () => {
+      out?.end();
+      done(c.exitCode);
+    };
+    s.output.once('end', onEnd);
+    // What is typed into an attached simulated container comes back on stdout, as with `cat`.
+    input?.on('data', (d: Buffer) => {
+      out?.write(d);
+      s.log?.write('stdout', d);
+    });
+    return {
+      stdin: input,
+      stdout: out,
+      exit,
+      kill: () => {
+        s.output.off('end', onEnd);
+        out?.end();
+        done(0);
+      },
+    };
+  }
+
+  async portForward(sb: SandboxRecord, port: number): Promise<Duplex> {
+    const ports = new Set<number>();
+    for (const s of this.sandboxContainers(sb)) for (const p of simScript(sb, s).listen) ports.add(p);
+    if (!ports.has(port)) throw new Error(`connection refused: nothing listens on port ${port} in sandbox ${sb.id}`);
+    // An echo server: what the client sends comes straight back.
+    return new Duplex({
+      read() {},
+      write(chunk, _enc, cb) {
+        this.push(chunk);
+        cb();
+      },
+      final(cb) {
+        this.push(null);
+        cb();
+      },
+    });
+  }
+
+
+  private sandboxContainers(sb: SandboxRecord): ContainerRecord[] {
+    return [...(this.containersBySandbox.get(sb.id) ?? [])].filter((c) => c.state === 'running');
+  }
+
+  private track(c: ContainerRecord) {
+    let set = this.containersBySandbox.get(c.sandboxId);
+    if (!set) {
+      set = new Set();
+      this.containersBySandbox.set(c.sandboxId, set);
+    }
+    set.add(c);
+  }
+
+  private untrack(c: ContainerRecord) {
+    this.containersBySandbox.get(c.sandboxId)?.delete(c);
+  }
+
+  async updateResources(_c: ContainerRecord): Promise<void> {}
+
+  async reopenLog(c: ContainerRecord): Promise<void> {
+    this.live.get(c.id)?.log?.reopen();
+  }
+
+  async containerUsage(c: ContainerRecord): Promise<UsageSample> {
+    const script = simScript(this.sandboxes.get(c.sandboxId), c);
+    const runningNs = c.state === 'running' ? Math.max(0, nowNs() - c.startedAt) : 0;
+    const mem = script.memoryMiB * 1024 * 1024;
+    return {
+      cpuCoreNanoSeconds: Math.floor((runningNs * script.cpuMillicores) / 1000),
+      memoryWorkingSetBytes: mem,
+      memoryUsageBytes: mem,
+      rssBytes: mem,
+      processCount: c.state === 'running' ? 1 : 0,
+    };
+  }
+
+  async networkUsage(sb: SandboxRecord): Promise<NetworkUsageSample[]> {
+    if (!sb.netnsPath || !this.opts.networkUsage) return [];
+    return this.opts.networkUsage(sb.netnsPath);
+  }
+
+  async recover(sandboxes: SandboxRecord[], containers: ContainerRecord[]): Promise<void> {
+    for (const sb of sandboxes) this.sandboxes.set(sb.id, sb);
+    for (const c of containers) {
+      this.track(c);
+      // Simulated containers have no process to lose: a running one resumes its script where it was.
+      if (c.state === 'running') this.schedule(c, this.sandboxes.get(c.sandboxId), c.startedAt);
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.live.values()) {
+      if (s.timer) clearTimeout(s.timer);
+      s.log?.close();
+    }
+    this.live.clear();
+  }
+}

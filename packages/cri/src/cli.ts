@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// kemu-cri: serve the CRI on a unix socket, or import images into the image dir.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import type { SimCall } from './backend-sim.js';
+import { loadImageSource } from './image-store.js';
+import { RUNTIME_VERSION } from './runtime.js';
+import { startCriServer } from './server.js';
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function parseLatency(value: string): Partial<Record<SimCall, number>> {
+  const out: Record<string, number> = {};
+  for (const part of value.split(',')) {
+    const [k, v] = part.split('=');
+    const ms = Number(v);
+    if (!k || !Number.isFinite(ms) || ms < 0) {
+      throw new InvalidArgumentError(`want call=ms pairs such as runPodSandbox=5,startContainer=2 (got ${JSON.stringify(part)})`);
+    }
+    out[k.trim()] = ms;
+  }
+  return out;
+}
+
+function parseAddr(value: string): { host: string; port: number } {
+  const m = /^(.*):(\d+)$/.exec(value);
+  if (!m) throw new InvalidArgumentError('want host:port, e.g. 127.0.0.1:10010');
+  return { host: m[1].replace(/^\[|\]$/g, '') || '127.0.0.1', port: Number(m[2]) };
+}
+
+function fail(message: string): never {
+  process.stderr.write(`kemu-cri: ${message}\n`);
+  process.exit(1);
+}
+
+const program = new Command('kemu-cri')
+  .description('A CRI runtime.v1 shim (RuntimeService + ImageService) with sim and process backends')
+  .version(RUNTIME_VERSION);
+
+program
+  .command('serve', { isDefault: true })
+  .description('serve RuntimeService and ImageService on a unix socket')
+  .option('--listen <endpoint>', 'unix socket endpoint', 'unix:///run/kemu/cri.sock')
+  .option('--backend <name>', 'sim (no processes) or process (real processes)', 'sim')
+  .option('--state-dir <dir>', 'where sandbox/container state is persisted', '/var/lib/kemu-cri')
+  .option('--image-dir <dir>', 'OCI image layouts and image tarballs to serve as images')
+  .option('--synthetic-images', 'any reference pulls as a synthetic image with a deterministic digest')
+  .option('--fail-image <glob>', 'references matching this glob fail to pull like an unreachable registry', collect)
+  .option('--cni-conf-dir <dir>', 'CNI network configuration directory')
+  .option('--cni-bin-dir <dir>', 'CNI plugin directory (repeatable)', collect)
+  .option('--cni-cache-dir <dir>', 'CNI result cache directory')
+  .option('--pod-cidr <cidr>', 'initial pod CIDR (kubelet can change it with UpdateRuntimeConfig)')
+  .option('--runtime-handler <name>', 'accept this runtime handler besides the default (repeatable)', collect)
+  .option('--allowed-log-root <dir>', 'directory sandbox log directories must live under (repeatable; default /var/log/pods and /tmp)', collect)
+  .option('--streaming-addr <host:port>', 'address of the exec/attach/port-forward server', parseAddr)
+  .option('--sim-latency <call=ms,...>', 'sim backend: extra latency per call', parseLatency)
+  .action(async (o) => {
+    if (o.backend !== 'sim' && o.backend !== 'process') fail(`unknown backend ${JSON.stringify(o.backend)}: use --backend sim or --backend process`);
+    if (o.backend === 'process' && process.getuid?.() !== 0) fail('the process backend needs root (namespaces, cgroups): run as root or use --backend sim');
+    if (!o.listen.startsWith('unix:')) fail(`--listen ${o.listen} is not a unix socket endpoint: use unix:///path/to/cri.sock`);
+    if (o.cniBinDir && !o.cniConfDir) fail('--cni-bin-dir needs --cni-conf-dir');
+    let server: Awaited<ReturnType<typeof startCriServer>>;
+    try {
+      server = await startCriServer({
+        listen: o.listen,
+        backend: o.backend,
+        stateDir: path.resolve(o.stateDir),
+        imageDir: o.imageDir ? path.resolve(o.imageDir) : undefined,
+        syntheticImages: !!o.syntheticImages,
+        failImages: o.failImage,
+        cni: o.cniConfDir
+          ? {
+              confDir: path.resolve(o.cniConfDir),
+              binDirs: (o.cniBinDir ?? ['/opt/cni/bin']).flatMap((d: string) => d.split(':')),
+              cacheDir: o.cniCacheDir,
+            }
+          : undefined,
+        podCidr: o.podCidr,
+        runtimeHandlers: o.runtimeHandler,
+        allowedLogRoots: o.allowedLogRoot,
+        streaming: o.streamingAddr ?? {},
+        sim: o.simLatency ? { latencyMs: o.simLatency } : undefined,
+      });
+    } catch (err) {
+      fail(err instanceof Error ? err.message : String(err));
+    }
+    process.stderr.write(
+      `kemu-cri ${RUNTIME_VERSION}: serving on unix://${server.socketPath} (backend ${o.backend}, network ${server.runtime.network.name}, streaming ${server.streaming?.url ?? 'off'})\n`,
+    );
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`kemu-cri: ${signal}: shutting down\n`);
+      server.close().then(
+        () => process.exit(0),
+        (err) => fail(`shutdown: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+
+program
+  .command('import')
+  .description('add OCI image layouts or image tarballs to the image dir (a running shim picks them up on pull)')
+  .argument('<source...>', 'OCI layout directories or .tar/.tar.gz image archives')
+  .requiredOption('--image-dir <dir>', 'the image dir the shim serves')
+  .action(async (sources: string[], o) => {
+    const dir = path.resolve(o.imageDir);
+    fs.mkdirSync(dir, { recursive: true });
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-cri-import-'));
+    try {
+      for (const src of sources) {
+        if (!fs.existsSync(src)) fail(`${src}: no such file or directory`);
+        let images: Awaited<ReturnType<typeof loadImageSource>>;
+        try {
+          images = await loadImageSource(path.resolve(src), cache);
+        } catch (err) {
+          fail(`${src}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        if (images.length === 0) fail(`${src}: contains no image manifests`);
+        const dest = path.join(dir, path.basename(path.resolve(src)));
+        if (path.resolve(src) !== dest) {
+          if (fs.existsSync(dest)) fail(`${dest} already exists in the image dir: remove it first or rename the source`);
+          fs.cpSync(src, dest, { recursive: true });
+        }
+        for (const img of images) {
+          process.stdout.write(`${img.repoTags[0] ?? '<untagged>'}\t${img.id}\t${img.size}\n`);
+        }
+      }
+    } finally {
+      fs.rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
+program.parseAsync(process.argv).catch((err) => fail(err instanceof Error ? err.message : String(err)));

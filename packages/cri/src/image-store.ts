@@ -1,0 +1,391 @@
+// Images from local OCI image layouts and image tarballs (OCI or `docker save` format) under the image
+// dir, plus synthetic images. The image dir acts as the "registry": PullImage resolves references
+// against it; pulled/removed state is kept in the state dir so it survives restarts.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import * as tar from 'tar';
+import { invalidArgument, notFound, unavailable } from './errors.js';
+import { globMatch, isImageId, normalizeRef, parseImageRef } from './image-ref.js';
+import { writeFileAtomicSync } from './state-store.js';
+import type { ImageRecord } from './types.js';
+
+export interface ImageStoreOptions {
+  imageDir?: string;
+  /** Where extracted tarballs, unpacked root filesystems and images.json live. */
+  stateDir?: string;
+  syntheticImages?: boolean;
+  /** Glob patterns (on the normalised reference) that fail to pull like an unreachable registry. */
+  failImages?: string[];
+}
+
+const MT_INDEX = new Set(['application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json']);
+
+function sha256(data: Buffer | string): string {
+  return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+}
+
+function userOf(user: string | undefined): { uid?: number; username: string } {
+  if (!user) return { uid: 0, username: '' };
+  const u = user.split(':')[0];
+  if (/^\d+$/.test(u)) return { uid: Number(u), username: '' };
+  return { username: u };
+}
+
+function blobPath(layoutDir: string, digest: string): string {
+  const m = /^(sha256|sha512):([0-9a-f]+)$/.exec(digest);
+  if (!m) throw new Error(`bad digest ${JSON.stringify(digest)} in ${layoutDir}`);
+  return path.join(layoutDir, 'blobs', m[1], m[2]);
+}
+
+function readVerifiedBlob(layoutDir: string, digest: string): Buffer {
+  const data = fs.readFileSync(blobPath(layoutDir, digest));
+  if (digest.startsWith('sha256:') && sha256(data) !== digest) {
+    throw new Error(`blob ${digest} in ${layoutDir} does not match its digest`);
+  }
+  return data;
+}
+
+function defaultRepository(sourcePath: string): string {
+  const base = path.basename(sourcePath).replace(/(\.tar\.gz|\.tgz|\.tar|\.oci)$/, '').toLowerCase();
+  return base.replace(/[^a-z0-9._-]/g, '-') || 'image';
+}
+
+function nameFromAnnotation(value: string | undefined, sourcePath: string): string | undefined {
+  if (!value) return undefined;
+  if (value.includes('/') || value.includes(':') || value.includes('@')) {
+    try {
+      return normalizeRef(value);
+    } catch {
+      return undefined;
+    }
+  }
+  return normalizeRef(`${defaultRepository(sourcePath)}:${value}`);
+}
+
+function imageFromConfig(
+  configBytes: Buffer,
+  manifestDigest: string | undefined,
+  layers: { file: string; size: number }[],
+  names: string[],
+  source: ImageRecord['source'],
+  sourcePath: string,
+  manifestSize: number,
+): ImageRecord {
+  const config = JSON.parse(configBytes.toString('utf8'));
+  const c = config.config ?? {};
+  const { uid, username } = userOf(c.User);
+  const repoTags = names.filter((n) => !n.includes('@'));
+  const repoDigests = manifestDigest
+    ? [...new Set(repoTags.map((t) => `${parseImageRef(t).repository}@${manifestDigest}`))]
+    : [];
+  return {
+    id: sha256(configBytes),
+    repoTags,
+    repoDigests,
+    size: configBytes.length + manifestSize + layers.reduce((a, l) => a + l.size, 0),
+    uid,
+    username,
+    layers: layers.map((l) => l.file),
+    source,
+    sourcePath,
+    manifestDigest,
+    config: { env: c.Env, entrypoint: c.Entrypoint, cmd: c.Cmd, workingDir: c.WorkingDir, user: c.User },
+  };
+}
+
+/** Reads every image of an OCI image layout directory. */
+export function loadOciLayout(dir: string, sourcePath = dir): ImageRecord[] {
+  const index = JSON.parse(fs.readFileSync(path.join(dir, 'index.json'), 'utf8'));
+  const out: ImageRecord[] = [];
+  for (const desc of index.manifests ?? []) {
+    let manifestDesc = desc;
+    if (MT_INDEX.has(desc.mediaType)) {
+      const inner = JSON.parse(readVerifiedBlob(dir, desc.digest).toString('utf8'));
+      const pick =
+        inner.manifests?.find((m: any) => m.platform?.os === 'linux' && m.platform?.architecture === 'amd64') ??
+        inner.manifests?.[0];
+      if (!pick) continue;
+      manifestDesc = { ...pick, annotations: { ...pick.annotations, ...desc.annotations } };
+    }
+    const manifestBytes = readVerifiedBlob(dir, manifestDesc.digest);
+    const manifest = JSON.parse(manifestBytes.toString('utf8'));
+    const configBytes = readVerifiedBlob(dir, manifest.config.digest);
+    const ann = desc.annotations ?? {};
+    const name =
+      nameFromAnnotation(ann['io.containerd.image.name'], sourcePath) ??
+      nameFromAnnotation(ann['org.opencontainers.image.ref.name'], sourcePath);
+    const layers = (manifest.layers ?? []).map((l: any) => ({ file: blobPath(dir, l.digest), size: l.size ?? 0 }));
+    out.push(
+      imageFromConfig(configBytes, manifestDesc.digest, layers, name ? [name] : [], 'oci-layout', sourcePath, manifestBytes.length),
+    );
+  }
+  return out;
+}
+
+/** Reads a `docker save` archive that has been extracted to `dir`. */
+export function loadDockerArchive(dir: string, sourcePath: string): ImageRecord[] {
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+  return manifest.map((entry: any) => {
+    const configBytes = fs.readFileSync(path.join(dir, entry.Config));
+    const layers = (entry.Layers ?? []).map((l: string) => {
+      const file = path.join(dir, l);
+      return { file, size: fs.statSync(file).size };
+    });
+    const names = (entry.RepoTags ?? []).map((t: string) => normalizeRef(t));
+    return imageFromConfig(configBytes, undefined, layers, names, 'docker-archive', sourcePath, 0);
+  });
+}
+
+export function isImageTarball(name: string): boolean {
+  return /\.(tar|tar\.gz|tgz)$/.test(name);
+}
+
+/** Extracts an image tarball once (keyed by path, size and mtime) and reads it. */
+export async function loadImageTarball(file: string, cacheDir: string): Promise<ImageRecord[]> {
+  const st = fs.statSync(file);
+  const key = createHash('sha256').update(`${path.resolve(file)}\0${st.size}\0${st.mtimeMs}`).digest('hex').slice(0, 24);
+  const dest = path.join(cacheDir, key);
+  if (!fs.existsSync(path.join(dest, '.kemu-extracted'))) {
+    fs.rmSync(dest, { recursive: true, force: true });
+    fs.mkdirSync(dest, { recursive: true });
+    await tar.x({ file, cwd: dest, strict: true });
+    fs.writeFileSync(path.join(dest, '.kemu-extracted'), '');
+  }
+  if (fs.existsSync(path.join(dest, 'index.json')) && fs.existsSync(path.join(dest, 'oci-layout'))) {
+    return loadOciLayout(dest, file);
+  }
+  if (fs.existsSync(path.join(dest, 'manifest.json'))) return loadDockerArchive(dest, file);
+  throw new Error(`${file} is neither an OCI image layout nor a docker image archive`);
+}
+
+/** Loads whatever `source` is (layout dir or tarball); errors name the file and the reason. */
+export async function loadImageSource(source: string, cacheDir: string): Promise<ImageRecord[]> {
+  const st = fs.statSync(source);
+  if (st.isDirectory()) {
+    if (!fs.existsSync(path.join(source, 'oci-layout'))) throw new Error(`${source} is not an OCI image layout (no oci-layout file)`);
+    return loadOciLayout(source);
+  }
+  if (isImageTarball(source)) return loadImageTarball(source, cacheDir);
+  throw new Error(`${source} is not an image: expected an OCI layout directory or a .tar/.tar.gz archive`);
+}
+
+export function syntheticImage(reference: string): ImageRecord {
+  const ref = parseImageRef(reference);
+  const name = `${ref.repository}${ref.tag ? `:${ref.tag}` : ''}`;
+  const config = JSON.stringify({
+    architecture: 'amd64',
+    os: 'linux',
+    config: { Env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'] },
+    rootfs: { type: 'layers', diff_ids: [] },
+    'kemu.synthetic': ref.repository,
+  });
+  const id = sha256(config);
+  const manifest = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: 'application/vnd.oci.image.manifest.v1+json',
+    config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: id, size: config.length },
+    layers: [],
+    annotations: { 'org.opencontainers.image.ref.name': name },
+  });
+  const manifestDigest = ref.digest ?? sha256(manifest);
+  return {
+    id,
+    repoTags: ref.tag ? [name] : [],
+    repoDigests: [`${ref.repository}@${manifestDigest}`],
+    size: config.length + manifest.length,
+    uid: 0,
+    username: '',
+    layers: [],
+    source: 'synthetic',
+    manifestDigest,
+    config: { env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'] },
+  };
+}
+
+interface PersistedImages {
+  /** Images added by pulls that are not backed by the image dir (synthetic), by id. */
+  pulled: ImageRecord[];
+  /** Image-dir images removed with RemoveImage (hidden until pulled again). */
+  removed: string[];
+}
+
+export class ImageStore {
+  private dirImages: ImageRecord[] = [];
+  private pulled = new Map<string, ImageRecord>();
+  private removed = new Set<string>();
+  private readonly stateFile?: string;
+  private readonly cacheDir?: string;
+
+  constructor(private readonly opts: ImageStoreOptions = {}) {
+    if (opts.stateDir) {
+      this.stateFile = path.join(opts.stateDir, 'images.json');
+      this.cacheDir = path.join(opts.stateDir, 'image-cache');
+    }
+  }
+
+  async load(): Promise<void> {
+    if (this.stateFile && fs.existsSync(this.stateFile)) {
+      const s = JSON.parse(fs.readFileSync(this.stateFile, 'utf8')) as PersistedImages;
+      this.pulled = new Map(s.pulled.map((i) => [i.id, i]));
+      this.removed = new Set(s.removed);
+    }
+    await this.scan();
+  }
+
+  /** Re-reads the image dir; images that fail to load are reported and skipped, never fatal. */
+  async scan(): Promise<void> {
+    const dir = this.opts.imageDir;
+    if (!dir || !fs.existsSync(dir)) return;
+    const cache = this.cacheDir ?? path.join(dir, '.kemu-cache');
+    const found: ImageRecord[] = [];
+    for (const name of fs.readdirSync(dir).sort()) {
+      if (name.startsWith('.')) continue;
+      const full = path.join(dir, name);
+      const st = fs.statSync(full);
+      if (!(st.isDirectory() && fs.existsSync(path.join(full, 'oci-layout'))) && !(st.isFile() && isImageTarball(name))) continue;
+      try {
+        found.push(...(await loadImageSource(full, cache)));
+      } catch (err) {
+        process.emitWarning(`skipping image ${full}: ${(err as Error).message}`);
+      }
+    }
+    this.dirImages = mergeById(found);
+  }
+
+  private persist(): void {
+    if (!this.stateFile) return;
+    const s: PersistedImages = { pulled: [...this.pulled.values()], removed: [...this.removed] };
+    writeFileAtomicSync(this.stateFile, JSON.stringify(s));
+  }
+
+  list(): ImageRecord[] {
+    const visible = this.dirImages.filter((i) => !this.removed.has(i.id));
+    return mergeById([...visible, ...this.pulled.values()]);
+  }
+
+  /** Finds a present image by reference, image id, id prefix-free hex, or repo digest. */
+  resolve(refOrId: string): ImageRecord | undefined {
+    return findImage(this.list(), refOrId);
+  }
+
+  async pull(reference: string): Promise<ImageRecord> {
+    const normalized = normalizeRef(reference);
+    for (const pattern of this.opts.failImages ?? []) {
+      if (globMatch(pattern, normalized) || globMatch(pattern, reference)) {
+        const repo = parseImageRef(reference).repository;
+        const host = repo.split('/')[0] === 'docker.io' ? 'registry-1.docker.io' : repo.split('/')[0];
+        throw unavailable(
+          `failed to pull and unpack image ${JSON.stringify(normalized)}: failed to resolve reference ${JSON.stringify(normalized)}: dial tcp: lookup ${host}: no such host`,
+        );
+      }
+    }
+    let img = findImage(this.dirImages, normalized);
+    if (!img) {
+      await this.scan();
+      img = findImage(this.dirImages, normalized);
+    }
+    if (img) {
+      if (this.removed.delete(img.id)) this.persist();
+      return img;
+    }
+    const existing = findImage([...this.pulled.values()], normalized);
+    if (existing) return existing;
+    if (this.opts.syntheticImages) {
+      const synthetic = syntheticImage(reference);
+      const prev = this.pulled.get(synthetic.id);
+      if (prev) {
+        prev.repoTags = [...new Set([...prev.repoTags, ...synthetic.repoTags])];
+        prev.repoDigests = [...new Set([...prev.repoDigests, ...synthetic.repoDigests])];
+      } else this.pulled.set(synthetic.id, synthetic);
+      this.persist();
+      return this.pulled.get(synthetic.id)!;
+    }
+    throw notFound(
+      `failed to pull and unpack image ${JSON.stringify(normalized)}: failed to resolve reference ${JSON.stringify(normalized)}: ${normalized}: not found`,
+    );
+  }
+
+  /** Removes an image and every reference to it; removing a missing image succeeds. */
+  async remove(refOrId: string): Promise<void> {
+    if (!refOrId) throw invalidArgument('image spec must name an image');
+    const img = this.resolve(refOrId);
+    if (!img) return;
+    if (this.pulled.delete(img.id) || this.dirImages.some((i) => i.id === img.id)) {
+      if (this.dirImages.some((i) => i.id === img.id)) this.removed.add(img.id);
+      this.persist();
+    }
+  }
+
+  fsInfo(): { mountpoint: string; usedBytes: number; inodesUsed: number } {
+    const images = this.list();
+    return {
+      mountpoint: this.opts.stateDir ? path.join(this.opts.stateDir, 'image-cache') : (this.opts.imageDir ?? '/'),
+      usedBytes: images.reduce((a, i) => a + i.size, 0),
+      inodesUsed: images.reduce((a, i) => a + i.layers.length + 2, 0),
+    };
+  }
+
+  /** Unpacks the image's layers once into a root filesystem; undefined when the image has none. */
+  async rootfs(img: ImageRecord): Promise<string | undefined> {
+    if (img.layers.length === 0) return undefined;
+    const base = this.opts.stateDir ?? path.join(this.opts.imageDir ?? '/tmp', '.kemu-cache');
+    const dest = path.join(base, 'rootfs', img.id.replace(/^sha256:/, ''));
+    const marker = path.join(dest, '.kemu-unpacked');
+    if (fs.existsSync(marker)) return dest;
+    await fsp.rm(dest, { recursive: true, force: true });
+    await fsp.mkdir(dest, { recursive: true });
+    for (const layer of img.layers) await unpackLayer(layer, dest);
+    await fsp.writeFile(marker, img.id);
+    return dest;
+  }
+}
+
+function findImage(images: ImageRecord[], refOrId: string): ImageRecord | undefined {
+  if (isImageId(refOrId)) {
+    const id = refOrId.startsWith('sha256:') ? refOrId : `sha256:${refOrId}`;
+    return images.find((i) => i.id === id);
+  }
+  let normalized: string;
+  try {
+    normalized = normalizeRef(refOrId);
+  } catch {
+    return undefined;
+  }
+  return images.find((i) => i.repoTags.includes(normalized) || i.repoDigests.includes(normalized));
+}
+
+function mergeById(images: ImageRecord[]): ImageRecord[] {
+  const byId = new Map<string, ImageRecord>();
+  for (const img of images) {
+    const prev = byId.get(img.id);
+    if (!prev) byId.set(img.id, { ...img, repoTags: [...img.repoTags], repoDigests: [...img.repoDigests] });
+    else {
+      prev.repoTags = [...new Set([...prev.repoTags, ...img.repoTags])];
+      prev.repoDigests = [...new Set([...prev.repoDigests, ...img.repoDigests])];
+    }
+  }
+  return [...byId.values()];
+}
+
+/** Applies one layer tarball: whiteout files delete what lower layers put there. */
+async function unpackLayer(layer: string, dest: string): Promise<void> {
+  await tar.x({
+    file: layer,
+    cwd: dest,
+    preservePaths: false,
+    filter: (p) => {
+      const base = path.posix.basename(p);
+      if (!base.startsWith('.wh.')) return true;
+      const dir = path.join(dest, path.posix.dirname(p));
+      if (!path.resolve(dir).startsWith(path.resolve(dest))) return false;
+      if (base === '.wh..wh..opq') {
+        for (const e of fs.existsSync(dir) ? fs.readdirSync(dir) : []) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
+      } else {
+        fs.rmSync(path.join(dir, base.slice(4)), { recursive: true, force: true });
+      }
+      return false;
+    },
+  });
+}

@@ -1,0 +1,100 @@
+// Writes container output in the CRI log format kubelet reads: `<RFC3339Nano> <stream> <P|F> <text>\n`.
+// A line longer than the kubelet's 16 KiB limit is split into partial (P) records; the final piece is F.
+import fs from 'node:fs';
+import path from 'node:path';
+import { rfc3339Nano } from './time.js';
+
+export type LogStream = 'stdout' | 'stderr';
+
+const MAX_LINE = 16 * 1024;
+
+export function formatLogRecord(stream: LogStream, tag: 'P' | 'F', text: string | Buffer, ts?: string): string {
+  return `${ts ?? rfc3339Nano()} ${stream} ${tag} ${text.toString()}\n`;
+}
+
+export class CriLogWriter {
+  private fd: number | undefined;
+  private readonly pending: Record<LogStream, Buffer> = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
+
+  constructor(readonly logPath: string) {}
+
+  private open(): number {
+    if (this.fd === undefined) {
+      fs.mkdirSync(path.dirname(this.logPath), { recursive: true });
+      this.fd = fs.openSync(this.logPath, 'a', 0o640);
+    }
+    return this.fd;
+  }
+
+  /** Appends raw output; complete lines are written immediately, a trailing fragment waits for more. */
+  write(stream: LogStream, chunk: Buffer | string): void {
+    let buf = Buffer.concat([this.pending[stream], typeof chunk === 'string' ? Buffer.from(chunk) : chunk]);
+    let out = '';
+    const ts = rfc3339Nano();
+    for (;;) {
+      const nl = buf.indexOf(10);
+      if (nl === -1) break;
+      let line = buf.subarray(0, nl);
+      if (line.length > 0 && line[line.length - 1] === 13) line = line.subarray(0, line.length - 1);
+      while (line.length > MAX_LINE) {
+        out += formatLogRecord(stream, 'P', line.subarray(0, MAX_LINE), ts);
+        line = line.subarray(MAX_LINE);
+      }
+      out += formatLogRecord(stream, 'F', line, ts);
+      buf = buf.subarray(nl + 1);
+    }
+    while (buf.length > MAX_LINE) {
+      out += formatLogRecord(stream, 'P', buf.subarray(0, MAX_LINE), ts);
+      buf = buf.subarray(MAX_LINE);
+    }
+    this.pending[stream] = Buffer.from(buf);
+    if (out) fs.writeSync(this.open(), out);
+  }
+
+  /** Writes whatever fragment is left as a final record (the stream ended without a newline). */
+  flush(): void {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      if (this.pending[stream].length > 0) {
+        fs.writeSync(this.open(), formatLogRecord(stream, 'F', this.pending[stream]));
+        this.pending[stream] = Buffer.alloc(0);
+      }
+    }
+  }
+
+  /** Closes and reopens the file so a rotated log (renamed away by kubelet) gets a fresh file. */
+  reopen(): void {
+    this.closeFd();
+    this.open();
+  }
+
+  close(): void {
+    this.flush();
+    this.closeFd();
+  }
+
+  private closeFd(): void {
+    if (this.fd !== undefined) {
+      fs.closeSync(this.fd);
+      this.fd = undefined;
+    }
+  }
+}
+
+export interface ParsedLogRecord {
+  timestamp: string;
+  stream: LogStream;
+  partial: boolean;
+  text: string;
+}
+
+/** Parses CRI log records (used by tests and `kemu-cri` tooling to read logs back). */
+export function parseCriLog(content: string): ParsedLogRecord[] {
+  const records: ParsedLogRecord[] = [];
+  for (const line of content.split('\n')) {
+    if (!line) continue;
+    const m = /^(\S+) (stdout|stderr) ([PF]) (.*)$/s.exec(line);
+    if (!m) throw new Error(`not a CRI log record: ${JSON.stringify(line)}`);
+    records.push({ timestamp: m[1], stream: m[2] as LogStream, partial: m[3] === 'P', text: m[4] });
+  }
+  return records;
+}

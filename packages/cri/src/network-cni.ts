@@ -1,0 +1,108 @@
+// Pod networking through the CNI runtime of @kemu/cni (libcni semantics): the first network list in the
+// conf dir, ADD on RunPodSandbox, DEL on StopPodSandbox, port mappings through the portMappings
+// capability and the pod CIDR through ipRanges. NetworkReady follows the presence of a valid config.
+import { CniRuntime, type Invoker, type NetworkConfigList, type RuntimeConf } from '@kemu/cni';
+import { errorMessage } from './errors.js';
+import type { NetworkManager, NetworkStatus, PodNetworkRequest, PodNetworkResult } from './types.js';
+
+export interface CniNetworkOptions {
+  confDir: string;
+  binDirs: string[];
+  cacheDir?: string;
+  /** In-process invoker (plugins called as objects); default execs plugin binaries from binDirs. */
+  invoker?: Invoker;
+  /** Interface name inside the pod (default eth0). */
+  ifname?: string;
+  /** How often the conf dir is re-read for NetworkReady (default 2 s). */
+  refreshMs?: number;
+}
+
+const PROTO = ['tcp', 'udp', 'sctp'];
+
+export class CniNetwork implements NetworkManager {
+  readonly name = 'cni';
+  readonly cni: CniRuntime;
+  private list?: NetworkConfigList;
+  private lastError = 'cni config not loaded yet';
+  private podCidr = '';
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly opts: CniNetworkOptions) {
+    this.cni = new CniRuntime({ confDir: opts.confDir, binDirs: opts.binDirs, cacheDir: opts.cacheDir, invoker: opts.invoker });
+    this.timer = setInterval(() => void this.refresh(), opts.refreshMs ?? 2000);
+    this.timer.unref();
+  }
+
+  /** Re-reads the conf dir; NetworkReady is false until a loadable network list exists. */
+  async refresh(): Promise<void> {
+    try {
+      this.list = await this.cni.loadConfList();
+      this.lastError = '';
+    } catch (err) {
+      this.list = undefined;
+      this.lastError = errorMessage(err);
+    }
+  }
+
+  status(): NetworkStatus {
+    if (this.list) return { ready: true, reason: '', message: '' };
+    return { ready: false, reason: 'NetworkPluginNotReady', message: `Network plugin returns error: cni plugin not initialized: ${this.lastError}` };
+  }
+
+  private rt(req: PodNetworkRequest): RuntimeConf {
+    const capabilityArgs: Record<string, unknown> = {};
+    const pm = req.portMappings
+      .filter((p) => (p.hostPort ?? 0) > 0)
+      .map((p) => ({
+        hostPort: p.hostPort,
+        containerPort: p.containerPort,
+        protocol: PROTO[p.protocol ?? 0] ?? 'tcp',
+        ...(p.hostIp ? { hostIP: p.hostIp } : {}),
+      }));
+    if (pm.length) capabilityArgs.portMappings = pm;
+    if (this.podCidr) capabilityArgs.ipRanges = this.podCidr.split(',').map((subnet) => [{ subnet: subnet.trim() }]);
+    return {
+      containerId: req.sandboxId,
+      netns: req.netnsPath,
+      ifname: this.opts.ifname ?? 'eth0',
+      args: [
+        ['IgnoreUnknown', '1'],
+        ['K8S_POD_NAMESPACE', req.namespace],
+        ['K8S_POD_NAME', req.name],
+        ['K8S_POD_INFRA_CONTAINER_ID', req.sandboxId],
+        ['K8S_POD_UID', req.uid],
+      ],
+      capabilityArgs,
+    };
+  }
+
+  async setUp(req: PodNetworkRequest): Promise<PodNetworkResult> {
+    await this.refresh();
+    if (!this.list) throw new Error(`cni plugin not initialized: ${this.lastError}`);
+    const result = await this.cni.addNetworkList(this.list, this.rt(req));
+    const ips = (result.ips ?? []).map((ip) => ip.address.split('/')[0]);
+    // The pod's primary IP is IPv4 when it has one, as kubelet expects.
+    ips.sort((a, b) => Number(b.includes('.')) - Number(a.includes('.')));
+    return { ips };
+  }
+
+  async tearDown(req: PodNetworkRequest): Promise<void> {
+    if (!this.list) await this.refresh();
+    if (!this.list) return; // nothing configured: nothing was set up through us
+    await this.cni.delNetworkList(this.list, this.rt(req));
+  }
+
+  async updatePodCidr(cidr: string): Promise<void> {
+    this.podCidr = cidr;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+  }
+}
+
+export async function createCniNetwork(opts: CniNetworkOptions & { stateDir?: string; backend: string }): Promise<CniNetwork> {
+  const n = new CniNetwork(opts);
+  await n.refresh();
+  return n;
+}

@@ -1,0 +1,114 @@
+// Fallback pod networking with no datapath at all: hands out addresses from the pod CIDR and records
+// them, nothing more. Used when no CNI runtime is wired in; it makes pod IPs show up in
+// PodSandboxStatus but moves no packets.
+import fs from 'node:fs';
+import path from 'node:path';
+import { invalidArgument, unavailable } from './errors.js';
+import { writeFileAtomicSync } from './state-store.js';
+import type { NetworkManager, NetworkStatus, PodNetworkRequest, PodNetworkResult } from './types.js';
+
+function ipToInt(ip: string): number {
+  const p = ip.split('.').map(Number);
+  if (p.length !== 4 || p.some((x) => !Number.isInteger(x) || x < 0 || x > 255)) throw invalidArgument(`invalid IPv4 address ${ip}`);
+  return ((p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]) >>> 0;
+}
+
+function intToIp(n: number): string {
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+}
+
+export interface PodCidrIpamOptions {
+  podCidr?: string;
+  /** Directory for the allocation file (survives restarts); memory only when omitted. */
+  stateDir?: string;
+}
+
+export class PodCidrIpam implements NetworkManager {
+  readonly name = 'pod-cidr-ipam';
+  private base = 0;
+  private size = 0;
+  private next = 0;
+  private readonly allocated = new Map<number, string>();
+  private readonly file?: string;
+
+  constructor(opts: PodCidrIpamOptions = {}) {
+    this.setCidr(opts.podCidr ?? '10.88.0.0/16');
+    if (opts.stateDir) {
+      fs.mkdirSync(opts.stateDir, { recursive: true });
+      this.file = path.join(opts.stateDir, 'pod-cidr-allocations.json');
+      if (fs.existsSync(this.file)) {
+        const saved = JSON.parse(fs.readFileSync(this.file, 'utf8')) as Record<string, string>;
+        for (const [ip, owner] of Object.entries(saved)) this.allocated.set(ipToInt(ip), owner);
+      }
+    }
+  }
+
+  private setCidr(cidr: string) {
+    const first = cidr.split(',').map((c) => c.trim()).find((c) => c.includes('.'));
+    if (!first) throw invalidArgument(`pod CIDR ${JSON.stringify(cidr)} has no IPv4 range`);
+    const [addr, bits] = first.split('/');
+    const prefix = Number(bits);
+    if (!(prefix >= 8 && prefix <= 30)) throw invalidArgument(`pod CIDR ${first}: prefix must be between /8 and /30`);
+    const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
+    this.base = (ipToInt(addr) & mask) >>> 0;
+    this.size = 2 ** (32 - prefix);
+    this.next = 2; // .1 is the gateway
+  }
+
+  status(): NetworkStatus {
+    return { ready: true, reason: '', message: '' };
+  }
+
+  private persist() {
+    if (!this.file) return;
+    const out: Record<string, string> = {};
+    for (const [n, owner] of this.allocated) out[intToIp(n)] = owner;
+    writeFileAtomicSync(this.file, JSON.stringify(out));
+  }
+
+  async setUp(req: PodNetworkRequest): Promise<PodNetworkResult> {
+    for (const [n, owner] of this.allocated) if (owner === req.sandboxId) return { ips: [intToIp(n)] };
+    for (let i = 0; i < this.size - 3; i++) {
+      const off = ((this.next - 2 + i) % (this.size - 3)) + 2;
+      const n = (this.base + off) >>> 0;
+      if (this.allocated.has(n)) continue;
+      this.allocated.set(n, req.sandboxId);
+      this.next = off + 1;
+      this.persist();
+      return { ips: [intToIp(n)] };
+    }
+    throw unavailable(`no IP addresses available in pod CIDR ${intToIp(this.base)}/${32 - Math.log2(this.size)}`);
+  }
+
+  async tearDown(req: PodNetworkRequest): Promise<void> {
+    let changed = false;
+    for (const [n, owner] of this.allocated) {
+      if (owner === req.sandboxId) {
+        this.allocated.delete(n);
+        changed = true;
+      }
+    }
+    if (changed) this.persist();
+  }
+
+  async updatePodCidr(cidr: string): Promise<void> {
+    this.setCidr(cidr);
+  }
+
+  async recover(held: PodNetworkRequest[]): Promise<void> {
+    const live = new Set(held.map((h) => h.sandboxId));
+    let changed = false;
+    for (const [n, owner] of this.allocated) {
+      if (!live.has(owner)) {
+        this.allocated.delete(n);
+        changed = true;
+      }
+    }
+    if (changed) this.persist();
+  }
+
+  /** Addresses currently handed out (for tests and diagnostics). */
+  allocations(): Record<string, string> {
+    return Object.fromEntries([...this.allocated].map(([n, o]) => [intToIp(n), o]));
+  }
+}

@@ -1,0 +1,153 @@
+// Composition: builds the runtime core from options and serves it on a unix socket, or hands back the
+// service objects for in-process use.
+import fs from 'node:fs';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { cri, implementService, serveUnix, shutdownServer, socketPathFromEndpoint } from '@kemu/proto';
+import { SimBackend, type SimBackendOptions } from './backend-sim.js';
+import { ImageStore } from './image-store.js';
+import { NoNetwork } from './network-none.js';
+import { PodCidrIpam } from './network-pod-cidr.js';
+import { CriRuntime } from './runtime.js';
+import { createImageService, type ImageServiceHandlers } from './service-image.js';
+import { createRuntimeService, type RuntimeServiceHandlers } from './service-runtime.js';
+import { FileStateStore, MemoryStateStore } from './state-store.js';
+import { StreamingServer } from './streaming-server.js';
+import type { Backend, NetworkManager } from './types.js';
+
+export interface CniOptions {
+  confDir: string;
+  binDirs: string[];
+  cacheDir?: string;
+}
+
+export interface CriRuntimeConfig {
+  backend: 'sim' | 'process' | Backend;
+  /** Persist state here (required to recover after a restart); memory only when omitted. */
+  stateDir?: string;
+  imageDir?: string;
+  syntheticImages?: boolean;
+  failImages?: string[];
+  /** Pod networking: an explicit manager wins; else CNI when `cni` is given; else the backend's default. */
+  network?: NetworkManager;
+  cni?: CniOptions;
+  /** Factory for a CNI-backed network manager (kept pluggable so the core does not load CNI code unless used). */
+  cniNetworkFactory?: (opts: CniOptions & { stateDir?: string; backend: string }) => Promise<NetworkManager>;
+  /** Default network for `sim` when no CNI config is given. */
+  simDefaultNetworkFactory?: (opts: { stateDir?: string; podCidr?: string }) => Promise<NetworkManager>;
+  podCidr?: string;
+  runtimeHandlers?: string[];
+  allowedLogRoots?: string[];
+  sim?: SimBackendOptions;
+  process?: import('./backend-process.js').ProcessBackendOptions;
+  /** Streaming server bind address (default 127.0.0.1:0); `false` disables Exec/Attach/PortForward. */
+  streaming?: { host?: string; port?: number } | false;
+}
+
+export interface CriInstance {
+  runtime: CriRuntime;
+  /** The RuntimeService handlers, callable in process with plain request objects. */
+  runtimeService: RuntimeServiceHandlers;
+  /** The ImageService handlers, callable in process. */
+  imageService: ImageServiceHandlers;
+  streaming?: StreamingServer;
+  close(): Promise<void>;
+}
+
+async function makeBackend(cfg: CriRuntimeConfig, images: ImageStore): Promise<Backend> {
+  if (typeof cfg.backend === 'object') return cfg.backend;
+  if (cfg.backend === 'sim') return new SimBackend(cfg.sim);
+  if (cfg.backend === 'process') {
+    const { ProcessBackend } = await import('./backend-process.js');
+    return new ProcessBackend({ stateDir: cfg.stateDir, images, ...cfg.process });
+  }
+  throw new Error(`unknown backend ${JSON.stringify(cfg.backend)}: use sim or process`);
+}
+
+async function makeNetwork(cfg: CriRuntimeConfig, backendName: string): Promise<NetworkManager> {
+  if (cfg.network) return cfg.network;
+  const netState = cfg.stateDir ? path.join(cfg.stateDir, 'network') : undefined;
+  if (cfg.cni) {
+    if (!cfg.cniNetworkFactory) {
+      const { createCniNetwork } = await import('./network-cni.js');
+      return createCniNetwork({ ...cfg.cni, stateDir: netState, backend: backendName });
+    }
+    return cfg.cniNetworkFactory({ ...cfg.cni, stateDir: netState, backend: backendName });
+  }
+  if (backendName === 'sim') {
+    if (cfg.simDefaultNetworkFactory) return cfg.simDefaultNetworkFactory({ stateDir: netState, podCidr: cfg.podCidr });
+    return new PodCidrIpam({ stateDir: netState, podCidr: cfg.podCidr });
+  }
+  return new NoNetwork();
+}
+
+/** Builds a runtime (recovering persisted state) without any socket: the in-process path. */
+export async function createCri(cfg: CriRuntimeConfig): Promise<CriInstance> {
+  if (cfg.stateDir) fs.mkdirSync(cfg.stateDir, { recursive: true, mode: 0o700 });
+  const images = new ImageStore({
+    imageDir: cfg.imageDir,
+    stateDir: cfg.stateDir,
+    syntheticImages: cfg.syntheticImages,
+    failImages: cfg.failImages,
+  });
+  const backend = await makeBackend(cfg, images);
+  const network = await makeNetwork(cfg, backend.name);
+  const state = cfg.stateDir ? new FileStateStore(cfg.stateDir) : new MemoryStateStore();
+  const runtime = new CriRuntime({
+    backend,
+    network,
+    images,
+    state,
+    runtimeHandlers: cfg.runtimeHandlers,
+    allowedLogRoots: cfg.allowedLogRoots,
+  });
+  await runtime.recover();
+  if (cfg.podCidr) await runtime.updateRuntimeConfig({ runtimeConfig: { networkConfig: { podCidr: cfg.podCidr } } });
+  let streaming: StreamingServer | undefined;
+  if (cfg.streaming !== false) {
+    streaming = new StreamingServer(runtime, cfg.streaming ?? {});
+    await streaming.start();
+    runtime.setStreaming(streaming);
+  }
+  return {
+    runtime,
+    runtimeService: createRuntimeService(runtime),
+    imageService: createImageService(runtime),
+    streaming,
+    async close() {
+      runtime.events.emit('close');
+      await streaming?.close();
+      await runtime.close();
+    },
+  };
+}
+
+export interface CriServer extends CriInstance {
+  socketPath: string;
+  server: grpc.Server;
+}
+
+/** Builds the runtime and serves RuntimeService + ImageService on a unix socket (mode 0660). */
+export async function startCriServer(cfg: CriRuntimeConfig & { listen: string }): Promise<CriServer> {
+  const socketPath = socketPathFromEndpoint(cfg.listen);
+  const instance = await createCri(cfg);
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
+  server.addService(cri.RuntimeServiceService, implementService(cri.RuntimeServiceService, instance.runtimeService));
+  server.addService(cri.ImageServiceService, implementService(cri.ImageServiceService, instance.imageService));
+  try {
+    await serveUnix(server, socketPath, { mode: 0o660 });
+  } catch (err) {
+    await instance.close();
+    throw err;
+  }
+  return {
+    ...instance,
+    socketPath,
+    server,
+    async close() {
+      await shutdownServer(server, 2000);
+      await instance.close();
+      fs.rmSync(socketPath, { force: true });
+    },
+  };
+}

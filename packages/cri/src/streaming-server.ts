@@ -1,0 +1,271 @@
+// The streaming server Exec/Attach/PortForward URLs point at. It speaks the Kubernetes channel protocol
+// over WebSocket (channel.k8s.io, base64.channel.k8s.io, v4.channel.k8s.io, v4.base64.channel.k8s.io,
+// v5.channel.k8s.io): each message starts with a channel byte (0 stdin, 1 stdout, 2 stderr, 3 error,
+// 4 resize; for port-forward 2n data and 2n+1 error of the n-th port). SPDY is not spoken.
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer } from 'ws';
+import { errorMessage } from './errors.js';
+import type { CriRuntime, StreamingRegistry, StreamRequest } from './runtime.js';
+import type { StreamSession } from './types.js';
+
+export const REMOTE_COMMAND_PROTOCOLS = [
+  'v5.channel.k8s.io',
+  'v4.channel.k8s.io',
+  'v4.base64.channel.k8s.io',
+  'channel.k8s.io',
+  'base64.channel.k8s.io',
+];
+export const PORT_FORWARD_PROTOCOLS = ['v4.channel.k8s.io', 'v4.base64.channel.k8s.io', 'channel.k8s.io', 'base64.channel.k8s.io'];
+
+const STDIN = 0;
+const STDOUT = 1;
+const STDERR = 2;
+const ERROR = 3;
+const RESIZE = 4;
+const CLOSE = 255;
+
+export interface StreamingServerOptions {
+  /** Address to listen on (default 127.0.0.1, port 0 = any free port). */
+  host?: string;
+  port?: number;
+  /** How long a URL stays valid before the client connects (default 60 s, like kubelet's). */
+  tokenTtlMs?: number;
+}
+
+interface Pending {
+  req: StreamRequest;
+  expires: number;
+}
+
+function statusJson(exitCode: number, cmd: string[] | undefined): string {
+  if (exitCode === 0) return JSON.stringify({ metadata: {}, status: 'Success' });
+  return JSON.stringify({
+    metadata: {},
+    status: 'Failure',
+    message: `command terminated with non-zero exit code: error executing command ${JSON.stringify(cmd ?? [])}, exit code ${exitCode}`,
+    reason: 'NonZeroExitCode',
+    details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+  });
+}
+
+function errorStatusJson(message: string): string {
+  return JSON.stringify({ metadata: {}, status: 'Failure', message, reason: 'InternalError' });
+}
+
+class ChannelConn {
+  readonly base64: boolean;
+  readonly versioned: boolean;
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly protocol: string,
+  ) {
+    this.base64 = protocol.includes('base64');
+    this.versioned = /^v\d+\./.test(protocol);
+  }
+
+  send(channel: number, data: Buffer | string): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    const buf = typeof data === 'string' ? Buffer.from(data) : data;
+    if (this.base64) this.ws.send(String.fromCharCode(48 + channel) + buf.toString('base64'));
+    else this.ws.send(Buffer.concat([Buffer.from([channel]), buf]));
+  }
+
+  onFrame(fn: (channel: number, data: Buffer) => void): void {
+    this.ws.on('message', (raw: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+      const buf = Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw);
+      if (buf.length === 0) return;
+      if (this.base64 || !isBinary) {
+        const channel = buf[0] - 48;
+        fn(channel, Buffer.from(buf.subarray(1).toString(), 'base64'));
+      } else fn(buf[0], buf.subarray(1));
+    });
+  }
+}
+
+export class StreamingServer implements StreamingRegistry {
+  private readonly pending = new Map<string, Pending>();
+  private readonly http: http.Server;
+  private readonly wss: WebSocketServer;
+  private baseUrl = '';
+  private readonly ttl: number;
+  private readonly sessions = new Set<{ kill(): void }>();
+
+  constructor(
+    private readonly runtime: CriRuntime,
+    private readonly opts: StreamingServerOptions = {},
+  ) {
+    this.ttl = opts.tokenTtlMs ?? 60_000;
+    this.http = http.createServer((req, res) => {
+      res.writeHead(400, { 'content-type': 'text/plain' });
+      res.end(
+        `${req.url ?? ''} needs a WebSocket upgrade (subprotocol ${REMOTE_COMMAND_PROTOCOLS[0]} or ${REMOTE_COMMAND_PROTOCOLS[1]}); SPDY is not supported\n`,
+      );
+    });
+    this.wss = new WebSocketServer({
+      noServer: true,
+      handleProtocols: (protocols) => {
+        for (const p of REMOTE_COMMAND_PROTOCOLS) if (protocols.has(p)) return p;
+        return false;
+      },
+    });
+    this.http.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(this.opts.port ?? 0, this.opts.host ?? '127.0.0.1', () => resolve());
+    });
+    const addr = this.http.address() as AddressInfo;
+    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    this.baseUrl = `http://${host}:${addr.port}`;
+    return this.baseUrl;
+  }
+
+  get url(): string {
+    return this.baseUrl;
+  }
+
+  register(kind: 'exec' | 'attach' | 'portforward', req: StreamRequest): string {
+    const now = Date.now();
+    for (const [t, p] of this.pending) if (p.expires < now) this.pending.delete(t);
+    const token = randomBytes(12).toString('base64url');
+    this.pending.set(token, { req, expires: now + this.ttl });
+    return `${this.baseUrl}/${kind}/${token}`;
+  }
+
+  private reject(socket: Duplex, code: number, message: string) {
+    socket.end(`HTTP/1.1 ${code} ${http.STATUS_CODES[code]}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}\n`);
+  }
+
+  private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer) {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const m = /^\/(exec|attach|portforward)\/([\w-]+)$/.exec(url.pathname);
+    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+      this.reject(socket, 400, `upgrade ${JSON.stringify(req.headers.upgrade)} is not supported: use a WebSocket client (SPDY is not spoken here)`);
+      return;
+    }
+    const pending = m ? this.pending.get(m[2]) : undefined;
+    if (!m || !pending || pending.expires < Date.now() || pending.req.kind !== m[1]) {
+      this.reject(socket, 404, 'unknown or expired streaming URL: ask the runtime for a new one');
+      return;
+    }
+    this.pending.delete(m[2]); // one connection per URL, like kubelet's token cache
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const conn = new ChannelConn(ws, ws.protocol);
+      if (pending.req.kind === 'portforward') this.servePortForward(conn, pending.req.sandboxId, url, pending.req.ports);
+      else this.serveCommand(conn, pending.req);
+    });
+  }
+
+  private serveCommand(conn: ChannelConn, req: Extract<StreamRequest, { kind: 'exec' | 'attach' }>) {
+    let session: StreamSession;
+    try {
+      session =
+        req.kind === 'exec'
+          ? this.runtime.openExec(req.containerId, req.cmd, req.opts)
+          : this.runtime.openAttach(req.containerId, req.opts);
+    } catch (err) {
+      conn.send(ERROR, conn.versioned ? errorStatusJson(errorMessage(err)) : errorMessage(err));
+      conn.ws.close(1000);
+      return;
+    }
+    this.sessions.add(session);
+    // An empty frame on the lowest writable channel tells the client the stream is established.
+    conn.send(req.opts.stdout ? STDOUT : req.opts.stderr ? STDERR : ERROR, Buffer.alloc(0));
+    const outputsDone: Promise<void>[] = [];
+    for (const [stream, ch] of [
+      [session.stdout, STDOUT],
+      [session.stderr, STDERR],
+    ] as const) {
+      if (!stream) continue;
+      outputsDone.push(
+        new Promise((resolve) => {
+          stream.on('data', (d: Buffer) => conn.send(ch, d));
+          stream.on('end', resolve);
+          stream.on('close', resolve);
+          stream.on('error', () => resolve());
+        }),
+      );
+    }
+    conn.onFrame((ch, data) => {
+      if (ch === STDIN) session.stdin?.write(data);
+      else if (ch === RESIZE) {
+        try {
+          const size = JSON.parse(data.toString());
+          session.resize?.(size.Width, size.Height);
+        } catch {
+          // a malformed resize frame is ignored, as kubelet does
+        }
+      } else if (ch === CLOSE) {
+        if (data[0] === STDIN) session.stdin?.end();
+      }
+    });
+    conn.ws.on('close', () => {
+      session.stdin?.end();
+      if (req.kind === 'exec') session.kill();
+      else session.kill(); // detaching from an attach never stops the container
+      this.sessions.delete(session);
+    });
+    session.exit.then(
+      async (code) => {
+        await Promise.race([Promise.all(outputsDone), new Promise((r) => setTimeout(r, 2000))]);
+        conn.send(ERROR, conn.versioned ? statusJson(code, req.kind === 'exec' ? req.cmd : undefined) : code === 0 ? '' : `exit code ${code}`);
+        conn.ws.close(1000);
+        this.sessions.delete(session);
+      },
+      (err) => {
+        conn.send(ERROR, conn.versioned ? errorStatusJson(errorMessage(err)) : errorMessage(err));
+        conn.ws.close(1000);
+      },
+    );
+  }
+
+  private servePortForward(conn: ChannelConn, sandboxId: string, url: URL, allowed: number[]) {
+    const asked = url.searchParams.getAll('port').flatMap((p) => p.split(','));
+    const ports = (asked.length ? asked.map(Number) : allowed).filter((p) => Number.isInteger(p));
+    if (ports.length === 0 || ports.some((p) => p < 1 || p > 65535 || (allowed.length > 0 && !allowed.includes(p)))) {
+      conn.send(1, `invalid port list ${JSON.stringify(asked.length ? asked : allowed)}: give ?port=N for ports 1-65535 the PortForward request allowed`);
+      conn.ws.close(1000);
+      return;
+    }
+    const conns: (Duplex | undefined)[] = [];
+    const early: Buffer[][] = ports.map(() => []);
+    ports.forEach((port, i) => {
+      const prefix = Buffer.alloc(2);
+      prefix.writeUInt16LE(port);
+      conn.send(2 * i, prefix);
+      conn.send(2 * i + 1, prefix);
+      this.runtime.openPortForward(sandboxId, port).then(
+        (stream) => {
+          conns[i] = stream;
+          for (const d of early[i].splice(0)) stream.write(d);
+          stream.on('data', (d: Buffer) => conn.send(2 * i, d));
+          stream.on('error', (err) => conn.send(2 * i + 1, `error forwarding port ${port}: ${errorMessage(err)}`));
+          stream.on('end', () => conn.ws.close(1000));
+        },
+        (err) => conn.send(2 * i + 1, `error forwarding port ${port} to pod ${sandboxId}: ${errorMessage(err)}`),
+      );
+    });
+    conn.onFrame((ch, data) => {
+      const i = ch >> 1;
+      if (ch % 2 !== 0 || i >= ports.length) return;
+      const target = conns[i];
+      if (target) target.write(data);
+      else early[i].push(data);
+    });
+    conn.ws.on('close', () => {
+      for (const c of conns) c?.destroy();
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sessions) s.kill();
+    for (const client of this.wss.clients) client.terminate();
+    await new Promise<void>((resolve) => this.http.close(() => resolve()));
+  }
+}

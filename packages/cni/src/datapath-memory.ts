@@ -146,7 +146,7 @@ export class MemoryDatapath implements Datapath {
     const l = this.link(ns, name);
     if (c.master) {
       const m = ns.links.get(c.master);
-      if (!m || m.kind !== 'bridge') throw new DatapathError('EINVAL', `${c.master} is not a bridge`);
+      if (m?.kind !== 'bridge') throw new DatapathError('EINVAL', `${c.master} is not a bridge`);
     }
     if (c.hairpin !== undefined && !(c.master ?? l.master)) {
       throw new DatapathError('EINVAL', `link ${name} is not a bridge port`);

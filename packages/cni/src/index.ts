@@ -1,2 +1,31 @@
 export * from './datapath.js';
 export { MemoryDatapath } from './datapath-memory.js';
+export { CniError, CniErrorCode, invalidConfig, toCniError } from './errors.js';
+export { withFileLock } from './file-lock.js';
+export * from './ip.js';
+export { datapathFromEnv, main } from './plugin-main.js';
+export {
+  type CniCommand,
+  type CniPlugin,
+  conf,
+  type Delegate,
+  type InvocationInput,
+  type InvocationOutput,
+  invokePlugin,
+  type PluginContext,
+  parseCniArgs,
+  type ValidAttachment,
+  validateIfname,
+} from './skeleton.js';
+export * from './types.js';
+export { execDelegate, execPlugin, findInPath, interpretOutput } from './invoke-exec.js';
+export { ExecInvoker, InProcessInvoker, type InProcessInvokerOptions, type Invoker } from './invoke-inprocess.js';
+export {
+  CniRuntime,
+  type CniRuntimeOptions,
+  type NetworkConfig,
+  type NetworkConfigList,
+  parseConfList,
+  type RuntimeConf,
+} from './runtime.js';
+export { createLinuxDatapath, LinuxDatapath } from './datapath-linux.js';

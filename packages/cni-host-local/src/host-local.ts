@@ -1,0 +1,478 @@
+import { mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  broadcastOf,
+  type Cidr,
+  type CniDNS,
+  CniError,
+  CniErrorCode,
+  type CniIPConfig,
+  type CniPlugin,
+  type CniResult,
+  type CniRoute,
+  contains,
+  formatIP,
+  invalidConfig,
+  networkOf,
+  type PluginContext,
+  parseCidr,
+  parseIP,
+  withFileLock,
+} from '@kemu/cni';
+
+export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
+const LINE_BREAK = '\r\n';
+const LAST_IP_PREFIX = 'last_reserved_ip.';
+/** Our per-attachment index lives beside the network directories; network names cannot start with '.'. */
+const INDEX_DIR = '.kemu-index';
+
+export interface Range {
+  family: 4 | 6;
+  subnet: Cidr;
+  start: bigint;
+  end: bigint;
+  gateway: bigint;
+  /** Whether the gateway was configured explicitly (it is reported in the result either way). */
+}
+
+export interface HostLocalConfig {
+  network: string;
+  dataDir: string;
+  rangeSets: Range[][];
+  routes: CniRoute[];
+  dns?: CniDNS;
+  requested: { family: 4 | 6; value: bigint; text: string }[];
+}
+
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+function parseRange(raw: unknown, where: string): Range {
+  if (!isObj(raw)) throw invalidConfig(`${where} must be an object`);
+  if (typeof raw.subnet !== 'string') throw invalidConfig(`${where}: missing "subnet"`);
+  const subnet = parseCidr(raw.subnet);
+  if (!subnet) throw invalidConfig(`${where}: invalid "subnet" ${JSON.stringify(raw.subnet)}`);
+  const bits = subnet.family === 4 ? 32 : 128;
+  if (subnet.prefix > bits - 2) throw invalidConfig(`${where}: network ${raw.subnet} too small to allocate from`);
+  const net = networkOf(subnet);
+  const ipField = (key: string): bigint | undefined => {
+    const v = raw[key];
+    if (v === undefined || v === null || v === '') return undefined;
+    const p = typeof v === 'string' ? parseIP(v) : undefined;
+    if (!p) throw invalidConfig(`${where}: invalid "${key}" ${JSON.stringify(v)}`);
+    if (!contains(subnet, p.family, p.value)) throw invalidConfig(`${where}: "${key}" ${v} not in network ${raw.subnet}`);
+    return p.value;
+  };
+  const gateway = ipField('gateway') ?? net + 1n;
+  const start = ipField('rangeStart') ?? net + 1n;
+  const end = ipField('rangeEnd') ?? (subnet.family === 4 ? broadcastOf(subnet) - 1n : broadcastOf(subnet));
+  if (start > end) throw invalidConfig(`${where}: "rangeStart" is after "rangeEnd"`);
+  return { family: subnet.family, subnet: { ...subnet, ip: net }, start, end, gateway };
+}
+
+function overlaps(a: Range, b: Range): boolean {
+  return a.family === b.family && a.start <= b.end && b.start <= a.end;
+}
+
+function parseRequested(ctx: PluginContext, ipam: Record<string, unknown>): HostLocalConfig['requested'] {
+  const texts: string[] = [];
+  const argIP = ctx.args.get('IP');
+  if (argIP) texts.push(...argIP.split(','));
+  const cniArgs = isObj(ctx.conf.args) && isObj(ctx.conf.args.cni) ? ctx.conf.args.cni : undefined;
+  if (cniArgs && Array.isArray(cniArgs.ips)) texts.push(...cniArgs.ips.map(String));
+  const rc = ctx.conf.runtimeConfig;
+  if (isObj(rc) && Array.isArray(rc.ips)) texts.push(...rc.ips.map(String));
+  void ipam;
+  return texts.map((t) => {
+    const s = t.includes('/') ? t.slice(0, t.indexOf('/')) : t;
+    const p = parseIP(s.trim());
+    if (!p) throw new CniError(CniErrorCode.InvalidNetworkConfig, `invalid requested IP ${JSON.stringify(t)} ("ips")`);
+    return { ...p, text: s.trim() };
+  });
+}
+
+function parseResolvConf(text: string): CniDNS {
+  const dns: CniDNS = {};
+  for (const line of text.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (!f[0] || f[0].startsWith('#')) continue;
+    if (f[0] === 'nameserver' && f[1]) dns.nameservers = [...(dns.nameservers ?? []), f[1]];
+    else if (f[0] === 'domain' && f[1]) dns.domain = f[1];
+    else if (f[0] === 'search') dns.search = f.slice(1);
+    else if (f[0] === 'options') dns.options = [...(dns.options ?? []), ...f.slice(1)];
+  }
+  return dns;
+}
+
+export async function loadConfig(ctx: PluginContext): Promise<HostLocalConfig> {
+  const ipam = ctx.conf.ipam;
+  if (!isObj(ipam)) throw invalidConfig('missing "ipam" section');
+  let rawSets: unknown = ipam.ranges;
+  const rc = ctx.conf.runtimeConfig;
+  if (isObj(rc) && Array.isArray(rc.ipRanges) && rc.ipRanges.length > 0) rawSets = rc.ipRanges;
+  if (rawSets === undefined && ipam.subnet !== undefined) {
+    rawSets = [[{ subnet: ipam.subnet, rangeStart: ipam.rangeStart, rangeEnd: ipam.rangeEnd, gateway: ipam.gateway }]];
+  }
+  if (!Array.isArray(rawSets) || rawSets.length === 0) {
+    throw invalidConfig('ipam: no IP ranges specified ("ranges" or "subnet")');
+  }
+  const rangeSets = rawSets.map((set, i) => {
+    if (!Array.isArray(set) || set.length === 0) throw invalidConfig(`ipam "ranges"[${i}] must be a non-empty list`);
+    const ranges = set.map((r, j) => parseRange(r, `ipam "ranges"[${i}][${j}]`));
+    for (let a = 0; a < ranges.length; a++) {
+      if (ranges[a]!.family !== ranges[0]!.family) throw invalidConfig(`ipam "ranges"[${i}] mixes IPv4 and IPv6`);
+      for (let b = a + 1; b < ranges.length; b++) {
+        if (overlaps(ranges[a]!, ranges[b]!)) throw invalidConfig(`ipam "ranges"[${i}]: ranges ${a} and ${b} overlap`);
+      }
+    }
+    return ranges;
+  });
+  for (let a = 0; a < rangeSets.length; a++) {
+    for (let b = a + 1; b < rangeSets.length; b++) {
+      if (rangeSets[a]!.some((x) => rangeSets[b]!.some((y) => overlaps(x, y)))) {
+        throw invalidConfig(`ipam "ranges": range sets ${a} and ${b} overlap`);
+      }
+    }
+  }
+  const routes: CniRoute[] = [];
+  if (ipam.routes !== undefined) {
+    if (!Array.isArray(ipam.routes)) throw invalidConfig('ipam "routes" must be a list');
+    for (const [i, r] of ipam.routes.entries()) {
+      if (!isObj(r) || typeof r.dst !== 'string' || !parseCidr(r.dst)) {
+        throw invalidConfig(`ipam "routes"[${i}]: invalid "dst"`);
+      }
+      if (r.gw !== undefined && (typeof r.gw !== 'string' || !parseIP(r.gw))) {
+        throw invalidConfig(`ipam "routes"[${i}]: invalid "gw"`);
+      }
+      routes.push(r.gw !== undefined ? { dst: r.dst, gw: r.gw as string } : { dst: r.dst });
+    }
+  }
+  if (ipam.dataDir !== undefined && (typeof ipam.dataDir !== 'string' || !ipam.dataDir.startsWith('/'))) {
+    throw invalidConfig('ipam "dataDir" must be an absolute path');
+  }
+  let dns: CniDNS | undefined;
+  if (typeof ipam.resolvConf === 'string' && ipam.resolvConf) {
+    try {
+      dns = parseResolvConf(await readFile(ipam.resolvConf, 'utf8'));
+    } catch (e) {
+      throw new CniError(CniErrorCode.IOFailure, `could not read "resolvConf" ${ipam.resolvConf}: ${(e as Error).message}`);
+    }
+  }
+  return {
+    network: ctx.conf.name,
+    dataDir: (ipam.dataDir as string | undefined) ?? DEFAULT_DATA_DIR,
+    rangeSets,
+    routes,
+    dns,
+    requested: parseRequested(ctx, ipam),
+  };
+}
+
+/**
+ * The reference plugin's directory layout (`<dataDir>/<network>/<ip>` = `<id>\r\n<ifname>`,
+ * `last_reserved_ip.<set>`, `lock`) plus an index by attachment, so ADD and DEL never walk the directory.
+ * The index is a hint: every entry is verified against the IP file before use, so allocations or releases
+ * made by the reference plugin on the same dataDir stay correct.
+ */
+export class DiskStore {
+  readonly dir: string;
+  private readonly indexDir: string;
+
+  constructor(
+    dataDir: string,
+    readonly network: string,
+  ) {
+    this.dir = join(dataDir, network);
+    this.indexDir = join(dataDir, INDEX_DIR, network);
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o755 });
+    await mkdir(this.indexDir, { recursive: true, mode: 0o755 });
+  }
+
+  lock<T>(fn: () => Promise<T>): Promise<T> {
+    return withFileLock(join(this.dir, 'lock'), fn);
+  }
+
+  private indexPath(id: string, ifname: string): string {
+    return join(this.indexDir, `${id}@${ifname}`);
+  }
+
+  /** O_EXCL create, like the reference: false if someone holds the address. */
+  async reserve(id: string, ifname: string, ip: string, setIndex: number): Promise<boolean> {
+    let fh: Awaited<ReturnType<typeof open>>;
+    try {
+      fh = await open(join(this.dir, ip), 'wx', 0o644);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    }
+    try {
+      await fh.writeFile(`${id.trim()}${LINE_BREAK}${ifname}`);
+    } catch (e) {
+      await fh.close();
+      await unlink(join(this.dir, ip)).catch(() => {});
+      throw e;
+    }
+    await fh.close();
+    await writeFile(join(this.dir, `${LAST_IP_PREFIX}${setIndex}`), ip, { mode: 0o644 });
+    return true;
+  }
+
+  async lastReserved(setIndex: number): Promise<string | undefined> {
+    try {
+      return (await readFile(join(this.dir, `${LAST_IP_PREFIX}${setIndex}`), 'utf8')).trim();
+    } catch {
+      return undefined;
+    }
+  }
+
+  async owner(ip: string): Promise<string | undefined> {
+    try {
+      return (await readFile(join(this.dir, ip), 'utf8')).trim();
+    } catch {
+      return undefined;
+    }
+  }
+
+  private static matches(content: string | undefined, id: string, ifname: string): boolean {
+    return content === `${id.trim()}${LINE_BREAK}${ifname}` || content === id.trim();
+  }
+
+  async indexAdd(id: string, ifname: string, ips: string[]): Promise<void> {
+    await writeFile(this.indexPath(id, ifname), ips.join('\n'), { mode: 0o644 });
+  }
+
+  /** IPs held by this attachment, from the index (verified), falling back to a scan when there is no index. */
+  async getByID(id: string, ifname: string): Promise<string[]> {
+    let listed: string[] | undefined;
+    try {
+      listed = (await readFile(this.indexPath(id, ifname), 'utf8')).split('\n').filter(Boolean);
+    } catch {
+      listed = undefined;
+    }
+    if (listed) {
+      const out: string[] = [];
+      for (const ip of listed) if (DiskStore.matches(await this.owner(ip), id, ifname)) out.push(ip);
+      return out;
+    }
+    return (await this.scan()).filter((e) => DiskStore.matches(e.content, id, ifname)).map((e) => e.ip);
+  }
+
+  async release(ip: string): Promise<void> {
+    await unlink(join(this.dir, ip)).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ENOENT') throw e;
+    });
+  }
+
+  async releaseByID(id: string, ifname: string): Promise<string[]> {
+    const ips = await this.getByID(id, ifname);
+    for (const ip of ips) await this.release(ip);
+    await rm(this.indexPath(id, ifname), { force: true });
+    return ips;
+  }
+
+  /** Every allocation file: used only by GC and STATUS, never on the ADD/DEL path. */
+  async scan(): Promise<{ ip: string; content: string }[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return [];
+    }
+    const out: { ip: string; content: string }[] = [];
+    for (const name of names) {
+      if (!parseIP(name)) continue;
+      const content = await this.owner(name);
+      if (content !== undefined) out.push({ ip: name, content });
+    }
+    return out;
+  }
+
+  async indexEntries(): Promise<string[]> {
+    try {
+      return await readdir(this.indexDir);
+    } catch {
+      return [];
+    }
+  }
+
+  async removeIndex(name: string): Promise<void> {
+    await rm(join(this.indexDir, name), { force: true });
+  }
+}
+
+function rangeSetToString(set: Range[]): string {
+  return set.map((r) => `${formatIP(r.family, r.start)}-${formatIP(r.family, r.end)}`).join(',');
+}
+
+/** Candidate addresses of one range set, starting after the last reserved one and wrapping once. */
+function* candidates(set: Range[], last: bigint | undefined): Generator<{ range: Range; ip: bigint }> {
+  let startRange = 0;
+  let startIp = set[0]!.start;
+  if (last !== undefined) {
+    const i = set.findIndex((r) => last >= r.start && last <= r.end);
+    if (i >= 0) {
+      if (last < set[i]!.end) {
+        startRange = i;
+        startIp = last + 1n;
+      } else {
+        startRange = (i + 1) % set.length;
+        startIp = set[startRange]!.start;
+      }
+    }
+  }
+  // First pass from the start point to the end of the set, then from the beginning up to the start point.
+  for (let k = 0; k <= set.length; k++) {
+    const ri = (startRange + k) % set.length;
+    const r = set[ri]!;
+    const from = k === 0 ? startIp : r.start;
+    const to = k === set.length ? startIp - 1n : r.end;
+    for (let ip = from; ip <= to; ip++) if (ip !== r.gateway) yield { range: r, ip };
+  }
+}
+
+async function allocate(ctx: PluginContext, cfg: HostLocalConfig, store: DiskStore): Promise<CniResult> {
+  const id = ctx.containerId;
+  const ifname = ctx.ifname;
+  const ips: CniIPConfig[] = [];
+  const taken: string[] = [];
+  const requested = [...cfg.requested];
+  const already = await store.getByID(id, ifname);
+  try {
+    for (const [si, set] of cfg.rangeSets.entries()) {
+      for (const ip of already) {
+        const p = parseIP(ip)!;
+        if (set.some((r) => p.family === r.family && p.value >= r.start && p.value <= r.end)) {
+          throw new CniError(
+            CniErrorCode.AddressUnavailable,
+            `${ip} has been allocated to ${id}, duplicate allocation is not allowed`,
+          );
+        }
+      }
+      const reqIdx = requested.findIndex((q) => set.some((r) => r.family === q.family && q.value >= r.start && q.value <= r.end));
+      let got: { range: Range; ip: bigint } | undefined;
+      if (reqIdx >= 0) {
+        const q = requested.splice(reqIdx, 1)[0]!;
+        const range = set.find((r) => r.family === q.family && q.value >= r.start && q.value <= r.end)!;
+        if (q.value === range.gateway) {
+          throw new CniError(CniErrorCode.AddressUnavailable, `requested ip ${q.text} is subnet's gateway`);
+        }
+        if (!(await store.reserve(id, ifname, formatIP(q.family, q.value), si))) {
+          throw new CniError(
+            CniErrorCode.AddressUnavailable,
+            `requested IP address ${q.text} is not available in range set ${rangeSetToString(set)}`,
+          );
+        }
+        got = { range, ip: q.value };
+      } else {
+        const lastText = await store.lastReserved(si);
+        const last = lastText ? parseIP(lastText) : undefined;
+        const lastVal = last && last.family === set[0]!.family ? last.value : undefined;
+        for (const c of candidates(set, lastVal)) {
+          if (await store.reserve(id, ifname, formatIP(c.range.family, c.ip), si)) {
+            got = c;
+            break;
+          }
+        }
+        if (!got) {
+          throw new CniError(
+            CniErrorCode.NoAddressAvailable,
+            `no IP addresses available in range set: ${rangeSetToString(set)}`,
+          );
+        }
+      }
+      const text = formatIP(got.range.family, got.ip);
+      taken.push(text);
+      ips.push({
+        address: `${text}/${got.range.subnet.prefix}`,
+        gateway: formatIP(got.range.family, got.range.gateway),
+      });
+    }
+    if (requested.length > 0) {
+      throw new CniError(
+        CniErrorCode.AddressUnavailable,
+        `requested IP ${requested.map((q) => q.text).join(',')} is not in any configured range`,
+      );
+    }
+    await store.indexAdd(id, ifname, taken);
+  } catch (e) {
+    // Nothing half-done: give back what this call reserved.
+    for (const ip of taken) await store.release(ip);
+    throw e;
+  }
+  const result: CniResult = { cniVersion: ctx.version, ips };
+  if (cfg.routes.length > 0) result.routes = cfg.routes;
+  if (cfg.dns) result.dns = cfg.dns;
+  return result;
+}
+
+export const hostLocal: CniPlugin = {
+  name: 'kemu-host-local',
+
+  async add(ctx) {
+    const cfg = await loadConfig(ctx);
+    const store = new DiskStore(cfg.dataDir, cfg.network);
+    await store.init();
+    return store.lock(() => allocate(ctx, cfg, store));
+  },
+
+  async del(ctx) {
+    const cfg = await loadConfig(ctx);
+    const store = new DiskStore(cfg.dataDir, cfg.network);
+    await store.init();
+    await store.lock(() => store.releaseByID(ctx.containerId, ctx.ifname));
+  },
+
+  async check(ctx) {
+    const cfg = await loadConfig(ctx);
+    const store = new DiskStore(cfg.dataDir, cfg.network);
+    const held = await store.getByID(ctx.containerId, ctx.ifname);
+    if (held.length === 0) {
+      throw new CniError(
+        CniErrorCode.CheckFailed,
+        `host-local: failed to find address for container ${ctx.containerId} ifname ${ctx.ifname}`,
+      );
+    }
+  },
+
+  async status(ctx) {
+    const cfg = await loadConfig(ctx);
+    const store = new DiskStore(cfg.dataDir, cfg.network);
+    try {
+      await store.init();
+    } catch (e) {
+      throw new CniError(CniErrorCode.PluginNotAvailable, `dataDir ${cfg.dataDir} is not usable: ${(e as Error).message}`);
+    }
+    const used = await store.scan();
+    for (const [si, set] of cfg.rangeSets.entries()) {
+      let size = 0n;
+      for (const r of set) size += r.end - r.start + 1n - (r.gateway >= r.start && r.gateway <= r.end ? 1n : 0n);
+      const inSet = used.filter((u) => {
+        const p = parseIP(u.ip)!;
+        return set.some((r) => r.family === p.family && p.value >= r.start && p.value <= r.end);
+      }).length;
+      if (BigInt(inSet) >= size) {
+        throw new CniError(CniErrorCode.PluginNotAvailable, `range set ${si} (${rangeSetToString(set)}) is exhausted`);
+      }
+    }
+  },
+
+  async gc(ctx) {
+    const cfg = await loadConfig(ctx);
+    const store = new DiskStore(cfg.dataDir, cfg.network);
+    await store.init();
+    const valid = new Set((ctx.validAttachments ?? []).map((a) => `${a.containerID}${LINE_BREAK}${a.ifname}`));
+    const validIds = new Set((ctx.validAttachments ?? []).map((a) => a.containerID));
+    await store.lock(async () => {
+      for (const { ip, content } of await store.scan()) {
+        const legacy = !content.includes(LINE_BREAK);
+        if (legacy ? !validIds.has(content) : !valid.has(content)) await store.release(ip);
+      }
+      for (const name of await store.indexEntries()) {
+        const at = name.indexOf('@');
+        if (!valid.has(`${name.slice(0, at)}${LINE_BREAK}${name.slice(at + 1)}`)) await store.removeIndex(name);
+      }
+    });
+  },
+};

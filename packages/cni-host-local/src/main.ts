@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+import { main } from '@kemu/cni';
+import { hostLocal } from './host-local.js';
+
+await main(hostLocal);

@@ -1,0 +1,803 @@
+import { spawn } from 'node:child_process';
+import { closeSync, fstatSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createHash } from 'node:crypto';
+import type * as NL from 'netlink';
+import {
+  type AddrInfo,
+  type Datapath,
+  DatapathError,
+  type DatapathErrorCode,
+  type DatapathOptions,
+  type FdbSpec,
+  HOST_NETNS,
+  type LinkChanges,
+  type LinkInfo,
+  type LinkKind,
+  type LinkSpec,
+  type NatRule,
+  type NeighSpec,
+  type NetnsRef,
+  type RouteInfo,
+  type RouteSpec,
+  type RouteType,
+} from './datapath.js';
+import { formatIP, mask, parseCidr, parseIP } from './ip.js';
+
+/*
+ * How this reaches into other network namespaces: netlink sockets stay bound to the namespace they were
+ * created in, so we call setns(2) (through koffi) on the main thread, create the socket, and switch back
+ * before yielding to the event loop. Sysctls (/proc/sys/net is resolved per calling task) and the
+ * iptables child processes (forked from the main thread) use the same short synchronous switch.
+ * No helper process per operation, no shell.
+ */
+
+const CLONE_NEWNET = 0x40000000;
+const F_CREATE = 0x400;
+const F_EXCL = 0x200;
+const F_REPLACE = 0x100;
+const AF_INET = 2;
+const AF_INET6 = 10;
+const AF_BRIDGE = 7;
+const RTN_TYPES: Record<RouteType, number> = { unicast: 1, local: 2, blackhole: 6, unreachable: 7, prohibit: 8 };
+const RTN_NAMES = new Map(Object.entries(RTN_TYPES).map(([k, v]) => [v, k as RouteType]));
+const SCOPES = { global: 0, link: 253, host: 254 } as const;
+const RTNH_F_ONLINK = 4;
+
+type NetlinkModule = typeof NL;
+let nlMod: NetlinkModule | undefined;
+let setnsFn: ((fd: number, type: number) => number) | undefined;
+
+function loadNative(): { nl: NetlinkModule; setns: (fd: number, type: number) => number } {
+  const require = createRequire(import.meta.url);
+  nlMod ??= require('netlink') as NetlinkModule;
+  if (!setnsFn) {
+    const koffi = require('koffi') as typeof import('koffi');
+    setnsFn = koffi.load('libc.so.6').func('int setns(int fd, int nstype)') as (fd: number, type: number) => number;
+  }
+  return { nl: nlMod, setns: setnsFn };
+}
+
+function errnoOf(e: unknown): DatapathErrorCode {
+  const m = /Request rejected: (\w+)/.exec((e as Error)?.message ?? '');
+  const code = m?.[1] ?? '';
+  switch (code) {
+    case 'ENODEV':
+    case 'ENOENT':
+    case 'ESRCH':
+    case 'EADDRNOTAVAIL':
+      return 'ENOENT';
+    case 'EEXIST':
+    case 'ENOTEMPTY':
+      return 'EEXIST';
+    case 'EINVAL':
+    case 'ERANGE':
+    case 'ENETUNREACH':
+      return 'EINVAL';
+    case 'EBUSY':
+      return 'EBUSY';
+    case 'EPERM':
+    case 'EACCES':
+      return 'EPERM';
+    case 'EOPNOTSUPP':
+    case 'ENOTSUP':
+      return 'ENOTSUP';
+    default:
+      return 'EIO';
+  }
+}
+
+async function nlCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof DatapathError) throw e;
+    const code = errnoOf(e);
+    throw new DatapathError(code, `${what}: ${(e as Error).message.replace('Request rejected: ', '')}`);
+  }
+}
+
+function ipBuf(ip: string): Buffer {
+  const p = parseIP(ip);
+  if (!p) throw new DatapathError('EINVAL', `invalid IP address ${ip}`);
+  const len = p.family === 4 ? 4 : 16;
+  const b = Buffer.alloc(len);
+  let v = p.value;
+  for (let i = len - 1; i >= 0; i--) {
+    b[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return b;
+}
+
+function bufIP(b: Buffer): string {
+  let v = 0n;
+  for (const x of b) v = (v << 8n) | BigInt(x);
+  return formatIP(b.length === 4 ? 4 : 6, v);
+}
+
+function macBuf(mac: string): Buffer {
+  if (!/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i.test(mac)) throw new DatapathError('EINVAL', `invalid MAC address ${mac}`);
+  return Buffer.from(mac.split(':').map((h) => Number.parseInt(h, 16)));
+}
+
+const bufMac = (b: Buffer | undefined): string => (b ? [...b].map((x) => x.toString(16).padStart(2, '0')).join(':') : '');
+
+function toBuffer(nl: NetlinkModule, data: NL.StreamData): Buffer {
+  const s = new nl.AttrStream();
+  s.emit(data);
+  return Buffer.concat(s.bufs);
+}
+
+function cidrParts(cidr: string): { ip: string; prefix: number; family: 4 | 6 } {
+  const c = parseCidr(cidr);
+  if (!c) throw new DatapathError('EINVAL', `invalid CIDR ${cidr}`);
+  return { ip: formatIP(c.family, c.ip), prefix: c.prefix, family: c.family };
+}
+
+function familyOf(ip: string): 4 | 6 {
+  return ip.includes(':') ? 6 : 4;
+}
+
+interface Resolved {
+  /** null: the calling process's own namespace. */
+  path: string | null;
+  key: string;
+}
+
+export class LinuxDatapath implements Datapath {
+  readonly kind = 'linux';
+  private readonly sockets = new Map<string, NL.RtNetlinkSocket>();
+  private readonly selfIno: string;
+  private selfFd: number | undefined;
+
+  constructor(private readonly opts: DatapathOptions = {}) {
+    const st = statSync('/proc/self/ns/net');
+    this.selfIno = `${st.dev}:${st.ino}`;
+  }
+
+  private resolve(netns: NetnsRef): Resolved {
+    const path = netns === HOST_NETNS ? (this.opts.hostNetns ?? null) : netns;
+    if (path === null) return { path: null, key: 'self' };
+    if (!path.startsWith('/') || path.includes('\0')) throw new DatapathError('EINVAL', `invalid netns path ${path}`);
+    let st: ReturnType<typeof statSync>;
+    try {
+      st = statSync(path);
+    } catch {
+      throw new DatapathError('ENOENT', `network namespace ${path} does not exist`);
+    }
+    const key = `${st.dev}:${st.ino}`;
+    if (key === this.selfIno) return { path: null, key: 'self' };
+    return { path, key };
+  }
+
+  /** Runs `fn` synchronously with the main thread inside `netns`; never awaits while switched. */
+  private inNs<T>(r: Resolved, fn: () => T): T {
+    if (r.path === null) return fn();
+    const { setns } = loadNative();
+    let fd: number;
+    try {
+      fd = openSync(r.path, 'r');
+    } catch {
+      throw new DatapathError('ENOENT', `network namespace ${r.path} does not exist`);
+    }
+    this.selfFd ??= openSync('/proc/self/ns/net', 'r');
+    try {
+      if (setns(fd, CLONE_NEWNET) !== 0) throw new DatapathError('EPERM', `setns(${r.path}) failed`);
+      try {
+        return fn();
+      } finally {
+        if (setns(this.selfFd, CLONE_NEWNET) !== 0) {
+          // Staying in a foreign namespace would corrupt every later operation: fail hard.
+          process.abort();
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private sock(netns: NetnsRef): NL.RtNetlinkSocket {
+    const r = this.resolve(netns);
+    let s = this.sockets.get(r.key);
+    if (!s) {
+      const { nl } = loadNative();
+      s = this.inNs(r, () => nl.createRtNetlink());
+      this.sockets.set(r.key, s);
+    }
+    return s;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets.values()) s.socket.close();
+    this.sockets.clear();
+    if (this.selfFd !== undefined) closeSync(this.selfFd);
+    this.selfFd = undefined;
+  }
+
+  async netnsExists(netns: NetnsRef): Promise<boolean> {
+    try {
+      this.resolve(netns);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  // ----- links
+
+  private linkFromMsg(m: NL.rt.LinkMessage, names: Map<number, string>): LinkInfo {
+    const { nl } = loadNative();
+    const a = m.attrs;
+    let kind: LinkKind = m.data.flags?.loopback ? 'loopback' : 'device';
+    let vxlan: LinkInfo['vxlan'];
+    if (a.linkinfo) {
+      const info = nl.ifla.parseInfo(a.linkinfo);
+      if (info.kind === 'bridge' || info.kind === 'veth' || info.kind === 'vxlan' || info.kind === 'dummy') kind = info.kind;
+      else if (info.kind) kind = 'other';
+      if (info.kind === 'vxlan' && info.data) {
+        const v = nl.ifla.parseVxlan(info.data);
+        vxlan = {
+          vni: v.id ?? 0,
+          port: v.port ? v.port.readUInt16BE(0) : undefined,
+          local: v.local ? bufIP(v.local) : undefined,
+          dev: v.link ? names.get(v.link) : undefined,
+          learning: v.learning === undefined ? undefined : v.learning !== 0,
+        };
+      }
+    }
+    const out: LinkInfo = {
+      name: a.ifname ?? '',
+      index: m.data.index ?? 0,
+      kind,
+      mac: bufMac(a.address),
+      mtu: a.mtu ?? 0,
+      up: !!m.data.flags?.up,
+      promisc: !!m.data.flags?.promisc,
+    };
+    if (a.master) out.master = names.get(a.master) ?? String(a.master);
+    if (kind === 'veth' && a.link) out.peerIndex = a.link.readUInt32LE(0);
+    if (vxlan) out.vxlan = vxlan;
+    return out;
+  }
+
+  private async linkMsgs(netns: NetnsRef): Promise<NL.rt.LinkMessage[]> {
+    const s = this.sock(netns);
+    return nlCall('list links', () => s.getLinks());
+  }
+
+  private async names(netns: NetnsRef): Promise<Map<number, string>> {
+    return new Map((await this.linkMsgs(netns)).map((m) => [m.data.index ?? 0, m.attrs.ifname ?? '']));
+  }
+
+  async listLinks(netns: NetnsRef): Promise<LinkInfo[]> {
+    const msgs = await this.linkMsgs(netns);
+    const names = new Map(msgs.map((m) => [m.data.index ?? 0, m.attrs.ifname ?? '']));
+    return msgs.map((m) => this.linkFromMsg(m, names));
+  }
+
+  private async linkMsg(netns: NetnsRef, name: string): Promise<NL.rt.LinkMessage | undefined> {
+    const s = this.sock(netns);
+    try {
+      const r = await s.getLink({}, { ifname: name });
+      return r[0];
+    } catch (e) {
+      const code = errnoOf(e);
+      if (code === 'ENOENT') return undefined;
+      throw new DatapathError(code, `get link ${name}: ${(e as Error).message}`);
+    }
+  }
+
+  async getLink(netns: NetnsRef, name: string): Promise<LinkInfo | undefined> {
+    const m = await this.linkMsg(netns, name);
+    if (!m) return undefined;
+    const names = m.attrs.master ? await this.names(netns) : new Map<number, string>();
+    return this.linkFromMsg(m, names);
+  }
+
+  private async index(netns: NetnsRef, name: string): Promise<number> {
+    const m = await this.linkMsg(netns, name);
+    if (!m) throw new DatapathError('ENOENT', `link ${name} not found`);
+    return m.data.index!;
+  }
+
+  async addLink(netns: NetnsRef, spec: LinkSpec): Promise<LinkInfo> {
+    const { nl } = loadNative();
+    const s = this.sock(netns);
+    const attrs: NL.ifla.LinkAttrs = { ifname: spec.name };
+    if (spec.mtu) attrs.mtu = spec.mtu;
+    if (spec.mac) attrs.address = macBuf(spec.mac);
+    let peerFd: number | undefined;
+    try {
+      if (spec.kind === 'veth') {
+        const pr = this.resolve(spec.peer.netns);
+        peerFd = openSync(pr.path ?? '/proc/self/ns/net', 'r');
+        // txqlen 0 on both ends, as other CNI plugins create veths (visible in `ip link`).
+        attrs.txqlen = 0;
+        const peerAttrs: NL.ifla.LinkAttrs = { ifname: spec.peer.name, netNsFd: peerFd, txqlen: 0 };
+        if (spec.mtu) peerAttrs.mtu = spec.mtu;
+        if (spec.peer.mac) peerAttrs.address = macBuf(spec.peer.mac);
+        const peer = Buffer.concat([nl.rt.formatLink({}), toBuffer(nl, nl.ifla.formatLinkAttrs(peerAttrs))]);
+        attrs.linkinfo = toBuffer(
+          nl,
+          nl.ifla.formatInfo({ kind: 'veth', data: toBuffer(nl, nl.ifla.formatVethInfo({ peer })) }),
+        );
+      } else if (spec.kind === 'vxlan') {
+        const v: NL.ifla.Vxlan = { id: spec.vxlan.vni, port: Buffer.from([0, 0]) };
+        v.port!.writeUInt16BE(spec.vxlan.port ?? 4789, 0);
+        if (spec.vxlan.local) {
+          if (familyOf(spec.vxlan.local) === 4) v.local = ipBuf(spec.vxlan.local);
+          else v.local6 = ipBuf(spec.vxlan.local);
+        }
+        if (spec.vxlan.dev) v.link = await this.index(netns, spec.vxlan.dev);
+        if (spec.vxlan.learning !== undefined) v.learning = spec.vxlan.learning ? 1 : 0;
+        attrs.linkinfo = toBuffer(nl, nl.ifla.formatInfo({ kind: 'vxlan', data: toBuffer(nl, nl.ifla.formatVxlan(v)) }));
+      } else {
+        attrs.linkinfo = toBuffer(nl, nl.ifla.formatInfo({ kind: spec.kind }));
+      }
+      await nlCall(`add ${spec.kind} ${spec.name}`, () => s.newLink({}, attrs, { flags: F_CREATE | F_EXCL }));
+    } finally {
+      if (peerFd !== undefined) closeSync(peerFd);
+    }
+    if (spec.up) await this.setLink(netns, spec.name, { up: true });
+    const info = await this.getLink(netns, spec.name);
+    if (!info) throw new DatapathError('EIO', `link ${spec.name} vanished after creation`);
+    return info;
+  }
+
+  async setLink(netns: NetnsRef, name: string, c: LinkChanges): Promise<void> {
+    const s = this.sock(netns);
+    const index = await this.index(netns, name);
+    const attrs: NL.ifla.LinkAttrs = {};
+    const data: NL.rt.Link = { index };
+    if (c.mtu !== undefined) attrs.mtu = c.mtu;
+    if (c.mac !== undefined) attrs.address = macBuf(c.mac);
+    if (c.master !== undefined) attrs.master = c.master === null ? 0 : await this.index(netns, c.master);
+    if (c.name !== undefined && c.name !== name) attrs.ifname = c.name;
+    if (c.promisc !== undefined) {
+      data.flags = { ...data.flags, promisc: c.promisc || undefined };
+      data.change = { ...data.change, promisc: true };
+    }
+    if (Object.keys(attrs).length > 0 || data.change) {
+      await nlCall(`set link ${name}`, () => s.setLink(data, attrs));
+    }
+    const current = c.name ?? name;
+    if (c.hairpin !== undefined) await this.run(netns, 'bridge', ['link', 'set', 'dev', current, 'hairpin', c.hairpin ? 'on' : 'off']);
+    if (c.up !== undefined) {
+      await nlCall(`set link ${current} ${c.up ? 'up' : 'down'}`, () =>
+        s.setLink({ index, flags: c.up ? { up: true } : {}, change: { up: true } }),
+      );
+    }
+    if (c.netns !== undefined) {
+      const r = this.resolve(c.netns);
+      const fd = openSync(r.path ?? '/proc/self/ns/net', 'r');
+      try {
+        await nlCall(`move link ${current}`, () => s.setLink({ index }, { netNsFd: fd }));
+      } finally {
+        closeSync(fd);
+      }
+    }
+  }
+
+  async delLink(netns: NetnsRef, name: string): Promise<void> {
+    const s = this.sock(netns);
+    const index = await this.index(netns, name);
+    await nlCall(`delete link ${name}`, () => s.delLink({ index }));
+  }
+
+  // ----- addresses
+
+  async listAddrs(netns: NetnsRef, link?: string): Promise<AddrInfo[]> {
+    const s = this.sock(netns);
+    const names = await this.names(netns);
+    const msgs = await nlCall('list addresses', () => s.getAddresses());
+    const out: AddrInfo[] = [];
+    for (const m of msgs) {
+      const name = names.get(m.data.index ?? 0) ?? '';
+      if (link !== undefined && name !== link) continue;
+      const addr = m.attrs.local ?? m.attrs.address;
+      if (!addr) continue;
+      const scope = m.data.scope === 253 ? 'link' : m.data.scope === 254 ? 'host' : 'global';
+      out.push({ link: name, cidr: `${bufIP(addr)}/${m.data.prefixlen}`, family: addr.length === 4 ? 4 : 6, scope });
+    }
+    return out;
+  }
+
+  private addrMsg(index: number, cidr: string): { data: NL.rt.Address; attrs: NL.rt.AddressAttrs } {
+    const p = cidrParts(cidr);
+    const attrs: NL.rt.AddressAttrs = { local: ipBuf(p.ip), address: ipBuf(p.ip) };
+    if (p.family === 4 && p.prefix < 31) {
+      // The same broadcast address other netlink clients derive, so `ip addr` output matches theirs.
+      const c = parseCidr(cidr)!;
+      const bcast = (c.ip & mask(4, p.prefix)) | (0xffffffffn ^ mask(4, p.prefix));
+      attrs.broadcast = ipBuf(formatIP(4, bcast));
+    }
+    return { data: { family: p.family === 4 ? AF_INET : AF_INET6, prefixlen: p.prefix, index }, attrs };
+  }
+
+  async addAddr(netns: NetnsRef, link: string, cidr: string): Promise<void> {
+    const s = this.sock(netns);
+    const m = this.addrMsg(await this.index(netns, link), cidr);
+    await nlCall(`add address ${cidr} to ${link}`, () => s.newAddress(m.data, m.attrs, { flags: F_CREATE | F_EXCL }));
+  }
+
+  async delAddr(netns: NetnsRef, link: string, cidr: string): Promise<void> {
+    const s = this.sock(netns);
+    const m = this.addrMsg(await this.index(netns, link), cidr);
+    await nlCall(`delete address ${cidr} from ${link}`, () => s.delAddress(m.data, m.attrs));
+  }
+
+  // ----- routes
+
+  private async routeMsg(netns: NetnsRef, r: RouteSpec): Promise<{ data: NL.rt.Route; attrs: NL.rt.RouteAttrs }> {
+    const dst = cidrParts(r.dst);
+    const family = dst.family === 4 ? AF_INET : AF_INET6;
+    const table = r.table ?? 254;
+    const type = r.type ?? 'unicast';
+    const attrs: NL.rt.RouteAttrs = { table };
+    if (dst.prefix > 0) attrs.dst = ipBuf(dst.ip);
+    if (r.via) attrs.gateway = ipBuf(r.via);
+    if (r.dev) attrs.oif = await this.index(netns, r.dev);
+    if (r.metric !== undefined) attrs.priority = r.metric;
+    if (r.src) attrs.prefsrc = ipBuf(r.src);
+    const scope = r.scope !== undefined ? SCOPES[r.scope] : type === 'unicast' && !r.via && r.dev ? SCOPES.link : 0;
+    const data: NL.rt.Route = {
+      family,
+      dstLen: dst.prefix,
+      table: table < 256 ? table : 252,
+      protocol: r.protocol === 'static' ? 4 : r.protocol === 'kernel' ? 2 : 3,
+      scope,
+      type: RTN_TYPES[type],
+    };
+    if (r.onlink) data.flags = { __unknown: RTNH_F_ONLINK } as NL.rt.RouteFlags;
+    return { data, attrs };
+  }
+
+  async listRoutes(netns: NetnsRef, f?: { table?: number; dev?: string; family?: 4 | 6 }): Promise<RouteInfo[]> {
+    const s = this.sock(netns);
+    const names = await this.names(netns);
+    const msgs = await nlCall('list routes', () =>
+      s.getRoutes(f?.family ? { family: f.family === 4 ? AF_INET : AF_INET6 } : undefined),
+    );
+    const out: RouteInfo[] = [];
+    for (const m of msgs) {
+      const fam = m.data.family === AF_INET ? 4 : m.data.family === AF_INET6 ? 6 : 0;
+      if (fam === 0) continue;
+      const table = m.attrs.table ?? m.data.table ?? 254;
+      if (f?.table !== undefined && table !== f.table) continue;
+      const dev = m.attrs.oif !== undefined ? names.get(m.attrs.oif) : undefined;
+      if (f?.dev !== undefined && dev !== f.dev) continue;
+      const dst = m.attrs.dst ? `${bufIP(m.attrs.dst)}/${m.data.dstLen}` : fam === 4 ? '0.0.0.0/0' : '::/0';
+      const rtype = m.data.type;
+      const typeName =
+        typeof rtype === 'number' ? RTN_NAMES.get(rtype) : (rtype?.toLowerCase() as RouteType | undefined);
+      const info: RouteInfo = { family: fam, dst, table, type: typeName ?? 'unicast' };
+      if (m.attrs.gateway) info.via = bufIP(m.attrs.gateway);
+      if (dev) info.dev = dev;
+      if (m.attrs.priority !== undefined) info.metric = m.attrs.priority;
+      if (m.attrs.prefsrc) info.src = bufIP(m.attrs.prefsrc);
+      const scope = m.data.scope;
+      info.scope = scope === 253 || scope === 'LINK' ? 'link' : scope === 254 || scope === 'HOST' ? 'host' : 'global';
+      const flags = m.data.flags as unknown as { __unknown?: number } | undefined;
+      if (flags?.__unknown && flags.__unknown & RTNH_F_ONLINK) info.onlink = true;
+      out.push(info);
+    }
+    return out;
+  }
+
+  async addRoute(netns: NetnsRef, route: RouteSpec, opts?: { replace?: boolean }): Promise<void> {
+    const s = this.sock(netns);
+    const m = await this.routeMsg(netns, route);
+    const flags = F_CREATE | (opts?.replace ? F_REPLACE : F_EXCL);
+    await nlCall(`add route ${route.dst}`, () => s.newRoute(m.data, m.attrs, { flags }));
+  }
+
+  async delRoute(netns: NetnsRef, route: RouteSpec): Promise<void> {
+    const s = this.sock(netns);
+    const m = await this.routeMsg(netns, route);
+    delete m.data.protocol;
+    m.data.scope = 255; // RT_SCOPE_NOWHERE: match any scope on delete
+    await nlCall(`delete route ${route.dst}`, () => s.delRoute(m.data, m.attrs));
+  }
+
+  // ----- neighbours and FDB
+
+  async listNeighs(netns: NetnsRef, dev?: string): Promise<NeighSpec[]> {
+    const s = this.sock(netns);
+    const names = await this.names(netns);
+    const out: NeighSpec[] = [];
+    for (const fam of [AF_INET, AF_INET6]) {
+      const msgs = await nlCall('list neighbours', () => s.getNeighbors({ family: fam }));
+      for (const m of msgs) {
+        const d = names.get(m.data.ifindex ?? 0) ?? '';
+        if ((dev !== undefined && d !== dev) || !m.attrs.dst || !m.attrs.lladdr) continue;
+        out.push({ ip: bufIP(m.attrs.dst), mac: bufMac(m.attrs.lladdr), dev: d, permanent: !!m.data.state?.permanent });
+      }
+    }
+    return out;
+  }
+
+  async setNeigh(netns: NetnsRef, n: NeighSpec): Promise<void> {
+    const s = this.sock(netns);
+    const ifindex = await this.index(netns, n.dev);
+    await nlCall(`set neighbour ${n.ip}`, () =>
+      s.newNeighbor(
+        {
+          family: familyOf(n.ip) === 4 ? AF_INET : AF_INET6,
+          ifindex,
+          state: n.permanent ? { permanent: true } : { reachable: true },
+        },
+        { dst: ipBuf(n.ip), lladdr: macBuf(n.mac) },
+        { flags: F_CREATE | F_REPLACE },
+      ),
+    );
+  }
+
+  async delNeigh(netns: NetnsRef, n: Pick<NeighSpec, 'ip' | 'dev'>): Promise<void> {
+    const s = this.sock(netns);
+    const ifindex = await this.index(netns, n.dev);
+    await nlCall(`delete neighbour ${n.ip}`, () =>
+      s.delNeighbor({ family: familyOf(n.ip) === 4 ? AF_INET : AF_INET6, ifindex }, { dst: ipBuf(n.ip) }),
+    );
+  }
+
+  async listFdb(netns: NetnsRef, dev?: string): Promise<FdbSpec[]> {
+    const s = this.sock(netns);
+    const names = await this.names(netns);
+    const msgs = await nlCall('list fdb', () => s.getNeighbors({ family: AF_BRIDGE }));
+    const out: FdbSpec[] = [];
+    for (const m of msgs) {
+      const d = names.get(m.data.ifindex ?? 0) ?? '';
+      if ((dev !== undefined && d !== dev) || !m.attrs.lladdr) continue;
+      const e: FdbSpec = { mac: bufMac(m.attrs.lladdr), dev: d, permanent: !!m.data.state?.permanent };
+      if (m.attrs.dst) e.dst = bufIP(m.attrs.dst);
+      if (m.attrs.master) e.master = names.get(m.attrs.master);
+      out.push(e);
+    }
+    return out;
+  }
+
+  async setFdb(netns: NetnsRef, e: FdbSpec): Promise<void> {
+    const s = this.sock(netns);
+    const ifindex = await this.index(netns, e.dev);
+    const attrs: NL.rt.NeighborAttrs = { lladdr: macBuf(e.mac) };
+    if (e.dst) attrs.dst = ipBuf(e.dst);
+    if (e.master) attrs.master = await this.index(netns, e.master);
+    await nlCall(`set fdb ${e.mac}`, () =>
+      s.newNeighbor(
+        {
+          family: AF_BRIDGE,
+          ifindex,
+          state: e.permanent === false ? { reachable: true } : { permanent: true },
+          flags: e.master ? { master: true } : { self: true },
+        },
+        attrs,
+        { flags: F_CREATE | F_REPLACE },
+      ),
+    );
+  }
+
+  async delFdb(netns: NetnsRef, e: Pick<FdbSpec, 'mac' | 'dev' | 'dst'>): Promise<void> {
+    const s = this.sock(netns);
+    const ifindex = await this.index(netns, e.dev);
+    const attrs: NL.rt.NeighborAttrs = { lladdr: macBuf(e.mac) };
+    if (e.dst) attrs.dst = ipBuf(e.dst);
+    await nlCall(`delete fdb ${e.mac}`, () => s.delNeighbor({ family: AF_BRIDGE, ifindex, flags: { self: true } }, attrs));
+  }
+
+  // ----- sysctls
+
+  private sysctlPath(key: string): string {
+    if (!/^[a-zA-Z0-9_.\-/]+$/.test(key) || key.includes('..')) throw new DatapathError('EINVAL', `invalid sysctl key ${key}`);
+    // Dotted form unless the key already uses '/' (needed for interface names containing '.').
+    return `/proc/sys/${key.includes('/') ? key : key.replace(/\./g, '/')}`;
+  }
+
+  async getSysctl(netns: NetnsRef, key: string): Promise<string> {
+    const p = this.sysctlPath(key);
+    return this.inNs(this.resolve(netns), () => {
+      try {
+        return readFileSync(p, 'utf8').trim();
+      } catch {
+        throw new DatapathError('ENOENT', `sysctl ${key} not found`);
+      }
+    });
+  }
+
+  async setSysctl(netns: NetnsRef, key: string, value: string): Promise<void> {
+    const p = this.sysctlPath(key);
+    this.inNs(this.resolve(netns), () => {
+      try {
+        writeFileSync(p, value);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'ENOENT' : 'EPERM';
+        throw new DatapathError(code, `sysctl ${key}=${value}: ${(e as Error).message}`);
+      }
+    });
+  }
+
+  // ----- child processes inside a namespace
+
+  /** Spawns `cmd args` (argument array, no shell) with the child forked inside `netns`. */
+  private run(netns: NetnsRef, cmd: string, args: string[], stdin?: string): Promise<string> {
+    const r = this.resolve(netns);
+    return new Promise((resolve, reject) => {
+      const child = this.inNs(r, () => spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on('data', (b: Buffer) => out.push(b));
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.on('error', (e) => reject(new DatapathError('EIO', `${cmd}: ${e.message}`)));
+      child.on('close', (code) => {
+        if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
+        else {
+          const msg = Buffer.concat(err).toString('utf8').trim();
+          const ecode: DatapathErrorCode = /No such|does not exist|Cannot find/i.test(msg) ? 'ENOENT' : 'EIO';
+          reject(new DatapathError(ecode, `${cmd} ${args.join(' ')}: ${msg || `exit ${code}`}`));
+        }
+      });
+      // A child that exits without reading stdin makes the write fail with EPIPE; its exit code tells the story.
+      child.stdin.on('error', () => {});
+      if (stdin) child.stdin.end(stdin);
+      else child.stdin.end();
+    });
+  }
+
+  // ----- NAT with iptables (nat table), one chain per owner
+
+  private static chain(prefix: 'KEMU-MASQ-' | 'KEMU-DN-' | 'KEMU-SN-', owner: string): string {
+    return prefix + createHash('sha256').update(owner).digest('hex').slice(0, 16).toUpperCase();
+  }
+
+  private static ownerComment(owner: string): string {
+    if (!/^[\w.:@=/ -]{1,200}$/.test(owner)) throw new DatapathError('EINVAL', `invalid NAT owner ${JSON.stringify(owner)}`);
+    return `kemu owner=${owner}`;
+  }
+
+  private iptablesFor(rules: NatRule[] | string): string {
+    const sample = typeof rules === 'string' ? rules : (rules[0]?.kind === 'dnat' ? rules[0].toIP : rules[0]?.src) ?? '';
+    return sample.includes(':') ? 'ip6tables' : 'iptables';
+  }
+
+  async addNatRules(netns: NetnsRef, rules: NatRule[]): Promise<void> {
+    const owners = [...new Set(rules.map((r) => r.owner))];
+    for (const owner of owners) await this.delNatRules(netns, owner);
+    const byFamily = new Map<string, NatRule[]>();
+    for (const r of rules) {
+      const bin = this.iptablesFor([r]);
+      byFamily.set(bin, [...(byFamily.get(bin) ?? []), r]);
+    }
+    for (const [bin, list] of byFamily) {
+      const existing = await this.run(netns, bin, ['-w', '-t', 'nat', '-S']);
+      const lines: string[] = ['*nat'];
+      const haveChain = (c: string) => existing.includes(`-N ${c}\n`) || lines.includes(`:${c} - [0:0]`);
+      const jumps: string[] = [];
+      if (list.some((r) => r.kind === 'dnat') && !haveChain('KEMU-HOSTPORT-DNAT')) {
+        lines.push(':KEMU-HOSTPORT-DNAT - [0:0]');
+        jumps.push('-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT');
+        jumps.push('-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT');
+      }
+      for (const owner of new Set(list.map((r) => r.owner))) {
+        const comment = LinuxDatapath.ownerComment(owner);
+        const mine = list.filter((r) => r.owner === owner);
+        const masq = mine.filter((r) => r.kind === 'masquerade');
+        const dnat = mine.filter((r) => r.kind === 'dnat');
+        if (masq.length > 0) {
+          const c = LinuxDatapath.chain('KEMU-MASQ-', owner);
+          lines.push(`:${c} - [0:0]`);
+          for (const r of masq) {
+            for (const d of r.excludeDst ?? []) lines.push(`-A ${c} -d ${d} -m comment --comment "${comment}" -j ACCEPT`);
+            lines.push(`-A ${c} -m comment --comment "${comment}" -j MASQUERADE`);
+            jumps.push(`-A POSTROUTING -s ${r.src} -m comment --comment "${comment}" -j ${c}`);
+          }
+        }
+        if (dnat.length > 0) {
+          const dn = LinuxDatapath.chain('KEMU-DN-', owner);
+          const sn = LinuxDatapath.chain('KEMU-SN-', owner);
+          lines.push(`:${dn} - [0:0]`);
+          const snat = dnat.filter((r) => r.snat);
+          if (snat.length > 0) lines.push(`:${sn} - [0:0]`);
+          for (const r of dnat) {
+            const dest = r.toIP.includes(':') ? `[${r.toIP}]:${r.toPort}` : `${r.toIP}:${r.toPort}`;
+            const conds = r.conditions?.length ? r.conditions : [{}];
+            for (const cond of conds) {
+              const m = [`-A ${dn} -p ${r.protocol}`];
+              if (r.hostIP) m.push(`-d ${r.hostIP}`);
+              if (cond.srcCidr) m.push(`-s ${cond.srcCidr}`);
+              if (cond.iif) m.push(`-i ${cond.iif}`);
+              if (cond.notIif) m.push(`! -i ${cond.notIif}`);
+              m.push(`-m ${r.protocol} --dport ${r.hostPort} -m comment --comment "${comment}" -j DNAT --to-destination ${dest}`);
+              lines.push(m.join(' '));
+            }
+            if (r.snat) {
+              // Hairpin: a pod reaching itself through the host port must see replies come back via the node.
+              lines.push(
+                `-A ${sn} -s ${r.toIP} -d ${r.toIP} -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
+              );
+            }
+          }
+          jumps.push(`-A KEMU-HOSTPORT-DNAT -m comment --comment "${comment}" -j ${dn}`);
+          if (snat.length > 0) jumps.push(`-A POSTROUTING -m comment --comment "${comment}" -j ${sn}`);
+        }
+      }
+      lines.push(...jumps, 'COMMIT', '');
+      await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], lines.join('\n'));
+    }
+  }
+
+  async delNatRules(netns: NetnsRef, owner: string): Promise<void> {
+    if (!(await this.netnsExists(netns))) return;
+    const comment = LinuxDatapath.ownerComment(owner);
+    const chains = [
+      LinuxDatapath.chain('KEMU-MASQ-', owner),
+      LinuxDatapath.chain('KEMU-DN-', owner),
+      LinuxDatapath.chain('KEMU-SN-', owner),
+    ];
+    for (const bin of ['iptables', 'ip6tables']) {
+      let existing: string;
+      try {
+        existing = await this.run(netns, bin, ['-w', '-t', 'nat', '-S']);
+      } catch {
+        continue;
+      }
+      const out: string[] = ['*nat'];
+      for (const line of existing.split('\n')) {
+        if (line.startsWith('-A ') && line.includes(`"${comment}"`) && chains.some((c) => line.endsWith(`-j ${c}`))) {
+          out.push(line.replace(/^-A /, '-D '));
+        }
+      }
+      const present = chains.filter((c) => existing.includes(`-N ${c}\n`));
+      for (const c of present) out.push(`-F ${c}`);
+      for (const c of present) out.push(`-X ${c}`);
+      if (out.length === 1) continue;
+      out.push('COMMIT', '');
+      await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], out.join('\n'));
+    }
+  }
+
+  async listNatRules(netns: NetnsRef, owner?: string): Promise<NatRule[]> {
+    const out: NatRule[] = [];
+    for (const bin of ['iptables', 'ip6tables']) {
+      let existing: string;
+      try {
+        existing = await this.run(netns, bin, ['-w', '-t', 'nat', '-S']);
+      } catch {
+        continue;
+      }
+      for (const line of existing.split('\n')) {
+        const m = /--comment "kemu owner=([^"]+)"/.exec(line);
+        if (!m || (owner !== undefined && m[1] !== owner)) continue;
+        const o = m[1]!;
+        const dnat = /-A KEMU-DN-\S+ -p (\w+)(?: -d (\S+?)(?:\/\d+)?)?.* --dport (\d+) .*--to-destination \[?([^\]\s]+?)\]?:(\d+)$/.exec(line);
+        if (dnat) {
+          const r: NatRule = {
+            kind: 'dnat',
+            owner: o,
+            protocol: dnat[1] as 'tcp' | 'udp' | 'sctp',
+            hostPort: Number(dnat[3]),
+            toIP: dnat[4]!,
+            toPort: Number(dnat[5]),
+          };
+          if (dnat[2]) r.hostIP = dnat[2];
+          out.push(r);
+          continue;
+        }
+        const masq = /-A POSTROUTING -s (\S+) .* -j KEMU-MASQ-/.exec(line);
+        if (masq) out.push({ kind: 'masquerade', owner: o, src: masq[1]! });
+      }
+    }
+    return out;
+  }
+}
+
+export function createLinuxDatapath(opts: DatapathOptions = {}): LinuxDatapath {
+  if (opts.hostNetns !== undefined) {
+    const fd = openSync(opts.hostNetns, 'r');
+    try {
+      fstatSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return new LinuxDatapath(opts);
+}

@@ -1,0 +1,92 @@
+import type { Datapath } from './datapath.js';
+import { CniError, CniErrorCode } from './errors.js';
+import { execDelegate, execPlugin, findInPath } from './invoke-exec.js';
+import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
+import { convertResult } from './types.js';
+
+/** Runs a plugin for the runtime: `type` + env + stdin in, exit code + stdout out, whatever the mechanism. */
+export interface Invoker {
+  invoke(
+    type: string,
+    env: Record<string, string | undefined>,
+    stdin: string,
+  ): Promise<{ exitCode: number; stdout: string; stderr?: string }>;
+}
+
+/** Spawns binaries found on the given directories (CNI_PATH), never through a shell. */
+export class ExecInvoker implements Invoker {
+  constructor(
+    private readonly binDirs: readonly string[],
+    private readonly timeoutMs = 60_000,
+  ) {}
+
+  async invoke(type: string, env: Record<string, string | undefined>, stdin: string) {
+    const file = findInPath(type, this.binDirs);
+    return execPlugin(file, { ...process.env, ...env }, stdin, this.timeoutMs);
+  }
+}
+
+export interface InProcessInvokerOptions {
+  /** Plugins by `type`. */
+  plugins: Iterable<CniPlugin> | Record<string, CniPlugin>;
+  /** The datapath every in-process plugin programs (linux, sim, or a test double). */
+  datapath: Datapath;
+  /** Directories to exec types that are not registered (reference plugins in a mixed chain). Default: none. */
+  binDirs?: readonly string[];
+}
+
+/**
+ * Calls plugin objects directly with the same skeleton as their executables (env/stdin semantics,
+ * errors, version conversion), skipping process start-up. IPAM delegation stays in-process when the
+ * delegate type is registered too.
+ */
+export class InProcessInvoker implements Invoker {
+  private readonly plugins = new Map<string, CniPlugin>();
+  readonly datapath: Datapath;
+  private readonly exec?: ExecInvoker;
+
+  constructor(opts: InProcessInvokerOptions) {
+    const entries: [string, CniPlugin][] =
+      Symbol.iterator in opts.plugins
+        ? [...(opts.plugins as Iterable<CniPlugin>)].map((p) => [p.name, p])
+        : Object.entries(opts.plugins as Record<string, CniPlugin>);
+    for (const [k, p] of entries) this.plugins.set(k, p);
+    this.datapath = opts.datapath;
+    if (opts.binDirs?.length) this.exec = new ExecInvoker(opts.binDirs);
+  }
+
+  register(type: string, plugin: CniPlugin): void {
+    this.plugins.set(type, plugin);
+  }
+
+  private readonly delegate: Delegate = async (type, command, conf, ctx) => {
+    const p = this.plugins.get(type);
+    if (!p) {
+      if (!this.exec) throw new CniError(CniErrorCode.PluginNotFound, `plugin "${type}" is not registered in process`);
+      return execDelegate(type, command, conf, ctx);
+    }
+    const out = await invokePlugin(p, {
+      env: { ...ctx.env, CNI_COMMAND: command },
+      stdin: JSON.stringify(conf),
+      datapath: async () => this.datapath,
+      delegate: this.delegate,
+    });
+    if (out.error) throw out.error;
+    return out.result;
+  };
+
+  async invoke(type: string, env: Record<string, string | undefined>, stdin: string) {
+    const p = this.plugins.get(type);
+    if (!p) {
+      if (this.exec) return this.exec.invoke(type, env, stdin);
+      throw new CniError(CniErrorCode.PluginNotFound, `plugin "${type}" is not registered in process`);
+    }
+    const out = await invokePlugin(p, { env, stdin, datapath: async () => this.datapath, delegate: this.delegate });
+    // Keep the stdout contract identical to exec so the runtime treats both the same way.
+    if (out.result && out.exitCode === 0) {
+      const v = (JSON.parse(stdin) as { cniVersion: string }).cniVersion;
+      return { exitCode: 0, stdout: JSON.stringify(convertResult(out.result, v)) };
+    }
+    return { exitCode: out.exitCode, stdout: out.stdout };
+  }
+}

@@ -1,0 +1,732 @@
+/**
+ * A BGP speaker: sessions to configured neighbours, Adj-RIB-In per neighbour, the decision process into
+ * the Loc-RIB, Adj-RIB-Out per neighbour with the iBGP and route-reflection (RFC 4456) export rules, and
+ * the routes it selects handed to a {@link RouteSink}.
+ */
+import { EventEmitter } from 'node:events';
+import { BgpConfigError, CeaseSubcode, ErrorCode } from './errors.js';
+import { type Afi, formatPrefix, parseIP, parsePrefix, type Prefix, routerIdToNumber } from './ip.js';
+import {
+  AFI_IPV4,
+  AFI_IPV6,
+  AsPathSegmentType,
+  type AsPathSegment,
+  type CodecContext,
+  encodeAnnouncements,
+  encodeNotification,
+  encodeWithdrawals,
+  mergeAs4Path,
+  type PathAttributes,
+  type RouteRefreshMessage,
+  SAFI_UNICAST,
+  type UpdateMessage,
+} from './message.js';
+import {
+  type RibEntry,
+  type Route,
+  type RouteSource,
+  routeAttributes,
+  selectBest,
+  toRibEntry,
+} from './rib.js';
+import type { InstalledRoute, RouteSink } from './route-sink.js';
+import {
+  type NeighborConfig,
+  Session,
+  type SessionError,
+  type SessionHooks,
+  type SessionState,
+} from './session.js';
+import { type Listener, tcpTransport, type Transport } from './transport.js';
+
+export interface SpeakerOptions {
+  /** BGP identifier, a dotted quad. */
+  routerId: string;
+  /** Our AS number (2- or 4-octet). */
+  as: number;
+  /** Where to accept connections; `false` to only connect out. */
+  listen?: { address: string; port: number } | false;
+  neighbors?: NeighborConfig[];
+  /** Proposed hold time in seconds (default 90). */
+  holdTime?: number;
+  keepaliveTime?: number;
+  /** Seconds between connection attempts (default 120, as RFC 4271 suggests). */
+  connectRetryTime?: number;
+  /** Act as a route reflector (RFC 4456); `clusterId` defaults to the router ID. */
+  routeReflector?: { clusterId?: string };
+  /** Address families to negotiate (default IPv4 and IPv6 unicast). */
+  families?: Afi[];
+  /** Our next hop for IPv6 routes when a session runs over IPv4 (default the IPv4-mapped address). */
+  nextHop6?: string;
+  /** Next hop shown for our own routes in the Loc-RIB (default the listen address). */
+  localNextHop?: string;
+  transport?: Transport;
+  routeSink?: RouteSink;
+  log?: (line: string) => void;
+}
+
+export interface AdvertiseOptions {
+  med?: number;
+  localPref?: number;
+  communities?: number[];
+  /** Next hop to announce instead of our session address. */
+  nextHop?: string;
+}
+
+export interface PeerStatus {
+  address: string;
+  port: number;
+  name?: string;
+  as: number;
+  type: 'ibgp' | 'ebgp';
+  rrClient: boolean;
+  state: SessionState;
+  routerId?: string;
+  holdTime?: number;
+  keepaliveTime?: number;
+  families?: Afi[];
+  fourOctetAs?: boolean;
+  routeRefresh?: boolean;
+  uptimeSeconds?: number;
+  prefixesReceived: number;
+  prefixesAdvertised: number;
+  lastError?: SessionError;
+}
+
+export interface RibChange {
+  prefix: string;
+  /** The new best route, or undefined when the prefix left the Loc-RIB. */
+  route?: RibEntry;
+}
+
+/** What one neighbour is sent for a route; shared by all neighbours of the same export class. */
+interface OutRoute {
+  afi: Afi;
+  prefix: Prefix;
+  attrs: PathAttributes;
+  nextHop: string;
+  key: string;
+  bytes?: Map<boolean, Buffer[]>;
+}
+
+interface PeerRib {
+  adjIn: Map<string, Route>;
+  adjOut: Map<string, OutRoute>;
+  pending: Set<string>;
+  source?: RouteSource;
+}
+
+function validAs(n: number): boolean {
+  return Number.isInteger(n) && n >= 1 && n <= 0xffffffff;
+}
+
+export class BgpSpeaker extends EventEmitter {
+  readonly routerId: string;
+  readonly as: number;
+  readonly clusterId?: string;
+  private readonly transport: Transport;
+  private readonly families: Afi[];
+  private readonly sessions = new Map<string, Session>();
+  private readonly ribs = new Map<Session, PeerRib>();
+  /** Adj-RIBs-In by prefix: every candidate route, keyed by session (null for our own routes). */
+  private readonly candidates = new Map<string, Map<Session | null, Route>>();
+  private readonly locRibMap = new Map<string, Route>();
+  private readonly sinkChains = new Map<string, Promise<void>>();
+  private listener?: Listener;
+  private flushScheduled = false;
+  private started = false;
+  private readonly localSource: RouteSource;
+
+  constructor(readonly options: SpeakerOptions) {
+    super();
+    if (routerIdToNumber(options.routerId) === undefined || options.routerId === '0.0.0.0') {
+      throw new BgpConfigError(
+        'routerId',
+        `${JSON.stringify(options.routerId)} is not a non-zero dotted quad such as 10.0.0.1`,
+      );
+    }
+    if (!validAs(options.as))
+      throw new BgpConfigError('as', `${options.as} is not an AS number (1..4294967295)`);
+    const hold = options.holdTime ?? 90;
+    if (!Number.isInteger(hold) || hold < 0 || hold > 65535 || hold === 1 || hold === 2) {
+      throw new BgpConfigError('holdTime', `${hold} is not 0 or 3..65535 seconds`);
+    }
+    const cid = options.routeReflector?.clusterId;
+    if (cid !== undefined && routerIdToNumber(cid) === undefined) {
+      throw new BgpConfigError('clusterId', `${JSON.stringify(cid)} is not a dotted quad`);
+    }
+    this.routerId = options.routerId;
+    this.as = options.as;
+    this.clusterId = options.routeReflector ? (cid ?? options.routerId) : undefined;
+    this.transport = options.transport ?? tcpTransport;
+    this.families = options.families ?? [4, 6];
+    this.localSource = { ibgp: false, rrClient: false, routerId: this.routerId, as: this.as };
+    for (const n of options.neighbors ?? []) this.addNeighbor(n);
+  }
+
+  get isRouteReflector(): boolean {
+    return this.clusterId !== undefined;
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  /** Starts listening and connecting. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    if (this.options.listen) {
+      const { address, port } = this.options.listen;
+      this.listener = await this.transport.listen(address, port, (s) => {
+        const session = this.sessions.get(s.remoteAddress);
+        if (!session) {
+          this.log(`rejecting connection from unconfigured ${s.remoteAddress}`);
+          s.write(encodeNotification(ErrorCode.Cease, CeaseSubcode.ConnectionRejected));
+          s.end();
+          return;
+        }
+        session.accept(s);
+      });
+    }
+    this.started = true;
+    for (const s of this.sessions.values()) s.start();
+  }
+
+  /** Port actually listened on (useful with port 0). */
+  get listenPort(): number | undefined {
+    return this.listener?.port;
+  }
+
+  /** Sends Cease (Administrative Shutdown) to every neighbour and stops listening. */
+  async stop(): Promise<void> {
+    this.started = false;
+    for (const s of this.sessions.values()) s.stop(CeaseSubcode.AdministrativeShutdown);
+    await this.listener?.close();
+    this.listener = undefined;
+    await Promise.all(this.sinkChains.values());
+  }
+
+  /** Drops everything without NOTIFICATIONs (a crash, for simulations). */
+  async destroy(): Promise<void> {
+    this.started = false;
+    for (const s of this.sessions.values()) s.destroy();
+    await this.listener?.close();
+    this.listener = undefined;
+  }
+
+  addNeighbor(n: NeighborConfig): void {
+    const i = `neighbors[${n.address}]`;
+    if (!parseIP(n.address))
+      throw new BgpConfigError(`${i}.address`, `${JSON.stringify(n.address)} is not an IP address`);
+    if (!validAs(n.as)) throw new BgpConfigError(`${i}.as`, `${n.as} is not an AS number (1..4294967295)`);
+    if (n.port !== undefined && (!Number.isInteger(n.port) || n.port < 1 || n.port > 65535)) {
+      throw new BgpConfigError(`${i}.port`, `${n.port} is not a TCP port`);
+    }
+    if (this.sessions.has(n.address)) throw new BgpConfigError(`${i}`, 'neighbour configured twice');
+    if (n.rrClient && !this.isRouteReflector) {
+      throw new BgpConfigError(
+        `${i}.rrClient`,
+        'route-reflector clients need this speaker to be a route reflector',
+      );
+    }
+    if (n.rrClient && n.as !== this.as)
+      throw new BgpConfigError(`${i}.rrClient`, 'route-reflector clients must be iBGP');
+    const session = new Session(
+      n,
+      { routerId: this.routerId, as: this.as, families: this.families },
+      {
+        holdTime: this.options.holdTime ?? 90,
+        keepaliveTime: this.options.keepaliveTime,
+        connectRetryTime: this.options.connectRetryTime ?? 120,
+      },
+      this.transport,
+      this.hooks,
+    );
+    this.sessions.set(n.address, session);
+    this.ribs.set(session, { adjIn: new Map(), adjOut: new Map(), pending: new Set() });
+    if (this.started) session.start();
+  }
+
+  /** Removes a neighbour (Cease / Peer De-configured) and everything learned from it. */
+  removeNeighbor(address: string): void {
+    const s = this.sessions.get(address);
+    if (!s) throw new BgpConfigError('neighbors', `no neighbour ${address}`);
+    s.stop(CeaseSubcode.PeerDeconfigured);
+    this.dropPeerRoutes(s);
+    this.sessions.delete(address);
+    this.ribs.delete(s);
+  }
+
+  /** Originates a route for `prefix` (e.g. a node's IPAM block). */
+  advertise(prefix: string, opts: AdvertiseOptions = {}): void {
+    const p = parsePrefix(prefix);
+    if (!p)
+      throw new BgpConfigError(
+        'advertise',
+        `${JSON.stringify(prefix)} is not a network in CIDR form such as 10.244.1.0/26`,
+      );
+    if (!this.families.includes(p.afi))
+      throw new BgpConfigError('advertise', `${prefix}: IPv${p.afi} is not enabled`);
+    const key = formatPrefix(p);
+    const r: Route = {
+      prefix: key,
+      pfx: p,
+      afi: p.afi,
+      nextHop:
+        opts.nextHop ??
+        this.options.localNextHop ??
+        (this.options.listen ? this.options.listen.address : '0.0.0.0'),
+      origin: 0,
+      asPath: [],
+      med: opts.med,
+      localPref: opts.localPref,
+      communities: opts.communities,
+      source: this.localSource,
+    };
+    if (opts.nextHop) (r as Route & { fixedNextHop?: boolean }).fixedNextHop = true;
+    this.setCandidate(key, null, r);
+    this.decide(key);
+  }
+
+  /** Withdraws a route this speaker originated; false if it was not advertised. */
+  withdraw(prefix: string): boolean {
+    const p = parsePrefix(prefix);
+    if (!p) throw new BgpConfigError('withdraw', `${JSON.stringify(prefix)} is not a network in CIDR form`);
+    const key = formatPrefix(p);
+    const m = this.candidates.get(key);
+    if (!m?.has(null)) return false;
+    m.delete(null);
+    if (m.size === 0) this.candidates.delete(key);
+    this.decide(key);
+    return true;
+  }
+
+  /** Sends ROUTE-REFRESH to a neighbour for each negotiated family; false if it cannot. */
+  refresh(address: string): boolean {
+    const s = this.sessions.get(address);
+    if (!s?.negotiated) return false;
+    let ok = false;
+    for (const f of s.negotiated.families) ok = s.requestRefresh(f) || ok;
+    return ok;
+  }
+
+  /** The Loc-RIB, sorted by prefix. */
+  locRib(): RibEntry[] {
+    return [...this.locRibMap.values()]
+      .map(toRibEntry)
+      .sort((a, b) => (a.prefix < b.prefix ? -1 : a.prefix > b.prefix ? 1 : 0));
+  }
+
+  /** One Loc-RIB entry. */
+  lookup(prefix: string): RibEntry | undefined {
+    const p = parsePrefix(prefix);
+    const r = p ? this.locRibMap.get(formatPrefix(p)) : undefined;
+    return r ? toRibEntry(r) : undefined;
+  }
+
+  get locRibSize(): number {
+    return this.locRibMap.size;
+  }
+
+  adjRibIn(address: string): RibEntry[] {
+    const s = this.sessions.get(address);
+    return s ? [...this.ribs.get(s)!.adjIn.values()].map(toRibEntry) : [];
+  }
+
+  /** What we last sent a neighbour: prefix, next hop and AS path as announced. */
+  adjRibOut(
+    address: string,
+  ): { prefix: string; nextHop: string; asPath: number[]; originatorId?: string; clusterList?: string[] }[] {
+    const s = this.sessions.get(address);
+    if (!s) return [];
+    return [...this.ribs.get(s)!.adjOut.values()].map((o) => ({
+      prefix: formatPrefix(o.prefix),
+      nextHop: o.nextHop,
+      asPath: (o.attrs.asPath ?? []).flatMap((x) => x.asns),
+      ...(o.attrs.originatorId ? { originatorId: o.attrs.originatorId } : {}),
+      ...(o.attrs.clusterList ? { clusterList: o.attrs.clusterList } : {}),
+    }));
+  }
+
+  peers(): PeerStatus[] {
+    return [...this.sessions.values()].map((s) => {
+      const n = s.negotiated;
+      const rib = this.ribs.get(s)!;
+      const st: PeerStatus = {
+        address: s.config.address,
+        port: s.config.port ?? 179,
+        as: s.config.as,
+        type: s.isIbgp ? 'ibgp' : 'ebgp',
+        rrClient: s.config.rrClient ?? false,
+        state: s.state,
+        prefixesReceived: rib.adjIn.size,
+        prefixesAdvertised: rib.adjOut.size,
+      };
+      if (s.config.name) st.name = s.config.name;
+      if (n) {
+        st.routerId = n.remoteId;
+        st.holdTime = n.holdTime;
+        st.keepaliveTime = n.keepaliveTime;
+        st.families = [...n.families];
+        st.fourOctetAs = n.as4;
+        st.routeRefresh = n.routeRefresh;
+        st.uptimeSeconds = Math.round((Date.now() - (s.establishedAt ?? Date.now())) / 1000);
+      }
+      if (s.lastError) st.lastError = s.lastError;
+      return st;
+    });
+  }
+
+  peer(address: string): PeerStatus | undefined {
+    return this.peers().find((p) => p.address === address);
+  }
+
+  /** Resolves once every sink operation queued so far has finished. */
+  async settled(): Promise<void> {
+    await Promise.all(this.sinkChains.values());
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+
+  private readonly hooks: SessionHooks = {
+    onEstablished: (s) => this.onEstablished(s),
+    onDown: (s) => this.dropPeerRoutes(s),
+    onUpdate: (s, m) => this.onUpdate(s, m),
+    onRouteRefresh: (s, m) => this.onRouteRefresh(s, m),
+    onStateChange: (s, from, to) => {
+      this.log(`peer ${s.id}: ${from} -> ${to}`);
+      this.emit('peer', { address: s.config.address, from, to });
+    },
+    log: (line) => this.log(line),
+  };
+
+  private setCandidate(prefix: string, s: Session | null, r: Route): void {
+    let m = this.candidates.get(prefix);
+    if (!m) {
+      m = new Map();
+      this.candidates.set(prefix, m);
+    }
+    m.set(s, r);
+  }
+
+  private onEstablished(s: Session): void {
+    const rib = this.ribs.get(s);
+    if (!rib) return;
+    const n = s.negotiated!;
+    rib.source = {
+      address: s.config.address,
+      name: s.config.name,
+      ibgp: s.isIbgp,
+      rrClient: s.config.rrClient ?? false,
+      routerId: n.remoteId,
+      as: n.remoteAs,
+    };
+    rib.adjOut.clear();
+    for (const p of this.locRibMap.keys()) rib.pending.add(p);
+    this.scheduleFlush();
+  }
+
+  private dropPeerRoutes(s: Session): void {
+    const rib = this.ribs.get(s);
+    if (!rib) return;
+    const affected = [...rib.adjIn.keys()];
+    rib.adjIn.clear();
+    rib.adjOut.clear();
+    rib.pending.clear();
+    for (const p of affected) {
+      const m = this.candidates.get(p);
+      m?.delete(s);
+      if (m?.size === 0) this.candidates.delete(p);
+    }
+    for (const p of affected) this.decide(p);
+  }
+
+  private onUpdate(s: Session, m: UpdateMessage): void {
+    const rib = this.ribs.get(s);
+    const n = s.negotiated;
+    if (!rib?.source || !n) return;
+    const affected: string[] = [];
+    const withdraw = (p: Prefix) => {
+      const key = formatPrefix(p);
+      if (rib.adjIn.delete(key)) {
+        const c = this.candidates.get(key);
+        c?.delete(s);
+        if (c?.size === 0) this.candidates.delete(key);
+        affected.push(key);
+      }
+    };
+    for (const p of m.withdrawn) if (n.families.has(4)) withdraw(p);
+    const un = m.attributes.mpUnreach;
+    if (un && un.safi === SAFI_UNICAST) {
+      const f: Afi | undefined = un.afi === AFI_IPV4 ? 4 : un.afi === AFI_IPV6 ? 6 : undefined;
+      if (f && n.families.has(f)) for (const p of un.withdrawn) withdraw(p);
+    }
+    const a = m.attributes;
+    const reach: { afi: Afi; nextHop: string; nlri: Prefix[] }[] = [];
+    if (m.nlri.length > 0 && n.families.has(4)) reach.push({ afi: 4, nextHop: a.nextHop!, nlri: m.nlri });
+    const mp = a.mpReach;
+    if (mp && mp.safi === SAFI_UNICAST) {
+      const f: Afi | undefined = mp.afi === AFI_IPV4 ? 4 : mp.afi === AFI_IPV6 ? 6 : undefined;
+      if (f && n.families.has(f) && mp.nextHops[0])
+        reach.push({ afi: f, nextHop: mp.nextHops[0], nlri: mp.nlri });
+    }
+    if (reach.length > 0) {
+      const asPath: AsPathSegment[] = n.as4 ? a.asPath! : mergeAs4Path(a.asPath!, a.as4Path);
+      // Loop prevention: our AS in the path (eBGP), our router ID as originator or our cluster in the
+      // cluster list (RFC 4456 §8) make the route unusable, which is the same as a withdrawal.
+      const looped =
+        (!s.isIbgp && asPath.some((seg) => seg.asns.includes(this.as))) ||
+        (s.isIbgp && a.originatorId === this.routerId) ||
+        (this.clusterId !== undefined && (a.clusterList?.includes(this.clusterId) ?? false));
+      for (const r of reach) {
+        for (const p of r.nlri) {
+          if (looped) {
+            withdraw(p);
+            continue;
+          }
+          const key = formatPrefix(p);
+          const route: Route = {
+            prefix: key,
+            pfx: p,
+            afi: r.afi,
+            nextHop: r.nextHop,
+            origin: a.origin!,
+            asPath,
+            med: a.med,
+            localPref: s.isIbgp ? a.localPref : undefined,
+            atomicAggregate: a.atomicAggregate,
+            aggregator: a.aggregator,
+            communities: a.communities,
+            originatorId: s.isIbgp ? a.originatorId : undefined,
+            clusterList: s.isIbgp ? a.clusterList : undefined,
+            unknown: a.unknown,
+            source: rib.source,
+          };
+          rib.adjIn.set(key, route);
+          this.setCandidate(key, s, route);
+          affected.push(key);
+        }
+      }
+    }
+    for (const p of affected) this.decide(p);
+  }
+
+  private onRouteRefresh(s: Session, m: RouteRefreshMessage): void {
+    const f: Afi | undefined =
+      m.safi !== SAFI_UNICAST ? undefined : m.afi === AFI_IPV4 ? 4 : m.afi === AFI_IPV6 ? 6 : undefined;
+    const rib = this.ribs.get(s);
+    // RFC 2918 §4: a refresh for a family we did not advertise is ignored.
+    if (!f || !rib || !s.negotiated?.families.has(f)) return;
+    this.log(`peer ${s.id}: route refresh for IPv${f}`);
+    for (const [p, o] of rib.adjOut) if (o.afi === f) rib.adjOut.delete(p);
+    for (const [p, r] of this.locRibMap) if (r.afi === f) rib.pending.add(p);
+    this.scheduleFlush();
+  }
+
+  /** Runs the decision process for one prefix and propagates a change of best route. */
+  private decide(prefix: string): void {
+    const c = this.candidates.get(prefix);
+    const best = c ? selectBest(c.values()) : undefined;
+    const old = this.locRibMap.get(prefix);
+    if (best === old) return;
+    if (best) this.locRibMap.set(prefix, best);
+    else this.locRibMap.delete(prefix);
+    for (const [s, rib] of this.ribs) if (s.state === 'Established' && rib.source) rib.pending.add(prefix);
+    this.scheduleFlush();
+    this.toSink(prefix, old, best);
+    this.emit('route', { prefix, route: best ? toRibEntry(best) : undefined } satisfies RibChange);
+  }
+
+  private toSink(prefix: string, old: Route | undefined, best: Route | undefined): void {
+    const sink = this.options.routeSink;
+    if (!sink) return;
+    const toInstalled = (r: Route): InstalledRoute => ({
+      prefix,
+      afi: r.afi,
+      nextHop: r.nextHop,
+      asPath: r.asPath.flatMap((x) => x.asns),
+      peer: r.source.address!,
+    });
+    let op: (() => Promise<void>) | undefined;
+    if (best?.source.address) {
+      if (old?.source.address && old.nextHop === best.nextHop) {
+        // Same forwarding entry; only attributes changed.
+        op = undefined;
+      } else {
+        const r = toInstalled(best);
+        op = () => sink.install(r);
+      }
+    } else if (old?.source.address) {
+      const r = toInstalled(old);
+      op = () => sink.remove(r);
+    }
+    if (!op) return;
+    const run = op;
+    const prev = this.sinkChains.get(prefix) ?? Promise.resolve();
+    const next = prev
+      .then(run)
+      .catch((e: Error) => this.log(`route ${prefix}: programming failed: ${e.message}`))
+      .finally(() => {
+        if (this.sinkChains.get(prefix) === next) this.sinkChains.delete(prefix);
+      });
+    this.sinkChains.set(prefix, next);
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  /** Sends every neighbour the difference between what it should have and its Adj-RIB-Out. */
+  private flush(): void {
+    for (const [s, rib] of this.ribs) {
+      if (rib.pending.size === 0) continue;
+      if (s.state !== 'Established' || !rib.source) {
+        rib.pending.clear();
+        continue;
+      }
+      const ctx = s.codec;
+      const groups = new Map<string, OutRoute[]>();
+      const withdrawals: Record<Afi, Prefix[]> = { 4: [], 6: [] };
+      for (const p of rib.pending) {
+        const best = this.locRibMap.get(p);
+        const out = best ? this.exportFor(s, best) : undefined;
+        const prev = rib.adjOut.get(p);
+        if (out) {
+          if (prev && (prev === out || prev.key === out.key)) continue;
+          rib.adjOut.set(p, out);
+          const g = groups.get(out.key);
+          if (g) g.push(out);
+          else groups.set(out.key, [out]);
+        } else if (prev) {
+          rib.adjOut.delete(p);
+          withdrawals[prev.afi].push(prev.prefix);
+        }
+      }
+      rib.pending.clear();
+      const bufs: Buffer[] = [];
+      for (const f of [4, 6] as Afi[])
+        if (withdrawals[f].length) bufs.push(...encodeWithdrawals(f, withdrawals[f], ctx));
+      for (const g of groups.values()) bufs.push(...this.encodeGroup(g, ctx));
+      if (bufs.length === 0) continue;
+      s.stats.updatesOut += bufs.length;
+      s.send(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs));
+    }
+  }
+
+  private encodeGroup(g: OutRoute[], ctx: CodecContext): Buffer[] {
+    const first = g[0]!;
+    if (g.length === 1) {
+      // A route sent to many neighbours is encoded once per AS-number width.
+      first.bytes ??= new Map();
+      let b = first.bytes.get(ctx.as4);
+      if (!b) {
+        b = encodeAnnouncements(
+          first.afi,
+          first.attrs,
+          [first.prefix],
+          ctx,
+          first.afi === 6 ? [first.nextHop] : undefined,
+        );
+        first.bytes.set(ctx.as4, b);
+      }
+      return b;
+    }
+    return encodeAnnouncements(
+      first.afi,
+      first.attrs,
+      g.map((o) => o.prefix),
+      ctx,
+      first.afi === 6 ? [first.nextHop] : undefined,
+    );
+  }
+
+  private selfNextHop(afi: Afi, localAddress: string): string {
+    const local = parseIP(localAddress);
+    if (afi === 4) return local?.afi === 4 ? localAddress : (this.options.localNextHop ?? localAddress);
+    if (local?.afi === 6) return localAddress;
+    return this.options.nextHop6 ?? `::ffff:${localAddress}`;
+  }
+
+  /** The route as `s` should receive it, or undefined if it must not be sent (RFC 4271 §9.2, RFC 4456 §6). */
+  private exportFor(s: Session, best: Route): OutRoute | undefined {
+    const n = s.negotiated!;
+    if (!n.families.has(best.afi)) return undefined;
+    const src = best.source;
+    if (src.address === s.config.address) return undefined;
+    const local = src.address === undefined;
+    const fixedNh = local && (best as Route & { fixedNextHop?: boolean }).fixedNextHop;
+    let cls: string;
+    if (!s.isIbgp) cls = `e|${n.localAddress}`;
+    else if (local) cls = `il|${n.localAddress}`;
+    else if (!src.ibgp) cls = s.config.nextHopSelf ? `is|${n.localAddress}` : 'ie';
+    else {
+      if (!this.isRouteReflector) return undefined;
+      if (!src.rrClient && !s.config.rrClient) return undefined;
+      // The originator would drop its own route anyway (RFC 4456 §8); do not send it back.
+      if ((best.originatorId ?? src.routerId) === n.remoteId) return undefined;
+      cls = 'rr';
+    }
+    best.exportCache ??= new Map();
+    const cached = best.exportCache.get(cls) as OutRoute | undefined;
+    if (cached) return cached;
+    const attrs = routeAttributes(best);
+    let nextHop: string;
+    if (cls.startsWith('e|')) {
+      attrs.asPath = prependAs(best.asPath, this.as);
+      nextHop = fixedNh ? best.nextHop : this.selfNextHop(best.afi, n.localAddress);
+      if (local && best.med !== undefined) attrs.med = best.med;
+    } else {
+      nextHop =
+        cls === 'ie' || cls === 'rr' || fixedNh ? best.nextHop : this.selfNextHop(best.afi, n.localAddress);
+      attrs.localPref = best.localPref ?? 100;
+      if (best.med !== undefined) attrs.med = best.med;
+      if (cls === 'rr') {
+        attrs.originatorId = best.originatorId ?? src.routerId;
+        attrs.clusterList = [this.clusterId!, ...(best.clusterList ?? [])];
+      } else if (best.originatorId) {
+        attrs.originatorId = best.originatorId;
+        if (best.clusterList) attrs.clusterList = best.clusterList;
+      }
+    }
+    if (best.afi === 4) attrs.nextHop = nextHop;
+    const out: OutRoute = {
+      afi: best.afi,
+      prefix: best.pfx,
+      attrs,
+      nextHop,
+      key: attributeKey(best.afi, nextHop, attrs),
+    };
+    best.exportCache.set(cls, out);
+    return out;
+  }
+}
+
+function prependAs(path: AsPathSegment[], as: number): AsPathSegment[] {
+  const first = path[0];
+  if (first && first.type === AsPathSegmentType.AsSequence && first.asns.length < 255) {
+    return [{ type: AsPathSegmentType.AsSequence, asns: [as, ...first.asns] }, ...path.slice(1)];
+  }
+  return [{ type: AsPathSegmentType.AsSequence, asns: [as] }, ...path];
+}
+
+function attributeKey(afi: Afi, nextHop: string, a: PathAttributes): string {
+  return JSON.stringify([
+    afi,
+    nextHop,
+    a.origin,
+    a.asPath,
+    a.med,
+    a.localPref,
+    a.atomicAggregate,
+    a.aggregator,
+    a.communities,
+    a.originatorId,
+    a.clusterList,
+    a.unknown?.map((u) => [u.flags, u.type, Buffer.from(u.value).toString('hex')]),
+  ]);
+}

@@ -92,9 +92,18 @@ export interface DeleteOptions {
 }
 
 /** RFC 3339 timestamp with second precision, as Kubernetes serialises `metav1.Time`. */
-export function rfc3339(d: Date = new Date()): string {
-  return `${d.toISOString().slice(0, 19)}Z`;
+export function rfc3339(d?: Date): string {
+  const ms = d ? d.getTime() : Date.now();
+  const sec = Math.floor(ms / 1000);
+  // Many objects are stamped within one second: format each second once.
+  if (sec !== lastSec) {
+    lastSec = sec;
+    lastStamp = `${new Date(sec * 1000).toISOString().slice(0, 19)}Z`;
+  }
+  return lastStamp;
 }
+let lastSec = -1;
+let lastStamp = '';
 
 /** RFC 3339 with microseconds, as Kubernetes serialises `metav1.MicroTime` (Lease times, Events). */
 export function microTime(d: Date = new Date()): string {

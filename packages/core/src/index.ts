@@ -30,3 +30,17 @@ export type * from './store.js';
 export { BaseStore, type BaseStoreOptions } from './store-base.js';
 export { createMemoryStore, MemoryStore, type MemoryStoreOptions } from './store-memory.js';
 export { deepFreeze } from './kind-cache.js';
+export {
+  Indexer,
+  type IndexFunc,
+  Lister,
+  NAMESPACE_INDEX,
+  namespaceIndexFunc,
+  NODE_NAME_INDEX,
+  nodeNameIndexFunc,
+} from './indexer.js';
+export { type EventHandler, InformerFactory, type InformerOptions, SharedInformer } from './informer.js';
+export * from './rate-limiter.js';
+export { DelayingQueue, RateLimitingQueue, WorkQueue } from './workqueue.js';
+export { Controller, type ControllerOptions, type ReconcileResult } from './controller.js';
+export { type LeaderCallbacks, type LeaderElectionConfig, LeaderElector } from './leader-election.js';

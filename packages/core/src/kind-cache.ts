@@ -16,8 +16,40 @@ export function deepFreeze<T>(o: T): T {
   return o;
 }
 
+/**
+ * Deep copy of a JSON value, with JSON semantics (undefined members and functions dropped, Dates and
+ * Quantities via toJSON), several times faster than a JSON round trip for API objects.
+ */
 export function clone<T>(o: T): T {
-  return JSON.parse(JSON.stringify(o)) as T;
+  return copyValue(o) as T;
+}
+
+function copyValue(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') {
+    if (typeof v === 'number' && !Number.isFinite(v)) return null;
+    return v;
+  }
+  if (Array.isArray(v)) {
+    const n = v.length;
+    const out = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const x = v[i];
+      out[i] = x === undefined || typeof x === 'function' ? null : copyValue(x);
+    }
+    return out;
+  }
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) {
+    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return copyValue((v as { toJSON(): unknown }).toJSON());
+    return JSON.parse(JSON.stringify(v));
+  }
+  const out: Record<string, unknown> = {};
+  for (const k in v as Record<string, unknown>) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x === undefined || typeof x === 'function') continue;
+    out[k] = copyValue(x);
+  }
+  return out;
 }
 
 export function storageKey(namespace: string | undefined, name: string): string {

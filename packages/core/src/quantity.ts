@@ -18,8 +18,9 @@ export class QuantityError extends Error {
   }
 }
 
+const POW10: bigint[] = Array.from({ length: 40 }, (_, i) => 10n ** BigInt(i));
 function pow10(e: number): bigint {
-  return 10n ** BigInt(e);
+  return e < POW10.length ? POW10[e] : 10n ** BigInt(e);
 }
 
 /** ceil(a / b) for b > 0. */

@@ -40,7 +40,7 @@ const program = new Command()
   .addOption(
     new Option('--backend <kind>', 'where volumes live').choices(['hostpath', 'sim']).default('hostpath'),
   )
-  .option('--state-dir <dir>', 'state (and hostpath data) directory', '/var/lib/kemu-csi')
+  .option('--state-dir <dir>', 'state and hostpath data directory', '/var/lib/kemu-csi')
   .option('--drivername <name>', 'CSI driver name', DEFAULT_DRIVER_NAME)
   .option('--capacity <size>', 'total capacity handed out, e.g. 100Gi', size, parseSize('100Gi'))
   .option('--max-volume-size <size>', 'largest single volume (default: the capacity)', size)
@@ -55,6 +55,11 @@ const program = new Command()
   .option('--registration-dir <dir>', 'kubelet plugin registry dir; serves <drivername>-reg.sock there')
   .option('--kubelet-registration-path <path>', 'CSI socket path as the kubelet sees it')
   .option('--no-mounts', 'hostpath: link targets instead of bind-mounting them (the default when not root)')
+  .option(
+    '--sim-persist',
+    'sim: keep driver state in <state-dir>/state.json across restarts (default: memory only)',
+    false,
+  )
   .option(
     '--sim-latency <op=ms>',
     'sim: delay an operation (or all, with a bare number of ms); repeatable',
@@ -121,6 +126,7 @@ async function main(): Promise<void> {
       kubeletRegistrationPath: o.kubeletRegistrationPath,
       useMounts: o.mounts === false ? false : undefined,
       sim: { latencyMs, failures },
+      simPersist: o.simPersist,
       logger: stderrLogger(o.verbose),
     });
   } catch (e) {

@@ -37,6 +37,7 @@ describe.each(['hostpath', 'sim'] as const)('restart after SIGKILL (%s backend)'
       kubelet,
       '--capacity',
       '1Gi',
+      ...(backend === 'sim' ? ['--sim-persist'] : []),
     ];
     const stagingA = path.join(kubelet, 'plugins', 'a', 'globalmount');
     const stagingB = path.join(kubelet, 'plugins', 'b', 'globalmount');

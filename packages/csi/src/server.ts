@@ -16,9 +16,11 @@ import { FileStateStore, MemoryStateStore, type StateStore } from './state-store
 export interface CsiDriverOptions extends Omit<DriverOptions, 'backend' | 'store'> {
   /** `hostpath`, `sim`, or a Backend of your own */
   backend: 'hostpath' | 'sim' | Backend;
-  /** where state (and for hostpath, the data) lives; without it the sim backend keeps state in memory */
+  /** where state (and for hostpath, the data) lives */
   stateDir?: string;
   sim?: SimBackendOptions;
+  /** sim: also keep the driver state in `<stateDir>/state.json` so it survives a restart (default: memory only) */
+  simPersist?: boolean;
   /** hostpath: bind-mount (default when root) or fall back to symbolic links */
   useMounts?: boolean;
   logger?: CallLogger;
@@ -46,8 +48,10 @@ export async function createCsiDriver(opts: CsiDriverOptions): Promise<CsiDriver
     store = new FileStateStore(path.join(opts.stateDir, 'state.json'));
   } else {
     backend = opts.backend === 'sim' ? new SimBackend(opts.sim) : opts.backend;
-    if (opts.stateDir) {
+    const persist = opts.backend === 'sim' ? opts.simPersist : true;
+    if (opts.stateDir && persist) {
       await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o750 });
+      // a simulator's state needs to survive a process kill, not a power cut: skip fsync
       store = new FileStateStore(path.join(opts.stateDir, 'state.json'), opts.backend !== 'sim');
     } else {
       store = new MemoryStateStore();

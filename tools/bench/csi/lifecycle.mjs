@@ -1,0 +1,256 @@
+#!/usr/bin/env node
+// Volume lifecycle benchmark for @kemu/csi: CreateVolume, ControllerPublishVolume, NodeStageVolume,
+// NodePublishVolume, then NodeUnpublishVolume, NodeUnstageVolume, ControllerUnpublishVolume, DeleteVolume,
+// with N lifecycles in flight, against the kemu-csi command over its unix socket.
+//
+//   node tools/bench/csi/lifecycle.mjs [--backend sim|hostpath|both] [--count N] [--hostpath-count N]
+//                                      [--concurrency 16] [--runs 3] [--json FILE]
+//
+// Reports lifecycles/s (median over runs) and p50/p99 per call (median over runs). The reference measured
+// in the same run is the same lifecycle on the same service objects called in process (no socket, no
+// second process), so the ratio shows what the gRPC hop costs.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../../..');
+
+// The packages are TypeScript resolved through the "@kemu/source" export condition; re-run under tsx.
+if (!process.env.KEMU_BENCH_CHILD) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--conditions=@kemu/source',
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      ...process.argv.slice(2),
+    ],
+    {
+      stdio: 'inherit',
+      cwd: repo,
+      env: { ...process.env, KEMU_BENCH_CHILD: '1' },
+    },
+  );
+  child.on('exit', (code) => process.exit(code ?? 1));
+} else {
+  await main();
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      backend: { type: 'string', default: 'both' },
+      count: { type: 'string', default: '10000' },
+      'hostpath-count': { type: 'string', default: '1000' },
+      concurrency: { type: 'string', default: '16' },
+      runs: { type: 'string', default: '3' },
+      json: { type: 'string', default: path.join(repo, '.bench-out', 'csi-lifecycle.json') },
+    },
+  });
+  const { csi, grpc, unaryCall } = await import('@kemu/proto');
+  const { createCsiDriver } = await import('@kemu/csi');
+  const concurrency = Number(values.concurrency);
+  const runs = Number(values.runs);
+  const backends = values.backend === 'both' ? ['sim', 'hostpath'] : [values.backend];
+  const CALLS = [
+    'CreateVolume',
+    'ControllerPublishVolume',
+    'NodeStageVolume',
+    'NodePublishVolume',
+    'NodeUnpublishVolume',
+    'NodeUnstageVolume',
+    'ControllerUnpublishVolume',
+    'DeleteVolume',
+  ];
+  const cap = { mount: {}, accessMode: { mode: csi.VolumeCapability_AccessMode_Mode.SINGLE_NODE_WRITER } };
+  const NODE = 'bench-node';
+
+  /** Runs `count` lifecycles with `concurrency` in flight through `invoke(service, method, req)`. */
+  async function lifecycles(invoke, count, kubelet, tag) {
+    const lat = Object.fromEntries(CALLS.map((c) => [c, []]));
+    const timed = async (svc, method, req) => {
+      const t = performance.now();
+      const r = await invoke(svc, method, req);
+      lat[method].push(performance.now() - t);
+      return r;
+    };
+    let next = 0;
+    const worker = async () => {
+      while (next < count) {
+        const i = next++;
+        const staging = path.join(kubelet, 'plugins', `${tag}-${i}`);
+        const target = path.join(kubelet, 'pods', `${tag}-${i}`, 'mount');
+        mkdirSync(staging, { recursive: true });
+        const v = await timed('controller', 'CreateVolume', {
+          name: `${tag}-${i}`,
+          volumeCapabilities: [cap],
+          capacityRange: { requiredBytes: 1 << 20 },
+        });
+        const volumeId = v.volume.volumeId;
+        const pub = await timed('controller', 'ControllerPublishVolume', {
+          volumeId,
+          nodeId: NODE,
+          volumeCapability: cap,
+        });
+        await timed('node', 'NodeStageVolume', {
+          volumeId,
+          stagingTargetPath: staging,
+          volumeCapability: cap,
+          publishContext: pub.publishContext,
+        });
+        await timed('node', 'NodePublishVolume', {
+          volumeId,
+          stagingTargetPath: staging,
+          targetPath: target,
+          volumeCapability: cap,
+          publishContext: pub.publishContext,
+        });
+        await timed('node', 'NodeUnpublishVolume', { volumeId, targetPath: target });
+        await timed('node', 'NodeUnstageVolume', { volumeId, stagingTargetPath: staging });
+        await timed('controller', 'ControllerUnpublishVolume', { volumeId, nodeId: NODE });
+        await timed('controller', 'DeleteVolume', { volumeId });
+      }
+    };
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    const seconds = (performance.now() - t0) / 1000;
+    const pct = (xs, p) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+    };
+    const perCall = Object.fromEntries(CALLS.map((c) => [c, { p50: pct(lat[c], 50), p99: pct(lat[c], 99) }]));
+    return { rate: count / seconds, perCall };
+  }
+
+  async function overSocket(backend, count, run) {
+    const root = mkdtempSync(path.join(os.tmpdir(), `kemu-csi-bench-${backend}-`));
+    const kubelet = path.join(root, 'kubelet');
+    const sock = path.join(root, 'csi.sock');
+    const cli = path.join(repo, 'packages/csi/src/cli.ts');
+    const proc = spawn(
+      process.execPath,
+      [
+        '--conditions=@kemu/source',
+        '--import',
+        'tsx',
+        cli,
+        '--endpoint',
+        `unix://${sock}`,
+        '--node-id',
+        NODE,
+        '--backend',
+        backend,
+        '--state-dir',
+        path.join(root, 'state'),
+        '--enable-attach',
+        '--path-root',
+        kubelet,
+        '--capacity',
+        '1Ti',
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    const creds = grpc.credentials.createInsecure();
+    const clients = {
+      controller: new csi.ControllerClient(`unix://${sock}`, creds),
+      node: new csi.NodeClient(`unix://${sock}`, creds),
+      identity: new csi.IdentityClient(`unix://${sock}`, creds),
+    };
+    try {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        try {
+          if (
+            existsSync(sock) &&
+            (await unaryCall(clients.identity, 'Probe', {}, { timeoutMs: 1000 })).ready?.value
+          )
+            break;
+        } catch {}
+        if (Date.now() > deadline) throw new Error('kemu-csi did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return await lifecycles((svc, m, req) => unaryCall(clients[svc], m, req), count, kubelet, `r${run}`);
+    } finally {
+      for (const c of Object.values(clients)) c.close();
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+
+  async function inProcess(backend, count, run) {
+    const root = mkdtempSync(path.join(os.tmpdir(), `kemu-csi-bench-inproc-${backend}-`));
+    const kubelet = path.join(root, 'kubelet');
+    const d = await createCsiDriver({
+      nodeId: NODE,
+      backend,
+      stateDir: path.join(root, 'state'),
+      enableAttach: true,
+      pathRoots: [kubelet],
+      capacityBytes: 2 ** 40,
+    });
+    try {
+      return await lifecycles((svc, m, req) => d[svc][m](req), count, kubelet, `i${run}`);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }
+
+  const median = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  };
+  const report = {
+    machine: { cpus: os.cpus().length, node: process.version, root: process.getuid?.() === 0 },
+    concurrency,
+    runs,
+    results: {},
+  };
+  for (const backend of backends) {
+    const count = backend === 'sim' ? Number(values.count) : Number(values['hostpath-count']);
+    const socketRuns = [];
+    const refRuns = [];
+    for (let r = 0; r < runs; r++) {
+      socketRuns.push(await overSocket(backend, count, r));
+      refRuns.push(await inProcess(backend, count, r));
+      process.stderr.write(
+        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process\n`,
+      );
+    }
+    const rate = median(socketRuns.map((x) => x.rate));
+    const ref = median(refRuns.map((x) => x.rate));
+    const perCall = Object.fromEntries(
+      CALLS.map((c) => [
+        c,
+        {
+          p50Ms: median(socketRuns.map((x) => x.perCall[c].p50)),
+          p99Ms: median(socketRuns.map((x) => x.perCall[c].p99)),
+        },
+      ]),
+    );
+    report.results[backend] = {
+      lifecycles: count,
+      lifecyclesPerSecond: rate,
+      inProcessLifecyclesPerSecond: ref,
+      socketOverInProcessRatio: rate / ref,
+      perCall,
+    };
+    console.log(`\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight`);
+    console.log(
+      `  over the socket: ${rate.toFixed(0)} lifecycles/s (median)   in process (reference): ${ref.toFixed(0)} lifecycles/s   ratio ${(rate / ref).toFixed(2)}`,
+    );
+    console.log('  call                        p50 ms   p99 ms');
+    for (const c of CALLS)
+      console.log(
+        `  ${c.padEnd(26)} ${perCall[c].p50Ms.toFixed(2).padStart(7)}  ${perCall[c].p99Ms.toFixed(2).padStart(7)}`,
+      );
+  }
+  mkdirSync(path.dirname(values.json), { recursive: true });
+  writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`\nwritten ${values.json}`);
+}

@@ -87,9 +87,18 @@ function errnoOf(e: unknown): DatapathErrorCode {
   }
 }
 
+/**
+ * One netlink request in flight at a time: the netlink library matches multipart replies loosely, so
+ * concurrent dumps could interleave, and a flood can overrun a socket's receive buffer. Each request
+ * takes tens of microseconds, so the queue costs little even for many concurrent CNI calls.
+ */
+let queue: Promise<unknown> = Promise.resolve();
+
 async function nlCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  const run = queue.then(fn, fn);
+  queue = run.catch(() => undefined);
   try {
-    return await fn();
+    return await run;
   } catch (e) {
     if (e instanceof DatapathError) throw e;
     const code = errnoOf(e);
@@ -203,6 +212,9 @@ export class LinuxDatapath implements Datapath {
     if (!s) {
       const { nl } = loadNative();
       s = this.inNs(r, () => nl.createRtNetlink());
+      // Socket-level errors (e.g. ENOBUFS) must not escape from the native callback and abort the process;
+      // the request that suffers from it fails by its timeout instead.
+      s.socket.on('error', () => {});
       this.sockets.set(r.key, s);
     }
     return s;
@@ -279,12 +291,11 @@ export class LinuxDatapath implements Datapath {
   private async linkMsg(netns: NetnsRef, name: string): Promise<NL.rt.LinkMessage | undefined> {
     const s = this.sock(netns);
     try {
-      const r = await s.getLink({}, { ifname: name });
+      const r = await nlCall(`get link ${name}`, () => s.getLink({}, { ifname: name }));
       return r[0];
     } catch (e) {
-      const code = errnoOf(e);
-      if (code === 'ENOENT') return undefined;
-      throw new DatapathError(code, `get link ${name}: ${(e as Error).message}`);
+      if (e instanceof DatapathError && e.code === 'ENOENT') return undefined;
+      throw e;
     }
   }
 

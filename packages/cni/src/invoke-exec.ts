@@ -34,9 +34,10 @@ export function execPlugin(
   env: Record<string, string | undefined>,
   stdin: string,
   timeoutMs = 60_000,
+  args: readonly string[] = [],
 ): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, [], { env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timedOut = false;

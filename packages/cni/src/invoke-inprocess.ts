@@ -15,14 +15,21 @@ export interface Invoker {
 
 /** Spawns binaries found on the given directories (CNI_PATH), never through a shell. */
 export class ExecInvoker implements Invoker {
+  /**
+   * @param wrapper argument array the plugin path is appended to, e.g. `['ip', 'netns', 'exec', 'node-1']`
+   *   to run every plugin inside another namespace (how tests keep the real node untouched).
+   */
   constructor(
     private readonly binDirs: readonly string[],
     private readonly timeoutMs = 60_000,
+    private readonly wrapper: readonly string[] = [],
   ) {}
 
   async invoke(type: string, env: Record<string, string | undefined>, stdin: string) {
     const file = findInPath(type, this.binDirs);
-    return execPlugin(file, { ...process.env, ...env }, stdin, this.timeoutMs);
+    const fullEnv = { ...process.env, ...env };
+    if (this.wrapper.length === 0) return execPlugin(file, fullEnv, stdin, this.timeoutMs);
+    return execPlugin(this.wrapper[0]!, fullEnv, stdin, this.timeoutMs, [...this.wrapper.slice(1), file]);
   }
 }
 

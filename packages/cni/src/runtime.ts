@@ -47,6 +47,8 @@ export interface CniRuntimeOptions {
   invoker?: Invoker;
   /** Per-plugin timeout for the exec invoker. */
   timeoutMs?: number;
+  /** Exec invoker only: run plugins through this argument-array prefix (e.g. `ip netns exec NODE`). */
+  execWrapper?: string[];
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -115,7 +117,7 @@ export class CniRuntime {
     this.confDir = opts.confDir ?? '/etc/cni/net.d';
     this.binDirs = opts.binDirs ?? ['/opt/cni/bin'];
     this.cacheDir = opts.cacheDir ?? '/var/lib/cni';
-    this.invoker = opts.invoker ?? new ExecInvoker(this.binDirs, opts.timeoutMs);
+    this.invoker = opts.invoker ?? new ExecInvoker(this.binDirs, opts.timeoutMs, opts.execWrapper);
   }
 
   /** All network lists in the conf dir: `.conflist` files first, then `.conf`/`.json`, each sorted by name. */

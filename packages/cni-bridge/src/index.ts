@@ -1,0 +1,1 @@
+export { type BridgeConfig, bridge, hostVethName, loadBridgeConfig } from './bridge.js';

@@ -1,0 +1,1 @@
+export { loopback } from './loopback.js';

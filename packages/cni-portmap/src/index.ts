@@ -1,0 +1,1 @@
+export { type PortMapping, parsePortMappings, portmap } from './portmap.js';

@@ -1,0 +1,78 @@
+import { HOST_NETNS, MemoryDatapath } from '@kemu/cni';
+import { callPlugin } from '@kemu/cni/testing';
+import { describe, expect, it } from 'vitest';
+import { portmap } from './portmap.js';
+
+const prevResult = {
+  cniVersion: '1.0.0',
+  interfaces: [{ name: 'cni0' }, { name: 'veth1' }, { name: 'eth0', sandbox: '/var/run/netns/p' }],
+  ips: [
+    { interface: 2, address: '10.5.0.7/24', gateway: '10.5.0.1' },
+    { interface: 2, address: 'fd05::7/64', gateway: 'fd05::1' },
+  ],
+};
+const conf = (extra: Record<string, unknown> = {}, mappings: unknown = [{ hostPort: 8080, containerPort: 80, protocol: 'tcp' }]) => ({
+  cniVersion: '1.0.0',
+  name: 'pmnet',
+  type: 'kemu-portmap',
+  capabilities: { portMappings: true },
+  runtimeConfig: { portMappings: mappings },
+  prevResult,
+  ...extra,
+});
+const env = { containerId: 'ctr', netns: '/var/run/netns/p', ifname: 'eth0' };
+
+describe('kemu-portmap', () => {
+  it('installs one DNAT per mapping and family, returns prevResult unchanged, DEL removes them (twice)', async () => {
+    const dp = new MemoryDatapath();
+    const r = await callPlugin(portmap, 'ADD', conf({}, [
+      { hostPort: 8080, containerPort: 80, protocol: 'tcp' },
+      { hostPort: 5353, containerPort: 53, protocol: 'udp', hostIP: '192.168.1.2' },
+    ]), env, dp);
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(r.json.ips).toEqual(prevResult.ips);
+    const rules = await dp.listNatRules(HOST_NETNS);
+    expect(rules).toEqual([
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 8080, toIP: '10.5.0.7', toPort: 80, snat: true },
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 8080, toIP: 'fd05::7', toPort: 80, snat: true },
+      {
+        kind: 'dnat',
+        owner: 'portmap pmnet ctr',
+        protocol: 'udp',
+        hostPort: 5353,
+        toIP: '10.5.0.7',
+        toPort: 53,
+        snat: true,
+        hostIP: '192.168.1.2',
+      },
+    ]);
+    expect((await callPlugin(portmap, 'CHECK', conf(), env, dp)).exitCode).toBe(0);
+    expect((await callPlugin(portmap, 'DEL', conf(), env, dp)).exitCode).toBe(0);
+    expect((await callPlugin(portmap, 'DEL', conf(), env, dp)).exitCode).toBe(0);
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);
+  });
+
+  it.each([
+    ['no prevResult', { prevResult: undefined }, undefined, 7, /prevResult/],
+    ['bad hostPort', {}, [{ hostPort: 70000, containerPort: 80 }], 7, /"hostPort"/],
+    ['missing containerPort', {}, [{ hostPort: 80 }], 7, /"containerPort"/],
+    ['bad protocol', {}, [{ hostPort: 80, containerPort: 80, protocol: 'icmp' }], 7, /"protocol"/],
+    ['unsupported condition', { conditionsV4: ['-m', 'mark'] }, undefined, 2, /conditionsV4/],
+    ['unsupported masqAll', { masqAll: true }, undefined, 2, /"masqAll"/],
+  ])('%s → code %i naming the key, nothing installed', async (_n, extra, mappings, code, msg) => {
+    const dp = new MemoryDatapath();
+    const r = await callPlugin(portmap, 'ADD', conf(extra as Record<string, unknown>, mappings), env, dp);
+    expect(r.exitCode).toBe(1);
+    expect(r.json.code).toBe(code);
+    expect(r.json.msg).toMatch(msg);
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);
+  });
+
+  it('passes structured source/interface conditions through', async () => {
+    const dp = new MemoryDatapath();
+    const r = await callPlugin(portmap, 'ADD', conf({ conditionsV4: ['-s', '10.0.0.0/8', '!', '-i', 'cni0'] }), env, dp);
+    expect(r.exitCode, r.stdout).toBe(0);
+    const v4 = (await dp.listNatRules(HOST_NETNS)).find((x) => x.kind === 'dnat' && x.toIP === '10.5.0.7');
+    expect(v4).toMatchObject({ conditions: [{ srcCidr: '10.0.0.0/8', notIif: 'cni0' }] });
+  });
+});

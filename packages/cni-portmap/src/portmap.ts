@@ -1,0 +1,153 @@
+import {
+  CniError,
+  CniErrorCode,
+  type CniPlugin,
+  conf,
+  type DnatRule,
+  HOST_NETNS,
+  invalidConfig,
+  type PluginContext,
+  parseCidr,
+  parseIP,
+} from '@kemu/cni';
+
+export interface PortMapping {
+  hostPort: number;
+  containerPort: number;
+  protocol: 'tcp' | 'udp' | 'sctp';
+  hostIP?: string;
+}
+
+type Condition = NonNullable<DnatRule['conditions']>[number];
+
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+export function parsePortMappings(ctx: PluginContext): PortMapping[] {
+  const rc = ctx.conf.runtimeConfig;
+  const raw = isObj(rc) ? rc.portMappings : undefined;
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) throw invalidConfig('"runtimeConfig.portMappings" must be a list');
+  return raw.map((m, i) => {
+    const where = `"runtimeConfig.portMappings"[${i}]`;
+    if (!isObj(m)) throw invalidConfig(`${where} must be an object`);
+    const hostPort = conf.int(m, 'hostPort', 1, 65535);
+    const containerPort = conf.int(m, 'containerPort', 1, 65535);
+    if (hostPort === undefined) throw invalidConfig(`${where}: missing "hostPort"`);
+    if (containerPort === undefined) throw invalidConfig(`${where}: missing "containerPort"`);
+    const protocol = (conf.str(m, 'protocol', 'tcp') ?? 'tcp').toLowerCase();
+    if (protocol !== 'tcp' && protocol !== 'udp' && protocol !== 'sctp') {
+      throw invalidConfig(`${where}: unknown "protocol" ${JSON.stringify(m.protocol)}`);
+    }
+    const hostIP = conf.str(m, 'hostIP');
+    if (hostIP && !parseIP(hostIP)) throw invalidConfig(`${where}: invalid "hostIP" ${JSON.stringify(hostIP)}`);
+    const out: PortMapping = { hostPort, containerPort, protocol };
+    if (hostIP && hostIP !== '0.0.0.0' && hostIP !== '::') out.hostIP = hostIP;
+    return out;
+  });
+}
+
+/** The reference takes raw iptables match arguments; we accept the structured subset we can model. */
+function parseConditions(raw: unknown, key: string): Condition[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!Array.isArray(raw) || !raw.every((x) => typeof x === 'string')) throw invalidConfig(`"${key}" must be a list of strings`);
+  const cond: Condition = {};
+  const a = raw as string[];
+  for (let i = 0; i < a.length; i++) {
+    const neg = a[i] === '!';
+    const flag = neg ? a[++i] : a[i];
+    const val = a[++i];
+    if (val === undefined) throw invalidConfig(`"${key}": ${flag} needs a value`);
+    if (!neg && (flag === '-s' || flag === '--source') && parseCidr(val.includes('/') ? val : `${val}/32`)) cond.srcCidr = val;
+    else if (!neg && (flag === '-i' || flag === '--in-interface')) cond.iif = val;
+    else if (neg && (flag === '-i' || flag === '--in-interface')) cond.notIif = val;
+    else throw new CniError(CniErrorCode.UnsupportedField, `"${key}": match ${neg ? '! ' : ''}${flag} is not supported`);
+  }
+  return [cond];
+}
+
+const owner = (ctx: PluginContext): string => `portmap ${ctx.conf.name} ${ctx.containerId}`;
+
+function containerIPs(ctx: PluginContext): { v4?: string; v6?: string } {
+  const r = ctx.prevResult!;
+  const out: { v4?: string; v6?: string } = {};
+  for (const ip of r.ips ?? []) {
+    const iface = ip.interface !== undefined ? r.interfaces?.[ip.interface] : undefined;
+    if (ip.interface !== undefined && !iface?.sandbox) continue;
+    const addr = ip.address.slice(0, ip.address.indexOf('/'));
+    if (addr.includes(':')) out.v6 ??= addr;
+    else out.v4 ??= addr;
+  }
+  return out;
+}
+
+export const portmap: CniPlugin = {
+  name: 'kemu-portmap',
+
+  async add(ctx) {
+    if (!ctx.prevResult) {
+      throw invalidConfig('must be called as chained plugin: missing "prevResult"');
+    }
+    const c = ctx.conf as Record<string, unknown>;
+    const snat = conf.bool(c, 'snat', true);
+    for (const key of ['markMasqBit', 'externalSetMarkChain', 'masqAll'] as const) {
+      if (c[key] !== undefined && c[key] !== null && c[key] !== false) {
+        throw new CniError(CniErrorCode.UnsupportedField, `"${key}" is not supported by kemu-portmap`);
+      }
+    }
+    const condV4 = parseConditions(c.conditionsV4, 'conditionsV4');
+    const condV6 = parseConditions(c.conditionsV6, 'conditionsV6');
+    const mappings = parsePortMappings(ctx);
+    if (mappings.length === 0) return ctx.prevResult;
+    const ips = containerIPs(ctx);
+    if (!ips.v4 && !ips.v6) throw invalidConfig('"prevResult" has no container IP to forward to');
+    const rules: DnatRule[] = [];
+    for (const m of mappings) {
+      for (const [fam, toIP] of [
+        [4, ips.v4],
+        [6, ips.v6],
+      ] as const) {
+        if (!toIP) continue;
+        if (m.hostIP && (m.hostIP.includes(':') ? 6 : 4) !== fam) continue;
+        const rule: DnatRule = {
+          kind: 'dnat',
+          owner: owner(ctx),
+          protocol: m.protocol,
+          hostPort: m.hostPort,
+          toIP,
+          toPort: m.containerPort,
+          snat,
+        };
+        if (m.hostIP) rule.hostIP = m.hostIP;
+        const cond = fam === 4 ? condV4 : condV6;
+        if (cond) rule.conditions = cond;
+        rules.push(rule);
+      }
+    }
+    const dp = await ctx.datapath();
+    try {
+      await dp.addNatRules(HOST_NETNS, rules);
+    } catch (e) {
+      await dp.delNatRules(HOST_NETNS, owner(ctx)).catch(() => undefined);
+      throw e;
+    }
+    return ctx.prevResult;
+  },
+
+  async del(ctx) {
+    const dp = await ctx.datapath();
+    await dp.delNatRules(HOST_NETNS, owner(ctx));
+  },
+
+  async check(ctx) {
+    if (!ctx.prevResult) throw invalidConfig('must be called as chained plugin: missing "prevResult"');
+    const mappings = parsePortMappings(ctx);
+    if (mappings.length === 0) return;
+    const dp = await ctx.datapath();
+    const have = await dp.listNatRules(HOST_NETNS, owner(ctx));
+    for (const m of mappings) {
+      if (!have.some((r) => r.kind === 'dnat' && r.hostPort === m.hostPort && r.protocol === m.protocol)) {
+        throw new CniError(CniErrorCode.CheckFailed, `port mapping ${m.protocol}/${m.hostPort} is not installed`);
+      }
+    }
+  },
+};

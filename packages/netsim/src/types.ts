@@ -61,6 +61,8 @@ export interface LinkChange {
   flood?: boolean;
   mcastFlood?: boolean;
   isolated?: boolean;
+  /** Promiscuous mode flag (reported; the bridge already sees every frame). */
+  promisc?: boolean;
   // per-device sysctls
   proxyArp?: boolean;
   // bridge / vxlan attributes
@@ -80,6 +82,7 @@ export interface LinkInfo {
   peer?: { ns: string; name: string };
   port?: { hairpin: boolean; learning: boolean; flood: boolean; mcastFlood: boolean; isolated: boolean };
   proxyArp: boolean;
+  promisc: boolean;
   bridge?: { ageingMs: number };
   vxlan?: {
     vni: number;
@@ -179,7 +182,15 @@ export interface DnatRule {
   dst?: string;
   /** "ip" or "ip:port" / "[v6]:port". */
   to: string;
+  /** Only packets from this source range. */
+  src?: string;
+  /** Only packets that arrived on this device (never locally generated ones). */
+  iif?: string;
+  /** Not packets that arrived on this device. */
+  notIif?: string;
   comment?: string;
+  /** Groups rules so a caller can remove what it installed (`deleteNatRules(ns, {owner})`). */
+  owner?: string;
 }
 
 export interface SnatRule {
@@ -192,7 +203,11 @@ export interface SnatRule {
   outIf?: string;
   /** SNAT only: address to rewrite the source to. */
   to?: string;
+  /** Only this protocol / destination port (after DNAT). */
+  proto?: 'tcp' | 'udp';
+  dport?: number;
   comment?: string;
+  owner?: string;
 }
 
 export type NatRule = DnatRule | SnatRule;

@@ -170,6 +170,9 @@ class Link {
   port: PortFlags | null = null;
   peer: Link | null = null;
   proxyArp = false;
+  promisc = false;
+  /** Bridges follow their smallest port's MTU until someone sets one explicitly. */
+  mtuSetByUser = false;
   // bridge
   ports: Set<Link> | null = null;
   fdb: Map<number, FdbEntry> | null = null;
@@ -250,6 +253,7 @@ class Ns {
   fwd6 = false;
   nat: CompiledNat[] = [];
   natSeq = 0;
+  sysctls = new Map<string, string>();
   ct = new Map<string, { conn: Conn; dir: 'orig' | 'reply' }>();
   listeners: Listener[] = [];
   vxSock = new Map<number, Link[]>();
@@ -341,6 +345,22 @@ interface TcpSession {
 export type CaptureTarget = string | { ns: string; dev?: string };
 
 const NAME_RE = /^[^\s/:]{1,15}$/;
+const SYSCTL_ROOTS = new Set(['ipv4', 'ipv6', 'core', 'bridge', 'netfilter', 'unix']);
+/** Defaults a fresh namespace reports for keys the model stores but does not act on. */
+const SYSCTL_DEFAULTS: Record<string, string> = {
+  'net/ipv6/conf/*/accept_dad': '1',
+  'net/ipv6/conf/*/dad_transmits': '1',
+  'net/ipv6/conf/*/accept_ra': '1',
+  'net/ipv6/conf/*/autoconf': '1',
+  'net/ipv6/conf/*/hop_limit': '64',
+  'net/ipv6/conf/*/mtu': '1500',
+  'net/ipv4/conf/*/accept_redirects': '1',
+  'net/ipv4/conf/*/send_redirects': '1',
+  'net/ipv4/conf/*/secure_redirects': '1',
+  'net/ipv4/ip_default_ttl': '64',
+  'net/ipv4/ip_local_port_range': '32768\t60999',
+  'net/core/somaxconn': '4096',
+};
 
 function validIfname(name: unknown): name is string {
   return typeof name === 'string' && NAME_RE.test(name) && name !== '.' && name !== '..';
@@ -351,7 +371,7 @@ function validNsName(name: unknown): name is string {
     typeof name === 'string' &&
     name.length > 0 &&
     name.length <= 255 &&
-    !/[/\0]/.test(name) &&
+    !name.includes('\0') &&
     name !== '.' &&
     name !== '..'
   );
@@ -614,6 +634,7 @@ export class World {
       t.v6 = t.v6.filter((r) => r.dev !== l);
     }
     l.neigh.clear();
+    for (const k of [...ns.sysctls.keys()]) if (k.split('/')[3] === l.name) ns.sysctls.delete(k);
   }
 
   private release(port: Link): void {
@@ -623,6 +644,14 @@ export class World {
     for (const [k, e] of br.fdb!) if (e.port === port) br.fdb!.delete(k);
     port.master = null;
     port.port = null;
+    this.bridgeMtuAdjust(br);
+  }
+
+  private bridgeMtuAdjust(br: Link): void {
+    if (br.mtuSetByUser || br.ports!.size === 0) return;
+    let min = Number.POSITIVE_INFINITY;
+    for (const p of br.ports!) min = Math.min(min, p.mtu);
+    br.mtu = min;
   }
 
   setLink(nsName: string, name: string, ch: LinkChange): void {
@@ -685,7 +714,10 @@ export class World {
       l.name = ch.name;
       l.ns.links.set(l.name, l);
     }
-    if (ch.mtu !== undefined) l.mtu = ch.mtu;
+    if (ch.mtu !== undefined) {
+      l.mtu = ch.mtu;
+      if (l.kind === 'bridge') l.mtuSetByUser = true;
+    }
     if (mac) {
       if (l.fdb) l.fdb.delete(l.macKey);
       if (l.master) l.master.fdb!.delete(l.macKey);
@@ -703,6 +735,7 @@ export class World {
         master.fdb!.set(l.macKey, { port: l, updatedUs: 0, permanent: true, local: true });
       }
     }
+    if (l.master && (ch.mtu !== undefined || master)) this.bridgeMtuAdjust(l.master);
     if (l.port) {
       if (ch.hairpin !== undefined) l.port.hairpin = ch.hairpin;
       if (ch.learning !== undefined) l.port.learning = ch.learning;
@@ -711,6 +744,7 @@ export class World {
       if (ch.isolated !== undefined) l.port.isolated = ch.isolated;
     }
     if (ch.proxyArp !== undefined) l.proxyArp = ch.proxyArp;
+    if (ch.promisc !== undefined) l.promisc = ch.promisc;
     if (ch.ageingMs !== undefined) l.ageingMs = ch.ageingMs;
     if (ch.up !== undefined && ch.up !== l.up) {
       if (ch.up) this.linkUp(l);
@@ -772,6 +806,7 @@ export class World {
       carrier: l.carrier,
       master: l.master?.name ?? null,
       proxyArp: l.proxyArp,
+      promisc: l.promisc,
       stats: { ...l.stats },
     };
     if (l.peer) info.peer = { ns: l.peer.ns.name, name: l.peer.name };
@@ -841,7 +876,8 @@ export class World {
       metric,
       table: RT_TABLE_MAIN,
       proto: 'kernel',
-      scope: 'link',
+      // IPv6 routes always report universe scope.
+      scope: a.ip.family === 4 ? 'link' : 'global',
       net4: 0,
       mask4: 0,
     });
@@ -957,7 +993,10 @@ export class World {
       metric,
       table,
       proto: spec.proto ?? 'boot',
-      scope: spec.scope ?? (type === 'local' ? 'host' : via || type !== 'unicast' ? 'global' : 'link'),
+      scope:
+        family === 6
+          ? 'global'
+          : (spec.scope ?? (type === 'local' ? 'host' : via || type !== 'unicast' ? 'global' : 'link')),
       net4: 0,
       mask4: 0,
     };
@@ -1203,11 +1242,17 @@ export class World {
   // ------------------------------------------------------------ FDB
 
   /** `bridge fdb add MAC dev PORT master` (port of a bridge) or `... dev VXLAN dst IP self` (vxlan). */
-  addFdb(nsName: string, dev: string, spec: FdbSpec, replace = false): void {
+  /**
+   * `bridge fdb add|replace|append`. Modes follow the kernel: `add` fails with EEXIST on an existing
+   * entry, `replace` rewrites unicast entries (not the all-zeros / multicast ones: ENOTSUP), `append`
+   * adds another remote to an all-zeros or multicast entry (VXLAN head-end replication).
+   */
+  addFdb(nsName: string, dev: string, spec: FdbSpec, mode: 'add' | 'replace' | 'append' = 'add'): void {
     const ns = this.ns(nsName);
     const l = this.link(ns, dev);
     const mac = mustParseMac(spec.mac);
     const mk = macKeyAt(mac, 0);
+    const groupMac = mk === 0 || isMulticastMac(mac);
     if (l.kind === 'vxlan') {
       if (spec.dst === undefined) throw new NetsimError('EINVAL', 'vxlan fdb entry needs a remote dst');
       const dst = mustParseIp(spec.dst, 'remote');
@@ -1215,17 +1260,28 @@ export class World {
       const same = cur?.dsts.some(
         (d) => d.family === dst.family && bytesEqual(d.bytes, 0, dst.bytes, 0, d.bytes.length),
       );
-      if (cur && !replace && (mk !== 0 || same))
-        throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
-      // The all-zeros MAC collects several default destinations (`bridge fdb append`).
-      if (cur && mk === 0 && !replace) cur.dsts.push(dst);
-      else l.vxFdb!.set(mk, { mac, dsts: [dst], permanent: spec.permanent ?? true, updatedUs: this.clockUs });
+      if (mode === 'append' && !groupMac)
+        throw new NetsimError('EINVAL', 'append is only for all-zeros or multicast entries');
+      if (cur) {
+        if (mode === 'add' || (mode === 'append' && same))
+          throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
+        if (mode === 'replace' && groupMac) {
+          if (same) return;
+          throw new NetsimError('ENOTSUP', 'Cannot replace an existing non-unicast fdb entry');
+        }
+        if (mode === 'append') {
+          cur.dsts.push(dst);
+          return;
+        }
+      }
+      l.vxFdb!.set(mk, { mac, dsts: [dst], permanent: spec.permanent ?? true, updatedUs: this.clockUs });
       return;
     }
     const br = l.kind === 'bridge' ? l : l.master;
     if (!br) throw new NetsimError('EINVAL', `${dev} is not a bridge port`);
+    if (mode === 'append') throw new NetsimError('EINVAL', 'append is only for VXLAN devices');
     const cur = br.fdb!.get(mk);
-    if (cur && !replace) throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
+    if (cur && mode === 'add') throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
     br.fdb!.set(mk, { port: l, updatedUs: this.clockUs, permanent: spec.permanent ?? true, local: l === br });
   }
 
@@ -1301,37 +1357,60 @@ export class World {
     else ns.fwd6 = on;
   }
 
-  /** A few /proc/sys/net keys the CNI plugins write. Unknown keys fail like a missing /proc file. */
+  /**
+   * Sysctls under /proc/sys/net, by dotted (`net.ipv4.ip_forward`) or slash form (needed when a device
+   * name contains a dot). Forwarding and proxy_arp change behaviour; other keys are stored and read back.
+   * Per-device keys of a missing device fail with ENOENT, like the missing /proc file.
+   */
   setSysctl(nsName: string, key: string, value: string): void {
     const ns = this.ns(nsName);
+    const k = this.sysctlKey(ns, key);
     const v = String(value).trim();
-    if (v !== '0' && v !== '1') throw new NetsimError('EINVAL', `sysctl ${key}=${value}`);
-    const on = v === '1';
-    const k = key.replace(/\//g, '.');
-    if (k === 'net.ipv4.ip_forward' || k === 'net.ipv4.conf.all.forwarding') {
-      ns.fwd4 = on;
-      return;
+    if (v.length === 0 || v.length > 4096 || /[\0\n]/.test(v))
+      throw new NetsimError('EINVAL', `sysctl ${key}=${value}`);
+    const bool = k.endsWith('/forwarding') || k === 'net/ipv4/ip_forward' || k.endsWith('/proxy_arp');
+    if (bool && v !== '0' && v !== '1') throw new NetsimError('EINVAL', `sysctl ${key}=${value}`);
+    if (k === 'net/ipv4/ip_forward' || k === 'net/ipv4/conf/all/forwarding') ns.fwd4 = v === '1';
+    else if (k === 'net/ipv6/conf/all/forwarding') ns.fwd6 = v === '1';
+    else {
+      const m = /^net\/ipv4\/conf\/([^/]+)\/proxy_arp$/.exec(k);
+      if (m && m[1] !== 'all' && m[1] !== 'default') this.link(ns, m[1]!).proxyArp = v === '1';
+      else ns.sysctls.set(k, v);
     }
-    if (k === 'net.ipv6.conf.all.forwarding') {
-      ns.fwd6 = on;
-      return;
-    }
-    const m = /^net\.ipv4\.conf\.([^.]+)\.proxy_arp$/.exec(k);
-    if (m) {
-      this.link(ns, m[1]!).proxyArp = on;
-      return;
-    }
-    throw new NetsimError('ENOENT', `/proc/sys/${k.replace(/\./g, '/')}`);
   }
 
   getSysctl(nsName: string, key: string): string {
     const ns = this.ns(nsName);
-    const k = key.replace(/\//g, '.');
-    if (k === 'net.ipv4.ip_forward' || k === 'net.ipv4.conf.all.forwarding') return ns.fwd4 ? '1' : '0';
-    if (k === 'net.ipv6.conf.all.forwarding') return ns.fwd6 ? '1' : '0';
-    const m = /^net\.ipv4\.conf\.([^.]+)\.proxy_arp$/.exec(k);
-    if (m) return this.link(ns, m[1]!).proxyArp ? '1' : '0';
-    throw new NetsimError('ENOENT', `/proc/sys/${k.replace(/\./g, '/')}`);
+    const k = this.sysctlKey(ns, key);
+    if (k === 'net/ipv4/ip_forward' || k === 'net/ipv4/conf/all/forwarding') return ns.fwd4 ? '1' : '0';
+    if (k === 'net/ipv6/conf/all/forwarding') return ns.fwd6 ? '1' : '0';
+    const m = /^net\/ipv4\/conf\/([^/]+)\/proxy_arp$/.exec(k);
+    if (m && m[1] !== 'all' && m[1] !== 'default') return this.link(ns, m[1]!).proxyArp ? '1' : '0';
+    return ns.sysctls.get(k) ?? SYSCTL_DEFAULTS[k.replace(/^(net\/ipv[46]\/conf)\/[^/]+\//, '$1/*/')] ?? '0';
+  }
+
+  private sysctlKey(ns: Ns, key: string): string {
+    if (typeof key !== 'string' || key.includes('\0') || key.includes('..') || key.length > 255) {
+      throw new NetsimError('EINVAL', `invalid sysctl key ${String(key)}`);
+    }
+    let parts: string[];
+    if (key.includes('/')) parts = key.replace(/^\/?(proc\/sys\/)?/, '').split('/');
+    else {
+      const d = key.split('.');
+      // net.ipv4.conf.<dev>.<name>: the device name may itself contain dots.
+      parts =
+        d.length > 5 && d[2] === 'conf' ? [d[0]!, d[1]!, d[2]!, d.slice(3, -1).join('.'), d.at(-1)!] : d;
+    }
+    if (parts.some((x) => x === '') || parts[0] !== 'net' || !SYSCTL_ROOTS.has(parts[1] ?? '')) {
+      throw new NetsimError('ENOENT', `/proc/sys/${parts.join('/')}`);
+    }
+    if (parts[2] === 'conf' || parts[2] === 'neigh') {
+      if (parts.length !== 5) throw new NetsimError('ENOENT', `/proc/sys/${parts.join('/')}`);
+      const dev = parts[3]!;
+      if (dev !== 'all' && dev !== 'default' && !ns.links.has(dev))
+        throw new NetsimError('ENOENT', `/proc/sys/${parts.join('/')}`);
+    }
+    return parts.join('/');
   }
 
   // ------------------------------------------------------------ NAT
@@ -1342,6 +1421,14 @@ export class World {
     c.id = ++ns.natSeq;
     ns.nat.push(c);
     return c.id;
+  }
+
+  /** Removes every rule carrying this owner tag; returns how many went. */
+  deleteNatRulesByOwner(nsName: string, owner: string): number {
+    const ns = this.ns(nsName);
+    const before = ns.nat.length;
+    ns.nat = ns.nat.filter((r) => r.rule.owner !== owner);
+    return before - ns.nat.length;
   }
 
   deleteNatRule(nsName: string, id: number): void {
@@ -1380,7 +1467,10 @@ export class World {
       const dst = rule.dst === undefined ? undefined : pfx(rule.dst);
       if (dst && dst.family !== to.family)
         throw new NetsimError('EINVAL', 'dnat match and target families differ');
-      return { id: 0, rule: structuredClone(rule), family: to.family, dst, to, toPort };
+      const src = rule.src === undefined ? undefined : pfx(rule.src);
+      if (src && src.family !== to.family)
+        throw new NetsimError('EINVAL', 'dnat source and target families differ');
+      return { id: 0, rule: structuredClone(rule), family: to.family, dst, src, to, toPort };
     }
     if (rule.type === 'snat' || rule.type === 'masquerade') {
       const src = rule.src === undefined ? undefined : pfx(rule.src);
@@ -1388,6 +1478,10 @@ export class World {
       const notDst = rule.notDst?.map(pfx);
       const to = rule.to === undefined ? undefined : mustParseIp(rule.to, 'snat target');
       if (rule.type === 'snat' && !to) throw new NetsimError('EINVAL', 'snat rule needs "to"');
+      if (rule.proto !== undefined && rule.proto !== 'tcp' && rule.proto !== 'udp')
+        throw new NetsimError('EINVAL', `snat proto ${String(rule.proto)}`);
+      if (rule.dport !== undefined && (!Number.isInteger(rule.dport) || rule.dport < 1 || rule.dport > 65535))
+        throw new NetsimError('EINVAL', `snat port ${rule.dport}`);
       const family = (rule.family ?? src?.family ?? dst?.family ?? to?.family ?? 0) as Family | 0;
       return { id: 0, rule: structuredClone(rule), family, src, dst, notDst, to };
     }
@@ -1492,7 +1586,8 @@ export class World {
 
   /** Frames seen on one device or on every device of a namespace, oldest first. */
   captured(target: CaptureTarget): CapturedFrame[] {
-    const { ns, dev } = typeof target === 'string' ? splitTarget(target) : target;
+    const { ns, dev } =
+      typeof target === 'string' ? (this.nss.has(target) ? { ns: target } : splitTarget(target)) : target;
     const n = this.ns(ns);
     const links = dev === undefined ? [...n.links.values()] : [this.link(n, dev)];
     const out: CapturedFrame[] = [];
@@ -2634,6 +2729,9 @@ export class World {
         )
           continue;
         if (r.dst ? !prefixContains(r.dst, t.dst, 0) : !ns.local.has(ipKeyAt(t.dst, 0, family))) continue;
+        if (r.src && !prefixContains(r.src, t.src, 0)) continue;
+        if (r.rule.iif !== undefined && inDev?.name !== r.rule.iif) continue;
+        if (r.rule.notIif !== undefined && inDev?.name === r.rule.notIif) continue;
         const port = r.toPort ?? t.dport;
         conn.dnat = true;
         conn.reply = { proto: t.proto, src: r.to!.bytes, sport: port, dst: orig.src, dport: orig.sport };
@@ -2691,6 +2789,9 @@ export class World {
       if (r.dst && !prefixContains(r.dst, p, dOff)) continue;
       if (r.notDst?.some((x) => x.family === family && prefixContains(x, p, dOff))) continue;
       if (r.rule.outIf !== undefined && r.rule.outIf !== out.name) continue;
+      if (r.rule.proto !== undefined && c.orig.proto !== (r.rule.proto === 'tcp' ? IPPROTO_TCP : IPPROTO_UDP))
+        continue;
+      if (r.rule.dport !== undefined && c.reply.sport !== r.rule.dport) continue;
       let to: Uint8Array | null = null;
       if (r.rule.type === 'snat') to = r.to!.family === family ? r.to!.bytes : null;
       else {
@@ -2906,6 +3007,8 @@ export class World {
           if (l.port) j.port = { ...l.port };
           if (l.peer) j.peer = { ns: l.peer.ns.name, name: l.peer.name };
           if (l.proxyArp) j.proxyArp = true;
+          if (l.promisc) j.promisc = true;
+          if (l.mtuSetByUser) j.mtuSetByUser = true;
           if (l.kind === 'bridge') {
             j.ageingMs = l.ageingMs;
             j.fdb = [...l.fdb!]
@@ -2962,6 +3065,7 @@ export class World {
         routes,
         nat: ns.nat.map((r) => ({ id: r.id, rule: structuredClone(r.rule) })),
         natSeq: ns.natSeq,
+        sysctls: Object.fromEntries(ns.sysctls),
         listeners: ns.listeners.map((l) => ({ ...l })),
         nextEphemeral: ns.nextEphemeral,
         echoId: ns.echoId,
@@ -3005,6 +3109,8 @@ export class World {
         const l = new Link(ns, lj.index, lj.name, lj.kind, mustParseMac(lj.mac), lj.mtu);
         l.up = lj.up;
         l.proxyArp = lj.proxyArp ?? false;
+        l.promisc = lj.promisc ?? false;
+        l.mtuSetByUser = lj.mtuSetByUser ?? false;
         if (lj.kind === 'bridge') {
           l.ports = new Set();
           l.fdb = new Map([[l.macKey, { port: l, updatedUs: 0, permanent: true, local: true }]]);
@@ -3136,6 +3242,7 @@ export class World {
         ns.nat.push(c);
       }
       ns.natSeq = n.natSeq ?? ns.nat.length;
+      ns.sysctls = new Map(Object.entries(n.sysctls ?? {}));
       ns.listeners = (n.listeners ?? []).map((l) => ({ ...l }));
       ns.nextEphemeral = n.nextEphemeral ?? 32768;
       ns.echoId = n.echoId ?? 0;
@@ -3173,6 +3280,8 @@ export interface LinkJSON {
   port?: PortFlags;
   peer?: { ns: string; name: string };
   proxyArp?: boolean;
+  promisc?: boolean;
+  mtuSetByUser?: boolean;
   ageingMs?: number;
   vxlan?: {
     vni: number;
@@ -3199,6 +3308,7 @@ export interface NsJSON {
   routes: RouteJSON[];
   nat: NatRuleInfo[];
   natSeq: number;
+  sysctls?: Record<string, string>;
   listeners: Listener[];
   nextEphemeral: number;
   echoId: number;

@@ -33,6 +33,7 @@ const NSENTER = '/usr/bin/nsenter';
 const UNSHARE = '/usr/bin/unshare';
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MAX_EXEC_OUTPUT = 16 * 1024 * 1024;
+const UNSHARE_SIGKILL_BUG = 'unshare: sigprocmask unblock failed';
 
 export interface ProcessBackendOptions {
   /** Sandbox files (resolv.conf, hosts, hostname) live under `<stateDir>/pods`. */
@@ -252,6 +253,15 @@ export class ProcessBackend implements Backend {
       if (readonly) await runOk(NSENTER, [mnt, '--', 'mount', '-o', 'remount,bind,ro', dst]);
     };
     try {
+      if (rootfs) {
+        // A minimal /dev: a tmpfs with the few character devices programs expect, not the host's /dev.
+        for (const d of ['proc', 'dev', 'etc', 'tmp']) fs.mkdirSync(path.join(rootfs, d), { recursive: true });
+        await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=755,nosuid', 'tmpfs', target('/dev')]);
+        for (const dev of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
+          await runOk(NSENTER, [mnt, '--', 'touch', target(`/dev/${dev}`)]);
+          await runOk(NSENTER, [mnt, '--', 'mount', '--bind', `/dev/${dev}`, target(`/dev/${dev}`)]);
+        }
+      }
       if (!sb.hostNetwork) {
         const dir = sb.backend.filesDir as string;
         this.writeHosts(sb);
@@ -291,6 +301,7 @@ export class ProcessBackend implements Backend {
       detached: true,
       env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
     });
+    child.stdin?.on('error', () => {}); // a container that exits while input is pending
     if (child.pid) cgroup?.addProcess(child.pid);
     const l = this.liveOf(c.id);
     l.child = child;
@@ -302,9 +313,28 @@ export class ProcessBackend implements Backend {
       l.log?.write('stdout', d);
       l.output.emit('stdout', d);
     });
-    child.stderr!.on('data', (d: Buffer) => {
+    let killedBySigkill = false;
+    let held = '';
+    const emitErr = (d: Buffer) => {
       l.log?.write('stderr', d);
       l.output.emit('stderr', d);
+    };
+    child.stderr!.on('data', (d: Buffer) => {
+      // util-linux 2.38 `unshare --fork` cannot re-raise SIGKILL on itself and exits 1 with this message
+      // (written in two pieces) instead; it is the runtime's wrapper speaking, so it stays out of the log.
+      const text = held + d.toString('latin1');
+      held = '';
+      if (text.includes(UNSHARE_SIGKILL_BUG)) {
+        killedBySigkill = true;
+        const rest = text.replace(/unshare: sigprocmask unblock failed[^\n]*\n?/, '');
+        if (rest) emitErr(Buffer.from(rest, 'latin1'));
+      } else if (UNSHARE_SIGKILL_BUG.startsWith(text) || (text.endsWith('unshare: ') && text.length < 4096)) {
+        held = text;
+      } else emitErr(Buffer.from(text, 'latin1'));
+    });
+    child.stderr!.on('end', () => {
+      if (held) emitErr(Buffer.from(held, 'latin1'));
+      held = '';
     });
     let earlyExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     child.once('exit', (code, signal) => {
@@ -314,7 +344,7 @@ export class ProcessBackend implements Backend {
       l.log?.close();
       l.log = undefined;
       l.output.emit('end');
-      const exitCode = exitCodeOf(code, signal);
+      const exitCode = killedBySigkill && code === 1 ? 137 : exitCodeOf(code, signal);
       const oom = cgroup?.oomKilled() ?? false;
       cgroup?.remove();
       l.markExited();
@@ -323,38 +353,40 @@ export class ProcessBackend implements Backend {
         reason: oom ? 'OOMKilled' : exitCode === 0 ? 'Completed' : 'Error',
       });
     });
-    let init: number;
+    let init: number | undefined;
     try {
       const depth = (pidShared ? 1 : 0) + (ownPid ? 1 : 0);
       init = await Promise.race([descend(child.pid!, depth), spawnError]);
     } catch (err) {
-      holder.kill('SIGKILL');
-      if (earlyExit) {
-        throw failedPrecondition(`failed to start container process: ${String(err instanceof Error ? err.message : err)}`);
-      }
-      throw err;
+      // The wrappers ended before we saw the command: either it ran and exited at once, or it never ran.
+      await Promise.race([l.exited, new Promise((r) => setTimeout(r, 2000))]);
+      if (!earlyExit) throw err;
     } finally {
       holder.kill('SIGKILL');
     }
-    cgroup?.addProcess(init);
+    if (init !== undefined) {
+      cgroup?.addProcess(init);
+      c.backend.pid = init;
+      c.backend.pidStart = procStartTime(init);
+    }
     if (cgroup) c.backend.cgroupFiles = cgroup.apply(c.resources);
-    c.backend.pid = init;
-    c.backend.pidStart = procStartTime(init);
     c.backend.wrapperPid = child.pid;
     c.startedAt = nowNs();
-    c.state = 'running';
-    // A command that cannot be executed makes unshare exit 126/127 immediately: report it as a start error.
+    // A command that cannot be executed makes unshare exit 126/127 at once: that is a start error.
     await new Promise((r) => setTimeout(r, 20));
-    if (earlyExit && exitCodeOf(earlyExit.code, earlyExit.signal) >= 126 && exitCodeOf(earlyExit.code, earlyExit.signal) <= 127) {
+    const early = earlyExit as { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    if (early && [126, 127].includes(exitCodeOf(early.code, early.signal))) {
       await l.exited;
       throw failedPrecondition(`failed to start container ${c.id}: ${JSON.stringify(spec.args[0])}: executable file not found or not executable`);
     }
+    if (c.state === 'created') c.state = 'running';
   }
 
   private signalInit(c: ContainerRecord, signal: NodeJS.Signals) {
     const pid = c.backend.pid as number | undefined;
     if (pid && procAlive(pid, c.backend.pidStart as number)) {
       try {
+        c.backend.lastSignal = signal;
         process.kill(pid, signal);
       } catch {
         // raced with exit
@@ -400,6 +432,7 @@ export class ProcessBackend implements Backend {
       detached: true,
       env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
     });
+    child.stdin?.on('error', () => {});
     const cg = this.live.get(c.id)?.cgroup;
     if (child.pid) cg?.addProcess(child.pid);
     return child;
@@ -547,8 +580,8 @@ export class ProcessBackend implements Backend {
     const cg = this.live.get(c.id)?.cgroup;
     const u = cg?.usage() ?? {};
     const pid = c.backend.pid as number | undefined;
-    let cpuNs = u.cpuNs;
-    let rss = u.rss;
+    let cpuNs = u.cpuNs || undefined;
+    let rss = u.rss || undefined;
     if ((cpuNs === undefined || rss === undefined) && pid) {
       try {
         const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -562,8 +595,8 @@ export class ProcessBackend implements Backend {
     const procs = cg?.dirs[0] ? countProcs(path.join(cg.dirs[0], 'cgroup.procs')) : 1;
     return {
       cpuCoreNanoSeconds: cpuNs ?? 0,
-      memoryWorkingSetBytes: u.workingSet ?? rss ?? 0,
-      memoryUsageBytes: u.memUsage ?? rss ?? 0,
+      memoryWorkingSetBytes: u.workingSet || rss || 0,
+      memoryUsageBytes: u.memUsage || rss || 0,
       rssBytes: rss ?? 0,
       processCount: procs,
     };
@@ -612,7 +645,10 @@ export class ProcessBackend implements Backend {
         clearInterval(l.poll);
         l.output.emit('end');
         l.markExited();
-        this.host.containerExited(c.id, { exitCode: 255, reason: 'Unknown', message: 'exit code not observable after a runtime restart' });
+        // Not our child, so its status is not observable; if we signalled it, the signal is the best guess.
+        const sig = c.backend.lastSignal as string | undefined;
+        if (sig && osSignals[sig]) this.host.containerExited(c.id, { exitCode: 128 + osSignals[sig], reason: 'Error' });
+        else this.host.containerExited(c.id, { exitCode: 255, reason: 'Unknown', message: 'exit code not observable after a runtime restart' });
       }, 500);
       l.poll.unref();
     }

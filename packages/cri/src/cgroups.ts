@@ -85,6 +85,8 @@ export class ContainerCgroup {
       tryWrite(path.join(parent, 'cgroup.subtree_control'), '+cpu +memory');
     }
     for (const d of this.dirs) fs.mkdirSync(d, { recursive: true });
+    // v1 charges pages to the cgroup a page was first touched in; move them along with the process.
+    if (this.mode === 'v1') tryWrite(path.join(this.dirs[2], 'memory.move_charge_at_immigrate'), '3');
   }
 
   addProcess(pid: number): void {

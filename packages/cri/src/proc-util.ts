@@ -66,13 +66,13 @@ export interface RunResult {
 /** Runs a helper (argument array, no shell) and collects its output. */
 export function run(cmd: string, args: string[], opts: { input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       stdout += d;
     });
-    child.stderr.on('data', (d) => {
+    child.stderr!.on('data', (d) => {
       stderr += d;
     });
     const timer = opts.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs) : undefined;
@@ -81,7 +81,10 @@ export function run(cmd: string, args: string[], opts: { input?: string; timeout
       if (timer) clearTimeout(timer);
       resolve({ code: code ?? 128 + (signal ? (osSignals[signal] ?? 0) : 0), stdout, stderr });
     });
-    child.stdin.end(opts.input ?? '');
+    if (child.stdin) {
+      child.stdin.on('error', () => {}); // the helper may exit without reading its input
+      child.stdin.end(opts.input);
+    }
   });
 }
 

@@ -651,6 +651,7 @@ export class CriRuntime {
           netNamespacePath: sb?.netnsPath ?? '',
           config: c.config,
           runtimeSpec: { process: c.backend.process ?? null, root: c.backend.rootfs ?? null },
+          cgroup: c.backend.cgroupFiles ?? null,
         }),
       };
     }

@@ -159,3 +159,61 @@ export async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefine
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+const BUSYBOX_APPLETS = ['sh', 'echo', 'cat', 'sleep', 'hostname', 'id', 'env', 'ls', 'httpd', 'nc', 'ip', 'ps', 'true', 'false', 'wc', 'head', 'mkdir', 'touch', 'printf', 'kill'];
+
+/**
+ * Builds a real OCI image layout (gzip layer, config, manifest, index) holding a static busybox, so
+ * the process backend can run containers in an image root filesystem with no registry.
+ */
+export async function buildBusyboxLayout(dest: string, ref: string, user?: string): Promise<{ configDigest: string; manifestDigest: string }> {
+  const { createHash } = await import('node:crypto');
+  const zlib = await import('node:zlib');
+  const tar = await import('tar');
+  const rootfs = tempDir('kemu-cri-rootfs-');
+  fs.mkdirSync(path.join(rootfs, 'bin'));
+  fs.copyFileSync('/bin/busybox', path.join(rootfs, 'bin/busybox'));
+  fs.chmodSync(path.join(rootfs, 'bin/busybox'), 0o755);
+  for (const a of BUSYBOX_APPLETS) fs.symlinkSync('busybox', path.join(rootfs, 'bin', a));
+  for (const d of ['etc', 'proc', 'dev', 'tmp', 'www']) fs.mkdirSync(path.join(rootfs, d));
+  fs.writeFileSync(path.join(rootfs, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n');
+  fs.writeFileSync(path.join(rootfs, 'www/index.html'), 'hello from the image\n');
+  const tarFile = path.join(rootfs, '..', `${path.basename(rootfs)}.tar`);
+  await tar.c({ cwd: rootfs, file: tarFile, portable: true }, ['.']);
+  const raw = fs.readFileSync(tarFile);
+  const gz = zlib.gzipSync(raw);
+  fs.rmSync(tarFile);
+  fs.rmSync(rootfs, { recursive: true, force: true });
+  const sha = (b: Buffer | string) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+  const config = JSON.stringify({
+    architecture: 'amd64',
+    os: 'linux',
+    config: { Env: ['PATH=/bin', 'FROM_IMAGE=yes'], Cmd: ['sh'], WorkingDir: '/', ...(user ? { User: user } : {}) },
+    rootfs: { type: 'layers', diff_ids: [sha(raw)] },
+  });
+  const manifest = JSON.stringify({
+    schemaVersion: 2,
+    mediaType: 'application/vnd.oci.image.manifest.v1+json',
+    config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: sha(config), size: config.length },
+    layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: sha(gz), size: gz.length }],
+  });
+  const blobs = path.join(dest, 'blobs', 'sha256');
+  fs.mkdirSync(blobs, { recursive: true });
+  for (const b of [config, manifest, gz]) fs.writeFileSync(path.join(blobs, sha(b).slice(7)), b);
+  fs.writeFileSync(path.join(dest, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
+  fs.writeFileSync(
+    path.join(dest, 'index.json'),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: sha(manifest),
+          size: manifest.length,
+          annotations: { 'org.opencontainers.image.ref.name': ref },
+        },
+      ],
+    }),
+  );
+  return { configDigest: sha(config), manifestDigest: sha(manifest) };
+}

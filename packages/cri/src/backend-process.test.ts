@@ -1,0 +1,389 @@
+// The process backend as root: real namespaces, an image root filesystem, CNI through the reference
+// plugins, cgroup limits, logs, exec, streaming, port mappings and recovery. This covers what the
+// cri-tools validation suite (critest) checks for sandboxes, containers, networking and streaming.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { cri } from '@kemu/proto';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCriLog } from './log-writer.js';
+import {
+  buildBusyboxLayout,
+  containerConfig,
+  grpcError,
+  podConfig,
+  startTestShim,
+  type TestShim,
+  tempDir,
+  waitFor,
+  wsStream,
+} from './test-util.js';
+
+const canRun =
+  process.getuid?.() === 0 &&
+  spawnSync('ip', ['netns', 'list']).status === 0 &&
+  fs.existsSync('/usr/bin/unshare') &&
+  fs.existsSync('/bin/busybox') &&
+  fs.existsSync('/usr/lib/cni/bridge');
+if (!canRun) console.warn('skipping process backend tests: needs root, iproute2, util-linux, busybox-static and containernetworking-plugins');
+
+const IMAGE = 'kemu.test/busybox:1.36';
+const n = process.pid % 200;
+const bridge = `kt${process.pid % 100000}br`;
+const subnet = `10.213.${n}.0/24`;
+const gateway = `10.213.${n}.1`;
+
+function netnsList(): string {
+  return spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout;
+}
+
+function httpGet(host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host, port, path: '/index.html', timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => {
+        body += d;
+      });
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+  });
+}
+
+describe.runIf(canRun)('process backend', () => {
+  let shim: TestShim;
+  let dir: string;
+  let www: string;
+
+  beforeAll(async () => {
+    dir = tempDir('kemu-cri-proc-');
+    const imageDir = path.join(dir, 'images');
+    await buildBusyboxLayout(path.join(imageDir, 'busybox'), IMAGE);
+    www = path.join(dir, 'www');
+    fs.mkdirSync(www);
+    fs.writeFileSync(path.join(www, 'index.html'), 'served from a host path\n');
+    const confDir = path.join(dir, 'net.d');
+    fs.mkdirSync(confDir);
+    fs.writeFileSync(
+      path.join(confDir, '10-test.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: `kemu-test-${process.pid}`,
+        plugins: [
+          {
+            type: 'bridge',
+            bridge,
+            isGateway: true,
+            ipMasq: false,
+            hairpinMode: true,
+            ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: path.join(dir, 'ipam') },
+          },
+          { type: 'portmap', capabilities: { portMappings: true } },
+        ],
+      }),
+    );
+    shim = await startTestShim(
+      {
+        backend: 'process',
+        imageDir,
+        syntheticImages: true,
+        cni: { confDir, binDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cni-cache') },
+        process: { netnsPrefix: `kemu-t${process.pid}-` },
+      },
+      dir,
+    );
+    await shim.icall('PullImage', { image: { image: IMAGE } });
+  });
+
+  afterAll(async () => {
+    if (!shim) return;
+    const pods = await shim.call('ListPodSandbox', {});
+    for (const p of pods.items ?? []) await shim.call('RemovePodSandbox', { podSandboxId: p.id });
+    await shim.close();
+    spawnSync('ip', ['link', 'del', bridge]);
+  });
+
+  async function runPod(over: Partial<cri.PodSandboxConfig> = {}) {
+    const config = podConfig(dir, over);
+    const { podSandboxId } = await shim.call('RunPodSandbox', { config });
+    return { id: podSandboxId!, config };
+  }
+
+  async function runContainer(pod: { id: string; config: cri.PodSandboxConfig }, over: Partial<cri.ContainerConfig> = {}) {
+    const { containerId } = await shim.call('CreateContainer', {
+      podSandboxId: pod.id,
+      config: containerConfig({ image: { image: IMAGE }, ...over }),
+      sandboxConfig: pod.config,
+    });
+    await shim.call('StartContainer', { containerId });
+    return containerId!;
+  }
+
+  const status = async (id: string) => (await shim.call('ContainerStatus', { containerId: id })).status!;
+  const execOut = async (id: string, cmd: string[]) => {
+    const r = await shim.call('ExecSync', { containerId: id, cmd, timeout: 10 });
+    return { out: Buffer.from(r.stdout!).toString(), err: Buffer.from(r.stderr!).toString(), code: r.exitCode };
+  };
+
+  it('reports NetworkReady from the CNI config and the cgroup mode', async () => {
+    const s = await shim.call('Status', { verbose: true });
+    expect(s.status!.conditions!.find((c) => c.type === 'NetworkReady')!.status).toBe(true);
+    expect(['v1', 'v2', 'none']).toContain(JSON.parse(s.info!.config).backend.cgroups);
+  });
+
+  it('runs a pod in its own netns with the CNI IP, hostname and DNS config, and cleans up on removal', async () => {
+    const pod = await runPod({
+      linux: { securityContext: { namespaceOptions: { pid: cri.NamespaceMode.CONTAINER } } },
+      hostname: 'web-0',
+      dnsConfig: { servers: ['10.96.0.10'], searches: ['ns.svc.cluster.local'], options: ['ndots:5'] },
+    });
+    const st = await shim.call('PodSandboxStatus', { podSandboxId: pod.id, verbose: true });
+    const ip = st.status!.network!.ip!;
+    expect(ip.startsWith(`10.213.${n}.`)).toBe(true);
+    const info = JSON.parse(st.info!.info);
+    expect(netnsList()).toContain(path.basename(info.netNamespacePath));
+    const cid = await runContainer(pod);
+    expect((await execOut(cid, ['hostname'])).out).toBe('web-0\n');
+    expect((await execOut(cid, ['cat', '/etc/resolv.conf'])).out).toBe('search ns.svc.cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n');
+    expect((await execOut(cid, ['cat', '/etc/hosts'])).out).toContain(`${ip}\tweb-0`);
+    expect((await execOut(cid, ['ip', '-4', 'addr', 'show', 'eth0'])).out).toContain(ip);
+    // Own PID namespace: the container command is PID 1 and nothing of the host is visible.
+    expect((await execOut(cid, ['cat', '/proc/1/cmdline'])).out).toBe('sleep\u00003600\u0000');
+    await shim.call('StopPodSandbox', { podSandboxId: pod.id });
+    expect((await status(cid)).state).toBe(cri.ContainerState.CONTAINER_EXITED);
+    expect(netnsList()).not.toContain(path.basename(info.netNamespacePath));
+    expect(fs.readdirSync(path.join(dir, 'ipam', `kemu-test-${process.pid}`)).filter((f) => f.startsWith('10.'))).toEqual([]);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+    expect(fs.existsSync(`/proc/${info.pid}`)).toBe(false);
+  });
+
+  it('runs containers in the image rootfs with logs, env, user, mounts and exit codes', async () => {
+    const pod = await runPod();
+    const cid = await runContainer(pod, {
+      command: ['sh', '-c', 'echo out-line; echo err-line >&2; printf partial; exec sleep 3600'],
+      envs: [{ key: 'GREETING', value: 'hello there' }],
+      mounts: [{ hostPath: www, containerPath: '/data', readonly: true }],
+      linux: { securityContext: { runAsUser: { value: 1234 }, runAsGroup: { value: 2345 } } },
+    });
+    const st = await status(cid);
+    expect(st.state).toBe(cri.ContainerState.CONTAINER_RUNNING);
+    expect(st.user!.linux).toMatchObject({ uid: 1234, gid: 2345 });
+    const records = await waitFor(() => {
+      const r = fs.existsSync(st.logPath!) ? parseCriLog(fs.readFileSync(st.logPath!, 'utf8')) : [];
+      return r.length >= 2 ? r : undefined;
+    });
+    expect(records.map((r) => [r.stream, r.partial, r.text]).sort()).toEqual([
+      ['stderr', false, 'err-line'],
+      ['stdout', false, 'out-line'],
+    ]);
+    expect((await execOut(cid, ['id', '-u'])).out).toBe('1234\n');
+    expect((await execOut(cid, ['id', '-g'])).out).toBe('2345\n');
+    expect((await execOut(cid, ['sh', '-c', 'echo $GREETING $FROM_IMAGE'])).out).toBe('hello there yes\n');
+    expect((await execOut(cid, ['cat', '/data/index.html'])).out).toBe('served from a host path\n');
+    const ro = await execOut(cid, ['touch', '/data/x']);
+    expect(ro.code).not.toBe(0);
+    // The image root: the host's files are not visible.
+    expect((await execOut(cid, ['ls', '/usr'])).code).not.toBe(0);
+    expect((await execOut(cid, ['sh', '-c', 'exit 9'])).code).toBe(9);
+
+    const exits = await runContainer(pod, { metadata: { name: 'exits' }, logPath: 'exits/0.log', command: ['sh', '-c', 'echo bye; exit 3'] });
+    const ended = await waitFor(async () => {
+      const s = await status(exits);
+      return s.state === cri.ContainerState.CONTAINER_EXITED ? s : undefined;
+    });
+    expect(ended).toMatchObject({ exitCode: 3, reason: 'Error' });
+    expect(parseCriLog(fs.readFileSync(ended.logPath!, 'utf8')).map((r) => r.text)).toEqual(['bye']);
+
+    const { containerId: bad } = await shim.call('CreateContainer', {
+      podSandboxId: pod.id,
+      config: containerConfig({ metadata: { name: 'bad' }, image: { image: IMAGE }, command: ['/no/such/binary'] }),
+    });
+    const err = await grpcError(shim.call('StartContainer', { containerId: bad }));
+    expect(err.details).toMatch(/no\/such\/binary/);
+    expect(await status(bad!)).toMatchObject({ state: cri.ContainerState.CONTAINER_EXITED, reason: 'StartError' });
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('shares the pause PID namespace when the pod asks for it', async () => {
+    const pod = await runPod();
+    const cid = await runContainer(pod);
+    expect((await execOut(cid, ['cat', '/proc/1/cmdline'])).out).toBe('sleep\u0000infinity\u0000');
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('stops with SIGTERM, then SIGKILL after the timeout', async () => {
+    const pod = await runPod({ linux: { securityContext: { namespaceOptions: { pid: cri.NamespaceMode.CONTAINER } } } });
+    // sleep as PID 1 of its namespace has no SIGTERM handler, so only SIGKILL ends it.
+    const stubborn = await runContainer(pod, { metadata: { name: 'stubborn' }, command: ['sleep', '3600'] });
+    const t0 = Date.now();
+    await shim.call('StopContainer', { containerId: stubborn, timeout: 1 });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(await status(stubborn)).toMatchObject({ state: cri.ContainerState.CONTAINER_EXITED, exitCode: 137 });
+    const polite = await runContainer(pod, {
+      metadata: { name: 'polite' },
+      command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 0.1; done'],
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    const t1 = Date.now();
+    await shim.call('StopContainer', { containerId: polite, timeout: 30 });
+    expect(Date.now() - t1).toBeLessThan(10_000);
+    expect(await status(polite)).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('applies cgroup limits and reports stats', async () => {
+    const pod = await runPod();
+    const cid = await runContainer(pod, {
+      linux: { resources: { cpuQuota: 50000, cpuPeriod: 100000, cpuShares: 512, memoryLimitInBytes: 64 * 1024 * 1024 } },
+    });
+    const info = JSON.parse((await shim.call('ContainerStatus', { containerId: cid, verbose: true })).info!.info);
+    const mode = JSON.parse((await shim.call('Status', { verbose: true })).info!.config).backend.cgroups;
+    if (mode === 'v1') {
+      expect(info.cgroup).toMatchObject({ 'cpu.cfs_quota_us': '50000', 'cpu.shares': '512', 'memory.limit_in_bytes': String(64 * 1024 * 1024) });
+      expect(fs.readFileSync(`/sys/fs/cgroup/memory/kemu-cri/${cid}/memory.limit_in_bytes`, 'utf8').trim()).toBe(String(64 * 1024 * 1024));
+    } else if (mode === 'v2') {
+      expect(info.cgroup).toMatchObject({ 'cpu.max': '50000 100000', 'memory.max': String(64 * 1024 * 1024) });
+    }
+    await shim.call('UpdateContainerResources', { containerId: cid, linux: { memoryLimitInBytes: 128 * 1024 * 1024 } });
+    if (mode === 'v1') {
+      expect(fs.readFileSync(`/sys/fs/cgroup/memory/kemu-cri/${cid}/memory.limit_in_bytes`, 'utf8').trim()).toBe(String(128 * 1024 * 1024));
+    }
+    const stats = (await shim.call('ContainerStats', { containerId: cid })).stats!;
+    expect(stats.memory!.workingSetBytes!.value).toBeGreaterThan(0);
+    const ps = (await shim.call('PodSandboxStats', { podSandboxId: pod.id })).stats!;
+    expect(ps.linux!.network!.interfaces!.map((i) => i.name)).toContain('eth0');
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+    if (mode === 'v1') expect(fs.existsSync(`/sys/fs/cgroup/memory/kemu-cri/${cid}`)).toBe(false);
+  });
+
+  it('serves pod ports: direct, through a hostPort mapping, and through port-forward', async () => {
+    const pod = await runPod({ portMappings: [{ protocol: cri.Protocol.TCP, containerPort: 8080, hostPort: 30000 + n }] });
+    const cid = await runContainer(pod, {
+      command: ['httpd', '-f', '-p', '8080', '-h', '/www'],
+    });
+    const ip = (await shim.call('PodSandboxStatus', { podSandboxId: pod.id })).status!.network!.ip!;
+    expect(await waitFor(() => httpGet(ip, 8080).catch(() => undefined))).toBe('hello from the image\n');
+    expect(await httpGet(gateway, 30000 + n)).toBe('hello from the image\n');
+
+    const { url } = await shim.call('PortForward', { podSandboxId: pod.id, port: [8080] });
+    const body = await new Promise<string>((resolve, reject) => {
+      const ws = new WebSocket(`${url!.replace(/^http/, 'ws')}?port=8080`, 'v4.channel.k8s.io');
+      let data = '';
+      const seen = new Set<number>();
+      ws.on('message', (raw: Buffer) => {
+        const ch = raw[0];
+        if (!seen.has(ch)) {
+          seen.add(ch);
+          expect(raw.readUInt16LE(1)).toBe(8080);
+          if (seen.size === 2) ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('GET /index.html HTTP/1.0\r\n\r\n')]));
+          return;
+        }
+        if (ch === 0) data += raw.subarray(1).toString();
+      });
+      ws.on('close', () => resolve(data));
+      ws.on('error', reject);
+    });
+    expect(body).toMatch(/^HTTP\/1\.[01] 200/);
+    expect(body).toContain('hello from the image');
+    void cid;
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('streams exec with stdin and attach over WebSocket', async () => {
+    const pod = await runPod();
+    const cid = await runContainer(pod, { metadata: { name: 'talker' }, command: ['sh', '-c', 'while true; do echo tick; sleep 0.2; done'] });
+    const { url } = await shim.call('Exec', { containerId: cid, cmd: ['cat'], stdin: true, stdout: true, stderr: true });
+    const r = await wsStream(url!, 'v5.channel.k8s.io', 'echoed through cat\n', true);
+    expect(r.stdout).toBe('echoed through cat\n');
+    expect(JSON.parse(r.error)).toEqual({ metadata: {}, status: 'Success' });
+    const { url: failUrl } = await shim.call('Exec', { containerId: cid, cmd: ['sh', '-c', 'echo oops >&2; exit 4'], stdout: true, stderr: true });
+    const f = await wsStream(failUrl!, 'v4.channel.k8s.io');
+    expect(f.stderr).toBe('oops\n');
+    expect(JSON.parse(f.error)).toMatchObject({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: '4' }] } });
+
+    const { url: attachUrl } = await shim.call('Attach', { containerId: cid, stdout: true, stderr: true });
+    const seen = await new Promise<string>((resolve, reject) => {
+      const ws = new WebSocket(attachUrl!.replace(/^http/, 'ws'), 'v4.channel.k8s.io');
+      let out = '';
+      ws.on('message', (raw: Buffer) => {
+        if (raw[0] === 1) out += raw.subarray(1).toString();
+        if (out.includes('tick\n')) ws.close();
+      });
+      ws.on('close', () => resolve(out));
+      ws.on('error', reject);
+    });
+    expect(seen).toContain('tick\n');
+    // Detaching leaves the container running.
+    expect((await status(cid)).state).toBe(cri.ContainerState.CONTAINER_RUNNING);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('runs host-network pods on the host root with a synthetic image', async () => {
+    await shim.icall('PullImage', { image: { image: 'registry.example/tools:1' } });
+    const pod = await runPod({ linux: { securityContext: { namespaceOptions: { network: cri.NamespaceMode.NODE } } } });
+    const st = await shim.call('PodSandboxStatus', { podSandboxId: pod.id });
+    expect(st.status!.network!.ip).toBe('');
+    const cid = await runContainer(pod, { image: { image: 'registry.example/tools:1' }, command: ['sleep', '3600'] });
+    // The host root filesystem: host binaries run, and the host's network is visible.
+    expect((await execOut(cid, ['cat', '/etc/os-release'])).out).toContain('ID=');
+    const hostLinks = spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout.split('\n').length;
+    const inside = (await execOut(cid, ['ip', '-o', 'link'])).out.split('\n').length;
+    expect(inside).toBe(hostLinks);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('recovers running and exited containers after a restart', async () => {
+    const pod = await runPod();
+    const running = await runContainer(pod, { metadata: { name: 'keeps-running' } });
+    const done = await runContainer(pod, { metadata: { name: 'done' }, command: ['sh', '-c', 'exit 6'] });
+    await waitFor(async () => ((await status(done)).state === cri.ContainerState.CONTAINER_EXITED ? true : undefined));
+    const pid = JSON.parse((await shim.call('ContainerStatus', { containerId: running, verbose: true })).info!.info).pid;
+    await shim.restart();
+    expect(await status(done)).toMatchObject({ state: cri.ContainerState.CONTAINER_EXITED, exitCode: 6 });
+    expect((await status(running)).state).toBe(cri.ContainerState.CONTAINER_RUNNING);
+    expect((await shim.call('PodSandboxStatus', { podSandboxId: pod.id })).status!.state).toBe(cri.PodSandboxState.SANDBOX_READY);
+    expect((await execOut(running, ['echo', 'still here'])).out).toBe('still here\n');
+    await shim.call('StopContainer', { containerId: running, timeout: 0 });
+    expect(await status(running)).toMatchObject({ state: cri.ContainerState.CONTAINER_EXITED, exitCode: 137 });
+    expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+});
+
+describe.runIf(canRun)('process backend without a CNI config', () => {
+  let shim: TestShim;
+
+  beforeAll(async () => {
+    shim = await startTestShim({ backend: 'process', syntheticImages: true, process: { netnsPrefix: `kemu-u${process.pid}-` } });
+  });
+
+  afterAll(async () => {
+    await shim?.close();
+  });
+
+  it('reports NetworkReady=false, refuses pod-network sandboxes without leaking a netns, and still runs host-network pods', async () => {
+    const s = await shim.call('Status', {});
+    expect(s.status!.conditions!.find((c) => c.type === 'NetworkReady')).toMatchObject({ status: false, reason: 'NetworkPluginNotReady' });
+    const config = podConfig(shim.dir);
+    const err = await grpcError(shim.call('RunPodSandbox', { config }));
+    expect(err.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(err.details).toContain('cni plugin not initialized');
+    expect(netnsList()).not.toContain(`kemu-u${process.pid}-`);
+    expect((await shim.call('ListPodSandbox', {})).items).toEqual([]);
+    const host = await shim.call('RunPodSandbox', {
+      config: { ...config, linux: { securityContext: { namespaceOptions: { network: cri.NamespaceMode.NODE } } } },
+    });
+    await shim.icall('PullImage', { image: { image: 'busybox' } });
+    const { containerId } = await shim.call('CreateContainer', {
+      podSandboxId: host.podSandboxId,
+      config: containerConfig({ image: { image: 'busybox' }, command: ['sleep', '3600'] }),
+    });
+    await shim.call('StartContainer', { containerId });
+    expect((await shim.call('ContainerStatus', { containerId })).status!.state).toBe(cri.ContainerState.CONTAINER_RUNNING);
+    await shim.call('RemovePodSandbox', { podSandboxId: host.podSandboxId });
+  });
+});

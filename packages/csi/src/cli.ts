@@ -42,7 +42,11 @@ const program = new Command()
   )
   .option('--state-dir <dir>', 'state and hostpath data directory', '/var/lib/kemu-csi')
   .option('--drivername <name>', 'CSI driver name', DEFAULT_DRIVER_NAME)
-  .option('--capacity <size>', 'total capacity handed out, e.g. 100Gi', size, parseSize('100Gi'))
+  .addOption(
+    new Option('--capacity <size>', 'total capacity handed out')
+      .argParser(size)
+      .default(parseSize('100Gi'), '100Gi'),
+  )
   .option('--max-volume-size <size>', 'largest single volume (default: the capacity)', size)
   .option('--max-volumes-per-node <n>', 'volumes one node may hold (0: unlimited)', count, 0)
   .option('--enable-attach', 'advertise and require ControllerPublishVolume', false)
@@ -57,8 +61,7 @@ const program = new Command()
   .option('--no-mounts', 'hostpath: link targets instead of bind-mounting them (the default when not root)')
   .option(
     '--sim-persist',
-    'sim: keep driver state in <state-dir>/state.json across restarts (default: memory only)',
-    false,
+    'sim: keep driver state in <state-dir>/state.json across restarts (otherwise memory only)',
   )
   .option(
     '--sim-latency <op=ms>',

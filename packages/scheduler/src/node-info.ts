@@ -1,0 +1,159 @@
+// Per-node aggregates kept up to date as pods are added, assumed and removed, so a Filter or Score
+// is O(1) in the number of pods on the node for resources and ports.
+import { hasAffinity, type PodInfo } from './pod-info.js';
+import {
+  addResource,
+  cloneResource,
+  emptyResource,
+  parseQuantity,
+  resourceFromList,
+  type Resource,
+} from './resources.js';
+import type { Node } from './types.js';
+
+export function normalizedImageName(name: string): string {
+  const slash = name.lastIndexOf('/');
+  const tail = name.slice(slash + 1);
+  if (tail.includes(':') || tail.includes('@')) return name;
+  return `${name}:latest`;
+}
+
+export class NodeInfo {
+  node: Node;
+  name: string;
+  allocatable: Resource;
+  allowedPodNumber: number;
+  requested: Resource = emptyResource();
+  nonZeroCPU = 0;
+  nonZeroMem = 0;
+  pods: PodInfo[] = [];
+  podsWithAffinity: PodInfo[] = [];
+  podsWithRequiredAntiAffinity: PodInfo[] = [];
+  /** `protocol/port` → host IPs in use. */
+  usedPorts = new Map<string, string[]>();
+  /** `key=value` → pods carrying that label; lets selector counting skip non-matching pods. */
+  labelIndex = new Map<string, PodInfo[]>();
+  /** image name → size in bytes. */
+  images = new Map<string, number>();
+  generation = 0;
+
+  constructor(node: Node) {
+    this.node = node;
+    this.name = node.metadata.name ?? '';
+    const alloc = node.status?.allocatable ?? node.status?.capacity;
+    this.allocatable = resourceFromList(alloc);
+    this.allowedPodNumber = alloc?.pods !== undefined ? parseQuantity(alloc.pods) : 110;
+    this.setImages(node);
+  }
+
+  private setImages(node: Node): void {
+    this.images.clear();
+    for (const img of node.status?.images ?? []) {
+      for (const n of img.names ?? []) this.images.set(normalizedImageName(n), img.sizeBytes ?? 0);
+    }
+  }
+
+  setNode(node: Node): void {
+    this.node = node;
+    this.name = node.metadata.name ?? this.name;
+    const alloc = node.status?.allocatable ?? node.status?.capacity;
+    this.allocatable = resourceFromList(alloc);
+    this.allowedPodNumber = alloc?.pods !== undefined ? parseQuantity(alloc.pods) : 110;
+    this.setImages(node);
+    this.generation++;
+  }
+
+  get labels(): Record<string, string> | undefined {
+    return this.node.metadata.labels;
+  }
+
+  addPod(pi: PodInfo): void {
+    this.pods.push(pi);
+    addResource(this.requested, pi.requests);
+    this.nonZeroCPU += pi.nonZeroCPU;
+    this.nonZeroMem += pi.nonZeroMem;
+    if (hasAffinity(pi)) this.podsWithAffinity.push(pi);
+    if (pi.requiredAntiAffinity.length > 0) this.podsWithRequiredAntiAffinity.push(pi);
+    for (const p of pi.ports) {
+      const l = this.usedPorts.get(p.key);
+      if (l) l.push(p.ip);
+      else this.usedPorts.set(p.key, [p.ip]);
+    }
+    const labels = pi.labels;
+    if (labels) {
+      for (const k in labels) {
+        const lk = `${k}=${labels[k]}`;
+        const l = this.labelIndex.get(lk);
+        if (l) l.push(pi);
+        else this.labelIndex.set(lk, [pi]);
+      }
+    }
+    this.generation++;
+  }
+
+  removePod(key: string): PodInfo | undefined {
+    const i = this.pods.findIndex((p) => p.key === key);
+    if (i < 0) return undefined;
+    const pi = this.pods[i];
+    this.pods.splice(i, 1);
+    addResource(this.requested, pi.requests, -1);
+    this.nonZeroCPU -= pi.nonZeroCPU;
+    this.nonZeroMem -= pi.nonZeroMem;
+    removeFrom(this.podsWithAffinity, pi);
+    removeFrom(this.podsWithRequiredAntiAffinity, pi);
+    for (const p of pi.ports) {
+      const l = this.usedPorts.get(p.key);
+      if (l) {
+        const j = l.indexOf(p.ip);
+        if (j >= 0) l.splice(j, 1);
+        if (l.length === 0) this.usedPorts.delete(p.key);
+      }
+    }
+    const labels = pi.labels;
+    if (labels) {
+      for (const k in labels) {
+        const lk = `${k}=${labels[k]}`;
+        const l = this.labelIndex.get(lk);
+        if (l) {
+          removeFrom(l, pi);
+          if (l.length === 0) this.labelIndex.delete(lk);
+        }
+      }
+    }
+    this.generation++;
+    return pi;
+  }
+
+  /** Pods whose labels may match a selector: the label-index bucket when the selector has an equality. */
+  candidatePods(firstEq: string | undefined): PodInfo[] {
+    if (firstEq === undefined) return this.pods;
+    return this.labelIndex.get(firstEq) ?? EMPTY;
+  }
+
+  /** A copy that can be mutated (preemption dry runs) without touching the cache. */
+  clone(): NodeInfo {
+    const c = Object.create(NodeInfo.prototype) as NodeInfo;
+    c.node = this.node;
+    c.name = this.name;
+    c.allocatable = this.allocatable;
+    c.allowedPodNumber = this.allowedPodNumber;
+    c.requested = cloneResource(this.requested);
+    c.nonZeroCPU = this.nonZeroCPU;
+    c.nonZeroMem = this.nonZeroMem;
+    c.pods = [...this.pods];
+    c.podsWithAffinity = [...this.podsWithAffinity];
+    c.podsWithRequiredAntiAffinity = [...this.podsWithRequiredAntiAffinity];
+    c.usedPorts = new Map([...this.usedPorts].map(([k, v]) => [k, [...v]]));
+    c.labelIndex = new Map([...this.labelIndex].map(([k, v]) => [k, [...v]]));
+    c.images = this.images;
+    c.generation = this.generation;
+    return c;
+  }
+}
+
+const EMPTY: PodInfo[] = [];
+
+function removeFrom(arr: PodInfo[], pi: PodInfo): void {
+  const i = arr.indexOf(pi);
+  if (i >= 0) arr.splice(i, 1);
+}

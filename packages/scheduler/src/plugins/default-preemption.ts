@@ -1,0 +1,232 @@
+import type {
+  CycleState,
+  Framework,
+  PluginFactory,
+  PostFilterPlugin,
+  PostFilterResult,
+} from '../framework.js';
+import { labelSelectorMatcher } from '../labels.js';
+import type { NodeInfo } from '../node-info.js';
+import type { PodInfo } from '../pod-info.js';
+import { Code, Status } from '../status.js';
+import type { Pod, PodDisruptionBudget } from '../types.js';
+import { DefaultPreemption } from './names.js';
+
+export const MSG_NOT_HELPFUL = 'Preemption is not helpful for scheduling';
+export const MSG_NO_VICTIMS = 'No preemption victims found for incoming pod';
+
+export interface DefaultPreemptionArgs {
+  minCandidateNodesPercentage?: number;
+  minCandidateNodesAbsolute?: number;
+}
+
+interface Candidate {
+  node: string;
+  victims: PodInfo[];
+  pdbViolations: number;
+}
+
+/** Higher priority first, then the one running longer. */
+export function moreImportant(a: PodInfo, b: PodInfo): boolean {
+  if (a.priority !== b.priority) return a.priority > b.priority;
+  return a.startTime < b.startTime;
+}
+
+function sortByImportance(pods: PodInfo[]): void {
+  pods.sort((a, b) => (moreImportant(a, b) ? -1 : moreImportant(b, a) ? 1 : 0));
+}
+
+/** Histogram message in the scheduler's format: `0/N nodes are available: 2 reason, 3 other.` */
+export function nodesAvailableMessage(numAll: number, statuses: Iterable<Status>): string {
+  const hist = new Map<string, number>();
+  for (const s of statuses) for (const r of s.reasons) hist.set(r, (hist.get(r) ?? 0) + 1);
+  const parts = [...hist].map(([r, n]) => `${n} ${r}`).sort();
+  return `0/${numAll} nodes are available: ${parts.join(', ')}.`;
+}
+
+function splitByPDB(
+  pods: PodInfo[],
+  pdbs: PodDisruptionBudget[],
+): { violating: PodInfo[]; nonViolating: PodInfo[] } {
+  const allowed = pdbs.map((p) => p.status?.disruptionsAllowed ?? 0);
+  const violating: PodInfo[] = [];
+  const nonViolating: PodInfo[] = [];
+  for (const p of pods) {
+    let v = false;
+    pdbs.forEach((pdb, i) => {
+      if ((pdb.metadata.namespace ?? 'default') !== p.namespace) return;
+      const sel = pdb.spec.selector;
+      if (!sel || (!sel.matchLabels && !sel.matchExpressions) || !labelSelectorMatcher(sel)(p.labels)) return;
+      allowed[i]--;
+      if (allowed[i] < 0) v = true;
+    });
+    (v ? violating : nonViolating).push(p);
+  }
+  return { violating, nonViolating };
+}
+
+export const newDefaultPreemption: PluginFactory = (
+  args: DefaultPreemptionArgs | undefined,
+  handle,
+): PostFilterPlugin => {
+  const pct = args?.minCandidateNodesPercentage ?? 10;
+  const abs = args?.minCandidateNodesAbsolute ?? 100;
+
+  const removeFrom = (fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, victim: PodInfo) => {
+    n.removePod(victim.key);
+    for (const pl of fw.preFilterPlugins) pl.removePod?.(state, pi, victim, n);
+  };
+  const addTo = (fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, p: PodInfo) => {
+    n.addPod(p);
+    for (const pl of fw.preFilterPlugins) pl.addPod?.(state, pi, p, n);
+  };
+
+  const selectVictims = (
+    fw: Framework,
+    state: CycleState,
+    pi: PodInfo,
+    n: NodeInfo,
+    pdbs: PodDisruptionBudget[],
+  ): { victims: PodInfo[]; violations: number; status: Status | null } => {
+    const potential = n.pods.filter((p) => p.priority < pi.priority);
+    if (potential.length === 0)
+      return { victims: [], violations: 0, status: Status.unresolvable(MSG_NO_VICTIMS) };
+    for (const p of potential) removeFrom(fw, state, pi, n, p);
+    const s = fw.runFilterWithNominatedPods(state, pi, n);
+    if (s) return { victims: [], violations: 0, status: s };
+    sortByImportance(potential);
+    const { violating, nonViolating } = splitByPDB(potential, pdbs);
+    const victims: PodInfo[] = [];
+    let violations = 0;
+    const reprieve = (p: PodInfo, isViolating: boolean) => {
+      addTo(fw, state, pi, n, p);
+      if (fw.runFilterWithNominatedPods(state, pi, n)) {
+        removeFrom(fw, state, pi, n, p);
+        victims.push(p);
+        if (isViolating) violations++;
+      }
+    };
+    for (const p of violating) reprieve(p, true);
+    for (const p of nonViolating) reprieve(p, false);
+    sortByImportance(victims);
+    return { victims, violations, status: null };
+  };
+
+  const pick = (cands: Candidate[]): Candidate => {
+    const by = (list: Candidate[], f: (c: Candidate) => number, prefer: 'min' | 'max'): Candidate[] => {
+      let best = prefer === 'min' ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
+      let out: Candidate[] = [];
+      for (const c of list) {
+        const v = f(c);
+        if ((prefer === 'min' && v < best) || (prefer === 'max' && v > best)) {
+          best = v;
+          out = [c];
+        } else if (v === best) out.push(c);
+      }
+      return out;
+    };
+    let l = by(cands, (c) => c.pdbViolations, 'min');
+    if (l.length > 1) l = by(l, (c) => c.victims[0]?.priority ?? Number.MIN_SAFE_INTEGER, 'min');
+    // Offsetting by 2^31 keeps negative priorities from making a longer victim list look cheaper.
+    if (l.length > 1) l = by(l, (c) => c.victims.reduce((s, v) => s + v.priority + 2 ** 31, 0), 'min');
+    if (l.length > 1) l = by(l, (c) => c.victims.length, 'min');
+    if (l.length > 1) {
+      l = by(
+        l,
+        (c) => {
+          const top = c.victims[0]?.priority;
+          let earliest = Number.POSITIVE_INFINITY;
+          for (const v of c.victims) if (v.priority === top && v.startTime < earliest) earliest = v.startTime;
+          return earliest;
+        },
+        'max',
+      );
+    }
+    return l[0];
+  };
+
+  return {
+    name: DefaultPreemption,
+    async postFilter(state, pi, statuses): Promise<PostFilterResult> {
+      const fw = handle.framework();
+      const pod = pi.pod;
+      if ((pod.spec.preemptionPolicy ?? 'PreemptLowerPriority') === 'Never') {
+        return { status: Status.unschedulable('preemption: not eligible due to preemptionPolicy=Never.') };
+      }
+      const nominated = pod.status?.nominatedNodeName;
+      if (nominated) {
+        const ns = statuses.get(nominated);
+        const ni = handle.snapshot.get(nominated);
+        if (ni && ns?.code !== Code.UnschedulableAndUnresolvable) {
+          if (ni.pods.some((p) => p.pod.metadata.deletionTimestamp && p.priority < pi.priority)) {
+            return {
+              status: Status.unschedulable(
+                'preemption: not eligible due to a terminating pod on the nominated node.',
+              ),
+            };
+          }
+        }
+      }
+      const all = handle.snapshot.list();
+      const nodeStatuses = new Map<string, Status>();
+      const potential: NodeInfo[] = [];
+      for (const n of all) {
+        const s = statuses.get(n.name);
+        if (s && s.code === Code.UnschedulableAndUnresolvable)
+          nodeStatuses.set(n.name, Status.unresolvable(MSG_NOT_HELPFUL));
+        else potential.push(n);
+      }
+      if (potential.length === 0) {
+        if (nominated) await handle.client.updatePodStatus(pod, { status: 'False' }, '');
+        return {
+          status: Status.unschedulable(
+            `preemption: ${nodesAvailableMessage(all.length, nodeStatuses.values())}`,
+          ),
+        };
+      }
+      const want = Math.min(potential.length, Math.max(Math.ceil((potential.length * pct) / 100), abs));
+      const offset = Math.floor(handle.random() * potential.length);
+      const pdbs = [...handle.cluster.pdbs.values()];
+      const cands: Candidate[] = [];
+      let nonViolating = 0;
+      for (let i = 0; i < potential.length && !(nonViolating > 0 && cands.length >= want); i++) {
+        const n = potential[(offset + i) % potential.length];
+        const copy = n.clone();
+        const st = state.clone();
+        const r = selectVictims(fw, st, pi, copy, pdbs);
+        if (!r.status && r.victims.length > 0) {
+          cands.push({ node: n.name, victims: r.victims, pdbViolations: r.violations });
+          if (r.violations === 0) nonViolating++;
+          continue;
+        }
+        nodeStatuses.set(
+          n.name,
+          r.status ?? Status.error(`expected at least one victim pod on node "${n.name}"`),
+        );
+      }
+      if (cands.length === 0) {
+        return {
+          status: Status.unschedulable(
+            `preemption: ${nodesAvailableMessage(all.length, nodeStatuses.values())}`,
+          ),
+        };
+      }
+      const best = pick(cands);
+      for (const v of best.victims) {
+        const wp = handle.waitingPods.get(v.uid);
+        if (wp) wp.reject(DefaultPreemption, 'preempted');
+        handle.client.event(v.pod, 'Normal', 'Preempted', `Preempted by pod ${pi.uid} on node ${best.node}`);
+        await handle.client.deletePod(v.pod, 'preempted');
+      }
+      // Lower-priority pods nominated to this node lose their nomination: the preemptor takes the room.
+      for (const np of handle.nominator.nominatedPodsForNode(best.node)) {
+        if (np.priority < pi.priority && np.uid !== pi.uid) {
+          handle.nominator.deleteNominatedPod(np);
+          await handle.client.updatePodStatus(np.pod, { status: 'False' }, '');
+        }
+      }
+      return { nominatedNodeName: best.node, status: null, victims: best.victims.map((v) => v.pod as Pod) };
+    },
+    eventsToRegister: () => [{ resource: 'Pod', action: 'Delete' }],
+  };
+};

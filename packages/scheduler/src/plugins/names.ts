@@ -1,0 +1,19 @@
+// In-tree plugin names, as KubeSchedulerConfiguration spells them.
+export const PrioritySort = 'PrioritySort';
+export const SchedulingGates = 'SchedulingGates';
+export const NodeUnschedulable = 'NodeUnschedulable';
+export const NodeName = 'NodeName';
+export const TaintToleration = 'TaintToleration';
+export const NodeAffinity = 'NodeAffinity';
+export const NodePorts = 'NodePorts';
+export const NodeResourcesFit = 'NodeResourcesFit';
+export const NodeResourcesBalancedAllocation = 'NodeResourcesBalancedAllocation';
+export const ImageLocality = 'ImageLocality';
+export const InterPodAffinity = 'InterPodAffinity';
+export const PodTopologySpread = 'PodTopologySpread';
+export const VolumeBinding = 'VolumeBinding';
+export const VolumeRestrictions = 'VolumeRestrictions';
+export const VolumeZone = 'VolumeZone';
+export const NodeVolumeLimits = 'NodeVolumeLimits';
+export const DefaultPreemption = 'DefaultPreemption';
+export const DefaultBinder = 'DefaultBinder';

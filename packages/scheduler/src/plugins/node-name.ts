@@ -1,0 +1,16 @@
+import type { FilterPlugin, PluginFactory } from '../framework.js';
+import { Status } from '../status.js';
+import { NodeName } from './names.js';
+
+export const ERR_NODE_NAME = "node(s) didn't match the requested node name";
+
+/** spec.nodeName set on a pod that still reaches the scheduler: only that node fits. */
+export const newNodeName: PluginFactory = (): FilterPlugin => ({
+  name: NodeName,
+  filter(_s, pi, node) {
+    const want = pi.pod.spec.nodeName;
+    if (!want || want === node.name) return null;
+    return Status.unresolvable(ERR_NODE_NAME);
+  },
+  eventsToRegister: () => [{ resource: 'Node', action: 'Add' }],
+});

@@ -1,0 +1,23 @@
+import type { FilterPlugin, PluginFactory } from '../framework.js';
+import { Status } from '../status.js';
+import { NodeUnschedulable } from './names.js';
+
+export const ERR_NODE_UNSCHEDULABLE = 'node(s) were unschedulable';
+
+/** Rejects cordoned nodes unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule. */
+export const newNodeUnschedulable: PluginFactory = (): FilterPlugin => ({
+  name: NodeUnschedulable,
+  filter(_s, pi, node) {
+    const spec = node.node.spec;
+    if (spec === undefined || !spec.unschedulable) return null;
+    const tolerated = (pi.pod.spec.tolerations ?? []).some(
+      (t) =>
+        (t.effect === undefined || t.effect === '' || t.effect === 'NoSchedule') &&
+        ((t.operator === 'Exists' &&
+          (t.key === undefined || t.key === '' || t.key === 'node.kubernetes.io/unschedulable')) ||
+          (t.key === 'node.kubernetes.io/unschedulable' && (t.value ?? '') === '')),
+    );
+    return tolerated ? null : Status.unresolvable(ERR_NODE_UNSCHEDULABLE);
+  },
+  eventsToRegister: () => [{ resource: 'Node', action: '*' }],
+});

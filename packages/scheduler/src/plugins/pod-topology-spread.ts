@@ -1,0 +1,283 @@
+import {
+  MAX_NODE_SCORE,
+  type FilterPlugin,
+  type PluginFactory,
+  type PreFilterPlugin,
+  type PreScorePlugin,
+  type ScorePlugin,
+} from '../framework.js';
+import { type LabelMatcher, labelSelectorMatcher } from '../labels.js';
+import type { NodeInfo } from '../node-info.js';
+import type { PodInfo } from '../pod-info.js';
+import { Status } from '../status.js';
+import type { LabelSelector, Pod, TopologySpreadConstraint } from '../types.js';
+import { podMatchesNodeSelectorAndAffinity } from './node-affinity.js';
+import { PodTopologySpread } from './names.js';
+import { untoleratedTaint } from './taint-toleration.js';
+
+export const ERR_SPREAD = "node(s) didn't match pod topology spread constraints";
+export const ERR_SPREAD_MISSING_LABEL =
+  "node(s) didn't match pod topology spread constraints (missing required label)";
+export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
+
+export interface PodTopologySpreadArgs {
+  defaultConstraints?: Omit<TopologySpreadConstraint, 'labelSelector'>[];
+  defaultingType?: 'System' | 'List';
+}
+
+export const SYSTEM_DEFAULT_CONSTRAINTS: Omit<TopologySpreadConstraint, 'labelSelector'>[] = [
+  { topologyKey: HOSTNAME_LABEL, whenUnsatisfiable: 'ScheduleAnyway', maxSkew: 3 },
+  { topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', maxSkew: 5 },
+];
+
+interface Constraint {
+  maxSkew: number;
+  topologyKey: string;
+  minDomains: number;
+  matcher: LabelMatcher;
+  honorAffinity: boolean;
+  honorTaints: boolean;
+}
+
+function compile(c: TopologySpreadConstraint, pod: Pod): Constraint {
+  let sel: LabelSelector | undefined = c.labelSelector;
+  const labels = pod.metadata.labels ?? {};
+  const keys = (c.matchLabelKeys ?? []).filter((k) => labels[k] !== undefined);
+  if (sel && keys.length > 0) {
+    sel = {
+      matchLabels: sel.matchLabels,
+      matchExpressions: [
+        ...(sel.matchExpressions ?? []),
+        ...keys.map((k) => ({ key: k, operator: 'In' as const, values: [labels[k]] })),
+      ],
+    };
+  }
+  return {
+    maxSkew: c.maxSkew,
+    topologyKey: c.topologyKey,
+    minDomains: c.minDomains ?? 1,
+    matcher: labelSelectorMatcher(sel),
+    honorAffinity: (c.nodeAffinityPolicy ?? 'Honor') === 'Honor',
+    honorTaints: (c.nodeTaintsPolicy ?? 'Ignore') === 'Honor',
+  };
+}
+
+function countMatching(n: NodeInfo, c: Constraint, ns: string): number {
+  let cnt = 0;
+  for (const p of n.candidatePods(c.matcher.firstEq)) {
+    if (p.namespace === ns && !p.pod.metadata.deletionTimestamp && c.matcher(p.labels)) cnt++;
+  }
+  return cnt;
+}
+
+function nodeIncluded(c: Constraint, pi: PodInfo, n: NodeInfo): boolean {
+  if (c.honorAffinity && !podMatchesNodeSelectorAndAffinity(pi, n)) return false;
+  if (c.honorTaints && untoleratedTaint(n.node.spec?.taints, pi.pod.spec.tolerations, ['NoSchedule']))
+    return false;
+  return true;
+}
+
+function hasAllKeys(n: NodeInfo, cs: Constraint[]): boolean {
+  const l = n.labels;
+  if (!l) return cs.length === 0;
+  for (const c of cs) if (l[c.topologyKey] === undefined) return false;
+  return true;
+}
+
+class FilterState {
+  constructor(
+    public constraints: Constraint[],
+    /** per constraint: domain value → matching pods */
+    public counts: Map<string, number>[],
+    public selfMatch: number[],
+  ) {}
+  clone(): FilterState {
+    return new FilterState(
+      this.constraints,
+      this.counts.map((m) => new Map(m)),
+      this.selfMatch,
+    );
+  }
+}
+
+type Plugin = PreFilterPlugin & FilterPlugin & PreScorePlugin & ScorePlugin;
+
+const FILTER_KEY = `${PodTopologySpread}/filter`;
+const SCORE_KEY = `${PodTopologySpread}/score`;
+
+interface ScoreState {
+  constraints: Constraint[];
+  weights: number[];
+  counts: Map<string, number>[];
+  ignored: boolean[];
+  idx: number;
+}
+
+export const newPodTopologySpread: PluginFactory = (
+  args: PodTopologySpreadArgs | undefined,
+  handle,
+): Plugin => {
+  const defaults =
+    (args?.defaultingType ?? 'System') === 'System'
+      ? SYSTEM_DEFAULT_CONSTRAINTS
+      : (args?.defaultConstraints ?? []);
+
+  /** Pod's own constraints of one kind, or the defaults applied to pods owned by a workload controller. */
+  const constraintsOf = (pi: PodInfo, when: 'DoNotSchedule' | 'ScheduleAnyway'): Constraint[] => {
+    const own = pi.pod.spec.topologySpreadConstraints ?? [];
+    if (own.length > 0) return own.filter((c) => c.whenUnsatisfiable === when).map((c) => compile(c, pi.pod));
+    const owner = pi.pod.metadata.ownerReferences?.find((r) => r.controller);
+    if (!owner || !['ReplicaSet', 'StatefulSet', 'ReplicationController'].includes(owner.kind)) return [];
+    const labels = pi.pod.metadata.labels;
+    if (!labels || Object.keys(labels).length === 0) return [];
+    const sel = { matchLabels: labels };
+    return defaults
+      .filter((c) => c.whenUnsatisfiable === when)
+      .map((c) => compile({ ...c, labelSelector: sel }, pi.pod));
+  };
+
+  const account = (st: FilterState, pi: PodInfo, p: PodInfo, n: NodeInfo, sign: number) => {
+    if (p.namespace !== pi.namespace) return;
+    st.constraints.forEach((c, i) => {
+      const v = n.labels?.[c.topologyKey];
+      if (v === undefined || !st.counts[i].has(v) || !c.matcher(p.labels)) return;
+      st.counts[i].set(v, (st.counts[i].get(v) ?? 0) + sign);
+    });
+  };
+
+  return {
+    name: PodTopologySpread,
+    preFilter(state, pi, nodes) {
+      const cs = constraintsOf(pi, 'DoNotSchedule');
+      if (cs.length === 0) return Status.skip();
+      const counts = cs.map(() => new Map<string, number>());
+      for (const n of nodes) {
+        if (!hasAllKeys(n, cs)) continue;
+        const l = n.labels!;
+        for (let i = 0; i < cs.length; i++) {
+          const c = cs[i];
+          if (!nodeIncluded(c, pi, n)) continue;
+          const v = l[c.topologyKey];
+          counts[i].set(v, (counts[i].get(v) ?? 0) + countMatching(n, c, pi.namespace));
+        }
+      }
+      state.write(
+        FILTER_KEY,
+        new FilterState(
+          cs,
+          counts,
+          cs.map((c) => (c.matcher(pi.labels) ? 1 : 0)),
+        ),
+      );
+      return null;
+    },
+    addPod(state, pi, added, n) {
+      const st = state.read<FilterState>(FILTER_KEY);
+      if (st) account(st, pi, added, n, 1);
+    },
+    removePod(state, pi, removed, n) {
+      const st = state.read<FilterState>(FILTER_KEY);
+      if (st) account(st, pi, removed, n, -1);
+    },
+    filter(state, _pi, n) {
+      const st = state.read<FilterState>(FILTER_KEY);
+      if (!st) return null;
+      const l = n.labels ?? {};
+      for (let i = 0; i < st.constraints.length; i++) {
+        const c = st.constraints[i];
+        const v = l[c.topologyKey];
+        if (v === undefined) return Status.unresolvable(ERR_SPREAD_MISSING_LABEL);
+        const m = st.counts[i];
+        let min = Number.POSITIVE_INFINITY;
+        for (const x of m.values()) if (x < min) min = x;
+        if (m.size < c.minDomains || min === Number.POSITIVE_INFINITY) min = 0;
+        const skew = (m.get(v) ?? 0) + st.selfMatch[i] - min;
+        if (skew > c.maxSkew) return Status.unschedulable(ERR_SPREAD);
+      }
+      return null;
+    },
+    preScore(state, pi, nodes) {
+      const cs = constraintsOf(pi, 'ScheduleAnyway');
+      if (cs.length === 0) return Status.skip();
+      const counts = cs.map(() => new Map<string, number>());
+      const ignored = nodes.map((n) => !hasAllKeys(n, cs));
+      const sizes = cs.map(() => 0);
+      for (let j = 0; j < nodes.length; j++) {
+        if (ignored[j]) continue;
+        const l = nodes[j].labels!;
+        for (let i = 0; i < cs.length; i++) {
+          if (cs[i].topologyKey === HOSTNAME_LABEL) sizes[i]++;
+          else if (!counts[i].has(l[cs[i].topologyKey])) {
+            counts[i].set(l[cs[i].topologyKey], 0);
+            sizes[i]++;
+          }
+        }
+      }
+      const needAll = cs.some((c) => c.topologyKey !== HOSTNAME_LABEL);
+      if (needAll) {
+        for (const n of handle.snapshot.list()) {
+          const l = n.labels;
+          if (!l || n.pods.length === 0 || !hasAllKeys(n, cs)) continue;
+          for (let i = 0; i < cs.length; i++) {
+            const c = cs[i];
+            if (
+              c.topologyKey === HOSTNAME_LABEL ||
+              !counts[i].has(l[c.topologyKey]) ||
+              !nodeIncluded(c, pi, n)
+            )
+              continue;
+            counts[i].set(
+              l[c.topologyKey],
+              counts[i].get(l[c.topologyKey])! + countMatching(n, c, pi.namespace),
+            );
+          }
+        }
+      }
+      const st: ScoreState = {
+        constraints: cs,
+        weights: sizes.map((s) => Math.log(s + 2)),
+        counts,
+        ignored,
+        idx: 0,
+      };
+      state.write(SCORE_KEY, st);
+      return null;
+    },
+    score(state, pi, n) {
+      const st = state.read<ScoreState>(SCORE_KEY)!;
+      const j = st.idx++;
+      if (st.ignored[j]) return 0;
+      let score = 0;
+      for (let i = 0; i < st.constraints.length; i++) {
+        const c = st.constraints[i];
+        const cnt =
+          c.topologyKey === HOSTNAME_LABEL
+            ? countMatching(n, c, pi.namespace)
+            : (st.counts[i].get(n.labels![c.topologyKey]) ?? 0);
+        score += cnt * st.weights[i] + (c.maxSkew - 1);
+      }
+      return Math.round(score);
+    },
+    normalizeScore(state, _pi, scores) {
+      const st = state.read<ScoreState>(SCORE_KEY);
+      if (!st) return;
+      st.idx = 0;
+      let min = Number.POSITIVE_INFINITY;
+      let max = 0;
+      for (let j = 0; j < scores.length; j++) {
+        if (st.ignored[j]) continue;
+        if (scores[j] < min) min = scores[j];
+        if (scores[j] > max) max = scores[j];
+      }
+      for (let j = 0; j < scores.length; j++) {
+        if (st.ignored[j]) scores[j] = 0;
+        else if (max === 0) scores[j] = MAX_NODE_SCORE;
+        else scores[j] = Math.trunc((MAX_NODE_SCORE * (max + min - scores[j])) / max);
+      }
+    },
+    eventsToRegister: () => [
+      { resource: 'Pod', action: '*' },
+      { resource: 'Node', action: '*' },
+    ],
+  };
+};

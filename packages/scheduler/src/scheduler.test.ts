@@ -1,0 +1,331 @@
+import { createMemoryStore } from '@kemu/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MemoryClient } from './client-memory.js';
+import type { FilterPlugin, PermitPlugin, PluginFactory } from './framework.js';
+import { registerPlugin, unregisterPlugin } from './registry.js';
+import { Scheduler } from './scheduler.js';
+import { Code, Status } from './status.js';
+import { makeNode, makePod } from './testing.js';
+import type { Pod } from './types.js';
+
+function harness(opts: Partial<ConstructorParameters<typeof Scheduler>[0]> = {}) {
+  let clock = 1_000_000;
+  const client = new MemoryClient();
+  const sched = new Scheduler({ client, now: () => clock, random: () => 0, ...opts });
+  client.onPodChange = (p) => sched.onPodUpsert(p);
+  client.onPodDeleted = (p) => sched.onPodDelete(p);
+  client.onObjectChange = (o) => sched.onObject(o, 'Update');
+  const add = (p: Pod) => {
+    client.pods.set(`${p.metadata.namespace}/${p.metadata.name}`, p);
+    sched.onPodUpsert(p);
+  };
+  return {
+    client,
+    sched,
+    add,
+    tick: (ms: number) => (clock += ms),
+    pod: (n: string) => client.pods.get(`default/${n}`)!,
+  };
+}
+
+describe('scheduling queue', () => {
+  it('pops by priority, then by arrival', () => {
+    const { sched, add, tick } = harness();
+    add(makePod('low', { priority: 1 }));
+    tick(1);
+    add(makePod('high', { priority: 100 }));
+    tick(1);
+    add(makePod('low2', { priority: 1 }));
+    expect([
+      sched.queue.tryPop()?.pi.key,
+      sched.queue.tryPop()?.pi.key,
+      sched.queue.tryPop()?.pi.key,
+    ]).toEqual(['default/high', 'default/low', 'default/low2']);
+  });
+
+  it('backoff doubles from 1 s and caps at 10 s', () => {
+    const { sched } = harness();
+    const q = { attempts: 0 } as Parameters<typeof sched.queue.backoffDuration>[0];
+    const seq = [1, 2, 3, 4, 5, 6].map((a) => sched.queue.backoffDuration({ ...q, attempts: a }));
+    expect(seq).toEqual([1000, 2000, 4000, 8000, 10000, 10000]);
+  });
+
+  it('an unschedulable pod waits for a relevant event, then backs off before retrying', async () => {
+    const { sched, add, tick, pod } = harness();
+    sched.onNodeAdd(makeNode('small', { cpu: '1' }));
+    add(makePod('big', { cpu: '2' }));
+    const [r] = await sched.drain();
+    expect(r.reason).toBe('Unschedulable');
+    expect(sched.queue.where('default/big')).toBe('unschedulable');
+    // An unrelated kind of event does not move it (NodeResourcesFit listens to nodes and pod deletions).
+    sched.onObject(
+      { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'x' }, provisioner: 'p' },
+      'Add',
+    );
+    expect(sched.queue.where('default/big')).toBe('unschedulable');
+    sched.onNodeAdd(makeNode('large', { cpu: '4' }));
+    expect(sched.queue.where('default/big')).toBe('backoff');
+    expect(await sched.drain()).toEqual([]);
+    tick(1001);
+    sched.queue.flushBackoffCompleted();
+    const [again] = await sched.drain();
+    expect(again.node).toBe('large');
+    expect(pod('big').spec.nodeName).toBe('large');
+  });
+
+  it('pods left unschedulable are retried after 5 minutes even without events', async () => {
+    const { sched, add, tick } = harness();
+    sched.onNodeAdd(makeNode('n', { cpu: '1' }));
+    add(makePod('p', { cpu: '2' }));
+    await sched.drain();
+    tick(299_000);
+    sched.queue.flushUnschedulableLeftover();
+    expect(sched.queue.where('default/p')).toBe('unschedulable');
+    tick(2_000);
+    sched.queue.flushUnschedulableLeftover();
+    expect(sched.queue.where('default/p')).toBe('active');
+  });
+
+  it('scheduling gates hold a pod until they are removed', async () => {
+    const { sched, add, pod, client } = harness();
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('gated', { spec: { schedulingGates: [{ name: 'example.com/foo' }] } }));
+    expect(await sched.drain()).toEqual([]);
+    expect(sched.queue.gatedMessage(pod('gated'))?.message).toBe(
+      'waiting for scheduling gates: [example.com/foo]',
+    );
+    await new Promise((r) => setTimeout(r, 0));
+    expect(pod('gated').status?.conditions?.[0]).toMatchObject({
+      type: 'PodScheduled',
+      status: 'False',
+      reason: 'SchedulingGated',
+    });
+    const ungated = { ...pod('gated'), spec: { ...pod('gated').spec, schedulingGates: [] } };
+    client.pods.set('default/gated', ungated);
+    sched.onPodUpsert(ungated);
+    const [r] = await sched.drain();
+    expect(r.node).toBe('n');
+  });
+
+  it('round-robins the start node when only part of the cluster is searched', async () => {
+    const { sched, add } = harness({ config: { percentageOfNodesToScore: 10 } });
+    for (let i = 0; i < 1000; i++) sched.onNodeAdd(makeNode(`n${i}`));
+    add(makePod('a'));
+    add(makePod('b'));
+    const [ra, rb] = await sched.drain();
+    expect(ra.evaluatedNodes).toBe(100);
+    expect(ra.feasibleNodes).toBe(100);
+    const idx = (n: string | null) => Number(n?.slice(1));
+    expect(idx(ra.node)).toBeLessThan(100);
+    expect(idx(rb.node)).toBeGreaterThanOrEqual(100);
+    expect(idx(rb.node)).toBeLessThan(200);
+  });
+});
+
+describe('bad input', () => {
+  it('a pod naming a missing PriorityClass stays pending with a clear condition until the class exists', async () => {
+    const { sched, add, pod } = harness();
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('p', { spec: { priorityClassName: 'gold' } }));
+    expect(await sched.drain()).toEqual([]);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(pod('p').status?.conditions?.[0]).toMatchObject({
+      type: 'PodScheduled',
+      status: 'False',
+      reason: 'Unschedulable',
+      message: 'no PriorityClass with name gold was found',
+    });
+    sched.onObject(
+      { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'gold' }, value: 1000 },
+      'Add',
+    );
+    const [r] = await sched.drain();
+    expect(r.node).toBe('n');
+  });
+
+  it('a pod referencing a missing PVC stays pending with the claim named', async () => {
+    const { sched, add, pod, client } = harness();
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('p', { spec: { volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] } }));
+    const [r] = await sched.drain();
+    expect(r.node).toBeNull();
+    expect(r.message).toBe(
+      '0/1 nodes are available: persistentvolumeclaim "data" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.',
+    );
+    expect(pod('p').status?.conditions?.[0]).toMatchObject({
+      type: 'PodScheduled',
+      status: 'False',
+      reason: 'Unschedulable',
+      message: r.message,
+    });
+    expect(client.events.at(-1)).toMatchObject({
+      type: 'Warning',
+      reason: 'FailedScheduling',
+      message: r.message,
+    });
+    // Creating the claim (bound to a PV) lets it through on the next attempt.
+    sched.onObject(
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: 'pv' },
+        spec: { capacity: { storage: '1Gi' } },
+      },
+      'Add',
+    );
+    sched.onObject(
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'data', namespace: 'default' },
+        spec: { volumeName: 'pv' },
+      },
+      'Add',
+    );
+    expect(sched.queue.where('default/p')).toBe('backoff');
+  });
+
+  it('a plugin that throws fails that pod with the plugin name and the scheduler keeps going', async () => {
+    const boom: PluginFactory = (): FilterPlugin => ({
+      name: 'Boom',
+      filter(_s, pi) {
+        if (pi.labels?.explode) throw new Error('kaboom');
+        return null;
+      },
+    });
+    const { sched, add, pod } = harness({
+      plugins: { Boom: boom },
+      config: { profiles: [{ plugins: { filter: { enabled: [{ name: 'Boom' }] } } }] },
+    });
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('bad', { labels: { explode: 'yes' } }));
+    add(makePod('good'));
+    const [bad, good] = await sched.drain();
+    expect(bad.reason).toBe('SchedulerError');
+    expect(bad.message).toBe('running "Boom" filter plugin: kaboom');
+    expect(pod('bad').status?.conditions?.[0]).toMatchObject({
+      reason: 'SchedulerError',
+      message: 'running "Boom" filter plugin: kaboom',
+    });
+    expect(sched.queue.where('default/bad')).toBe('backoff');
+    expect(good.node).toBe('n');
+  });
+
+  it('a failing bind forgets the assumed pod and requeues it', async () => {
+    const client = new MemoryClient();
+    const sched = new Scheduler({ client, random: () => 0 });
+    sched.onNodeAdd(makeNode('n', { pods: 1 }));
+    const p = makePod('p');
+    sched.onPodUpsert(p); // not in the client's pod map: bind fails like a deleted pod would
+    const [r] = await sched.drain();
+    expect(r.reason).toBe('SchedulerError');
+    expect(r.message).toContain('pods "p" not found');
+    expect(sched.cache.isAssumed('default/p')).toBe(false);
+    expect(sched.cache.get('n')!.pods.length).toBe(0);
+  });
+});
+
+describe('out-of-tree plugins', () => {
+  afterEach(() => unregisterPlugin('GangPermit'));
+
+  it('registerPlugin + Permit Wait: the binding waits until the plugin allows it', async () => {
+    const waiting: string[] = [];
+    registerPlugin(
+      'GangPermit',
+      (_args, handle): PermitPlugin => ({
+        name: 'GangPermit',
+        permit(_s, pi) {
+          waiting.push(pi.uid);
+          if (waiting.length < 2) return { status: new Status(Code.Wait), timeoutMs: 5000 };
+          for (const uid of waiting) handle.waitingPods.get(uid)?.allow('GangPermit');
+          return { status: null };
+        },
+      }),
+    );
+    const { sched, add, pod } = harness({
+      config: { profiles: [{ plugins: { permit: { enabled: [{ name: 'GangPermit' }] } } }] },
+    });
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('g1'));
+    const first = sched.queue.tryPop()!;
+    const r1 = await sched.runCycle(first);
+    expect(r1.node).toBe('n');
+    await new Promise((r) => setTimeout(r, 10));
+    expect(pod('g1').spec.nodeName).toBeUndefined(); // parked at Permit
+    add(makePod('g2'));
+    await sched.drain();
+    await sched.flushBindings();
+    expect(pod('g1').spec.nodeName).toBe('n');
+    expect(pod('g2').spec.nodeName).toBe('n');
+  });
+
+  it('a Permit timeout rejects the pod and releases its resources', async () => {
+    registerPlugin(
+      'GangPermit',
+      (): PermitPlugin => ({
+        name: 'GangPermit',
+        permit: () => ({ status: new Status(Code.Wait), timeoutMs: 20 }),
+      }),
+    );
+    const { sched, add, pod } = harness({
+      config: { profiles: [{ plugins: { permit: { enabled: [{ name: 'GangPermit' }] } } }] },
+    });
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('lonely'));
+    const [r] = await sched.drain();
+    expect(r.reason).toBe('Unschedulable');
+    expect(r.message).toBe('rejected due to timeout after waiting 0.02s at plugin GangPermit');
+    expect(pod('lonely').spec.nodeName).toBeUndefined();
+    expect(sched.cache.get('n')!.pods).toHaveLength(0);
+  });
+
+  it('refuses to shadow an in-tree plugin', () => {
+    expect(() => registerPlugin('NodeResourcesFit', () => ({ name: 'x' }))).toThrow(
+      'a plugin named "NodeResourcesFit" already exists in the in-tree registry',
+    );
+  });
+});
+
+describe('run against a @kemu/core store', () => {
+  it('binds pending pods, writes PodScheduled=False and FailedScheduling events for the rest', async () => {
+    const store = await createMemoryStore();
+    await store.create(makeNode('node-a', { cpu: '2' }));
+    const sched = new Scheduler({ store });
+    await sched.start();
+    await store.create(makePod('fits', { cpu: '1' }));
+    await store.create(makePod('too-big', { cpu: '8' }));
+    const deadline = Date.now() + 5000;
+    let fits: Pod | undefined;
+    let big: Pod | undefined;
+    while (Date.now() < deadline) {
+      fits = (await store.get('Pod', 'default', 'fits')) as Pod;
+      big = (await store.get('Pod', 'default', 'too-big')) as Pod;
+      if (fits.spec.nodeName && big.status?.conditions?.some((c) => c.type === 'PodScheduled')) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(fits?.spec.nodeName).toBe('node-a');
+    expect(big?.spec.nodeName).toBeUndefined();
+    const cond = big?.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    expect(cond).toMatchObject({ status: 'False', reason: 'Unschedulable' });
+    expect(cond?.message).toBe(
+      '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.',
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    const events = (await store.list('Event', { namespace: 'default' })).items as {
+      reason?: string;
+      message?: string;
+    }[];
+    expect(events.find((e) => e.reason === 'Scheduled')?.message).toBe(
+      'Successfully assigned default/fits to node-a',
+    );
+    expect(events.some((e) => e.reason === 'FailedScheduling')).toBe(true);
+    await sched.stop();
+    await store.close();
+  });
+
+  it('an invalid configuration stops startup with the field named', () => {
+    expect(
+      () => new Scheduler({ client: new MemoryClient(), config: { percentageOfNodesToScore: -1 } }),
+    ).toThrow('percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]');
+  });
+});

@@ -1,0 +1,571 @@
+// The scheduler: one scheduling cycle at a time (filter, score, select, assume, reserve, permit), each
+// followed by a binding cycle that runs concurrently with the next scheduling cycles.
+import type { Store } from '@kemu/core';
+import { SchedulerCache } from './cache.js';
+import { connectStore, StoreClient } from './client-store.js';
+import { ClusterState } from './cluster-state.js';
+import { numFeasibleNodesToFind, parseConfig, type SchedulerConfig } from './config.js';
+import {
+  type ClusterEvent,
+  CycleState,
+  Framework,
+  type PluginFactory,
+  type QueuedPodInfo,
+  type SchedulerClient,
+  type ScoreBreakdown,
+  WaitingPod,
+} from './framework.js';
+import type { NodeInfo } from './node-info.js';
+import type { PodInfo } from './pod-info.js';
+import { nodesAvailableMessage } from './plugins/default-preemption.js';
+import { DEFAULT_MULTI_POINT, inTreeRegistry } from './plugins/index.js';
+import { SchedulingQueue } from './queue.js';
+import { globalRegistry } from './registry.js';
+import { Code, type MaybeStatus, Status } from './status.js';
+import type { KubeObject, Node, Pod } from './types.js';
+
+export const NO_NODES_AVAILABLE = 'no nodes available to schedule pods';
+
+export interface FilterRecord {
+  plugin: string;
+  code: string;
+  reasons: string[];
+}
+
+/** What happened to one pod in one scheduling attempt. */
+export interface ScheduleResult {
+  pod: string;
+  node: string | null;
+  /** Scheduled, Unschedulable (with or without a nomination), SchedulerError, or SchedulingGated. */
+  reason: 'Scheduled' | 'Unschedulable' | 'SchedulerError' | 'SchedulingGated';
+  message: string;
+  nominatedNodeName?: string;
+  /** Pods deleted by preemption for this pod (`namespace/name`). */
+  preempted?: string[];
+  evaluatedNodes: number;
+  feasibleNodes: number;
+  /** Per-node weighted plugin scores (debug/explain mode). */
+  scores?: ScoreBreakdown[];
+  /** Per-node filter rejections (debug/explain mode). */
+  filters?: Record<string, FilterRecord>;
+  /** Plugins that rejected the pod; used to decide which cluster events retry it. */
+  unschedulablePlugins?: string[];
+}
+
+export interface SchedulerOptions {
+  /** A parsed configuration, a YAML string, or a plain object; defaults to the v1 defaults. */
+  config?: SchedulerConfig | string | Record<string, unknown>;
+  /** A @kemu/core store: the scheduler lists/watches it and binds through it. */
+  store?: Store;
+  /** Where side effects go; defaults to a client over `store`. */
+  client?: SchedulerClient;
+  /** Out-of-tree plugins, in addition to those registered with registerPlugin(). */
+  plugins?: Record<string, PluginFactory>;
+  /** Record per-plugin filter results and scores for every pod. */
+  explain?: boolean;
+  now?: () => number;
+  /** Tie-breaking and preemption sampling; inject a seeded one for reproducible runs. */
+  random?: () => number;
+}
+
+function isConfig(c: unknown): c is SchedulerConfig {
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    Array.isArray((c as SchedulerConfig).profiles) &&
+    'podMaxBackoffSeconds' in c &&
+    typeof (c as SchedulerConfig).profiles[0]?.plugins === 'object'
+  );
+}
+
+export class Scheduler {
+  readonly config: SchedulerConfig;
+  readonly cache = new SchedulerCache();
+  readonly cluster = new ClusterState();
+  readonly queue: SchedulingQueue;
+  readonly profiles = new Map<string, Framework>();
+  readonly client: SchedulerClient;
+  readonly store?: Store;
+  private informers: { stop(): void } | null = null;
+  readonly waitingPods = new Map<string, WaitingPod>();
+  explain: boolean;
+  private nextStartNodeIndex = 0;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private bindings = new Set<Promise<void>>();
+  private running = false;
+  private loop: Promise<void> | null = null;
+  /** Last PodScheduled condition written per pod, to avoid rewriting identical status. */
+  private lastCondition = new Map<string, string>();
+
+  constructor(opts: SchedulerOptions) {
+    this.config = isConfig(opts.config)
+      ? opts.config
+      : parseConfig(opts.config as string | Record<string, unknown> | undefined);
+    if (!opts.client && !opts.store) throw new Error('Scheduler needs a store or a client');
+    this.store = opts.store;
+    this.client = opts.client ?? new StoreClient(opts.store!);
+    this.explain = opts.explain ?? false;
+    this.now = opts.now ?? Date.now;
+    this.random = opts.random ?? Math.random;
+    const registry = inTreeRegistry();
+    for (const [n, f] of globalRegistry) registry.set(n, f);
+    for (const [n, f] of Object.entries(opts.plugins ?? {})) registry.set(n, f);
+    const queueRef: { q?: SchedulingQueue } = {};
+    const nominator = {
+      nominatedPodsForNode: (n: string) => queueRef.q?.nominatedPodsForNode(n) ?? [],
+      hasNominatedPods: () => queueRef.q?.hasNominatedPods() ?? false,
+      addNominatedPod: (pi: PodInfo, n: string) => queueRef.q?.addNominatedPod(pi, n),
+      deleteNominatedPod: (pi: PodInfo) => queueRef.q?.deleteNominatedPod(pi),
+    };
+    this.config.profiles.forEach((p, i) => {
+      const fw = new Framework(
+        p,
+        i,
+        registry,
+        {
+          snapshot: this.cache,
+          cache: this.cache,
+          cluster: this.cluster,
+          client: this.client,
+          nominator,
+          waitingPods: this.waitingPods,
+          now: this.now,
+          random: this.random,
+        },
+        DEFAULT_MULTI_POINT,
+      );
+      this.profiles.set(p.schedulerName, fw);
+    });
+    const first = this.profiles.values().next().value as Framework;
+    this.queue = new SchedulingQueue({
+      less: (a, b) => first.queueSortPlugin.less(a, b),
+      preEnqueue: (pod, pi) => this.preEnqueue(pod, pi),
+      interested: (plugins, ev) => this.interested(plugins, ev),
+      initialBackoffMs: this.config.podInitialBackoffSeconds * 1000,
+      maxBackoffMs: this.config.podMaxBackoffSeconds * 1000,
+      maxInUnschedulableMs: this.config.podMaxInUnschedulablePodsDurationSeconds * 1000,
+      now: this.now,
+    });
+    queueRef.q = this.queue;
+  }
+
+  /** True when this scheduler has a profile for the pod's schedulerName. */
+  responsibleFor(pod: Pod): boolean {
+    return this.profiles.has(pod.spec.schedulerName || 'default-scheduler');
+  }
+
+  private frameworkFor(pod: Pod): Framework | undefined {
+    return this.profiles.get(pod.spec.schedulerName || 'default-scheduler');
+  }
+
+  /** Fill spec.priority from the PriorityClass (what priority admission does before a pod is stored). */
+  private admitPriority(pod: Pod): Pod {
+    if (pod.spec.priority !== undefined) return pod;
+    const name = pod.spec.priorityClassName;
+    let pc = name ? this.cluster.priorityClasses.get(name) : undefined;
+    if (!name) for (const c of this.cluster.priorityClasses.values()) if (c.globalDefault) pc = c;
+    if (!pc) return pod;
+    return {
+      ...pod,
+      spec: {
+        ...pod.spec,
+        priority: pc.value,
+        preemptionPolicy: pod.spec.preemptionPolicy ?? pc.preemptionPolicy,
+      },
+    };
+  }
+
+  /** A pod naming a missing PriorityClass waits; then the profile's PreEnqueue plugins run. */
+  private preEnqueue(pod: Pod, pi: PodInfo): MaybeStatus {
+    if (pod.spec.priority === undefined && pod.spec.priorityClassName) {
+      const pc = this.cluster.priorityClasses.get(pod.spec.priorityClassName);
+      if (!pc) {
+        return Status.unresolvable(
+          `no PriorityClass with name ${pod.spec.priorityClassName} was found`,
+        ).withPlugin('PriorityClass');
+      }
+      pi.priority = pc.value;
+      pi.pod = {
+        ...pod,
+        spec: {
+          ...pod.spec,
+          priority: pc.value,
+          preemptionPolicy: pod.spec.preemptionPolicy ?? pc.preemptionPolicy,
+        },
+      };
+    }
+    const fw = this.frameworkFor(pod);
+    return fw ? fw.runPreEnqueue(pod, pi) : null;
+  }
+
+  private interested(plugins: Set<string>, ev: ClusterEvent): boolean {
+    for (const fw of this.profiles.values()) {
+      for (const p of plugins) {
+        if (p === 'PriorityClass' && ev.resource === 'PriorityClass') return true;
+        for (const e of fw.eventsOf(p)) {
+          if (
+            (e.resource === '*' || e.resource === ev.resource) &&
+            (e.action === '*' || e.action === ev.action)
+          )
+            return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // ---- cluster events (from informers, or called directly) ----
+
+  onNodeAdd(node: Node): void {
+    this.cache.addNode(node);
+    this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Node', action: 'Add' });
+  }
+
+  onNodeUpdate(node: Node): void {
+    this.cache.updateNode(node);
+    this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Node', action: 'Update' });
+  }
+
+  onNodeDelete(node: Node | string): void {
+    this.cache.removeNode(typeof node === 'string' ? node : (node.metadata.name ?? ''));
+  }
+
+  /** A pod added or changed: bound pods go to the cache, pending ones of ours to the queue. */
+  onPodUpsert(input: Pod): void {
+    const pod = this.admitPriority(input);
+    if (pod.spec.nodeName) {
+      const key = `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`;
+      const wasKnown = this.cache.nodeOf(key) !== undefined;
+      this.queue.delete(pod);
+      if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') {
+        this.onPodDelete(pod);
+        return;
+      }
+      this.cache.addPod(pod);
+      if (!wasKnown) this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Add' });
+      return;
+    }
+    if (!this.responsibleFor(pod) || pod.metadata.deletionTimestamp) return;
+    if (this.cache.isAssumed(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`)) return;
+    this.queue.add(pod);
+    const gated = this.queue.gatedMessage(pod);
+    if (gated) {
+      const reason = gated.plugin === 'SchedulingGates' ? 'SchedulingGated' : 'Unschedulable';
+      const message =
+        gated.plugin === 'SchedulingGates'
+          ? 'Scheduling is blocked due to non-empty scheduling gates'
+          : gated.message;
+      void this.writeCondition(pod, reason, message).catch(() => {});
+    }
+  }
+
+  onPodDelete(pod: Pod): void {
+    if (
+      pod.spec.nodeName ||
+      this.cache.nodeOf(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`)
+    ) {
+      this.cache.removePod(pod);
+      this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Delete' });
+    }
+    this.queue.delete(pod);
+    this.lastCondition.delete(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`);
+  }
+
+  /** Any other kind (storage, PriorityClass, PDB, Namespace). */
+  onObject(obj: KubeObject, action: 'Add' | 'Update' | 'Delete'): void {
+    if (!this.cluster.apply(obj, action === 'Delete')) return;
+    if (obj.kind === 'PriorityClass') this.queue.retryGated();
+    this.queue.moveAllToActiveOrBackoffQueue({ resource: obj.kind as ClusterEvent['resource'], action });
+  }
+
+  // ---- the scheduling cycle ----
+
+  /** Pop the next pod and run one scheduling cycle; resolves to null when the queue is closed. */
+  async scheduleOne(): Promise<ScheduleResult | null> {
+    const qpi = await this.queue.pop();
+    if (!qpi) return null;
+    return this.runCycle(qpi);
+  }
+
+  /** Schedule whatever is in the active queue right now, binding synchronously (simulation, tests). */
+  async drain(): Promise<ScheduleResult[]> {
+    const out: ScheduleResult[] = [];
+    for (;;) {
+      const qpi = this.queue.tryPop();
+      if (!qpi) break;
+      out.push(await this.runCycle(qpi, true));
+    }
+    return out;
+  }
+
+  async runCycle(qpi: QueuedPodInfo, awaitBinding = false): Promise<ScheduleResult> {
+    const pi = qpi.pi;
+    const pod = pi.pod;
+    const fw = this.frameworkFor(pod)!;
+    const cycle = this.queue.schedulingCycle;
+    const state = new CycleState();
+    const r = this.schedulePod(fw, state, pi);
+    if (r.status) return this.handleFailure(fw, state, qpi, cycle, r);
+    const node = r.node!;
+    this.cache.assumePod(pi, node);
+    let s = fw.runReserve(state, pi, node);
+    if (!s) s = fw.runPermit(state, pi, node);
+    if (s && s.code !== Code.Wait) {
+      fw.runUnreserve(state, pi, node);
+      this.cache.forgetPod(pi.key);
+      this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Delete' });
+      return this.handleFailure(fw, state, qpi, cycle, { ...r, status: s });
+    }
+    const binding = this.bindingCycle(fw, state, qpi, node, r);
+    this.bindings.add(binding);
+    void binding.finally(() => this.bindings.delete(binding));
+    if (awaitBinding) return binding.then(() => r.result);
+    return r.result;
+  }
+
+  private async bindingCycle(
+    fw: Framework,
+    state: CycleState,
+    qpi: QueuedPodInfo,
+    node: string,
+    r: { result: ScheduleResult },
+  ): Promise<void> {
+    const pi = qpi.pi;
+    let s = await fw.waitOnPermit(pi);
+    if (!s) s = await fw.runPreBind(state, pi, node);
+    if (!s) s = await fw.runBind(state, pi, node);
+    if (s) {
+      fw.runUnreserve(state, pi, node);
+      this.cache.forgetPod(pi.key);
+      this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Delete' });
+      const failed = await this.handleFailure(fw, state, qpi, this.queue.schedulingCycle, {
+        result: r.result,
+        status: s,
+      });
+      Object.assign(r.result, failed);
+      return;
+    }
+    this.queue.done(pi.key);
+    this.queue.deleteNominatedPod(pi);
+    this.lastCondition.delete(pi.key);
+    this.client.event(pi.pod, 'Normal', 'Scheduled', `Successfully assigned ${pi.key} to ${node}`);
+    fw.runPostBind(state, pi, node);
+  }
+
+  /** Filter and score; returns the chosen node, or a status explaining the failure. */
+  schedulePod(
+    fw: Framework,
+    state: CycleState,
+    pi: PodInfo,
+  ): {
+    node: string | null;
+    status: Status | null;
+    statuses: Map<string, Status>;
+    preFilterMsg?: string;
+    result: ScheduleResult;
+  } {
+    const all = this.cache.list();
+    const statuses = new Map<string, Status>();
+    const result: ScheduleResult = {
+      pod: pi.key,
+      node: null,
+      reason: 'Scheduled',
+      message: '',
+      evaluatedNodes: 0,
+      feasibleNodes: 0,
+    };
+    const fail = (status: Status, preFilterMsg?: string) => ({
+      node: null,
+      status,
+      statuses,
+      preFilterMsg,
+      result,
+    });
+    if (all.length === 0) return fail(Status.unschedulable(NO_NODES_AVAILABLE));
+    const pf = fw.runPreFilter(state, pi, all);
+    if (pf) {
+      if (pf.code === Code.Error) return fail(pf);
+      for (const n of all) statuses.set(n.name, pf);
+      return fail(pf, pf.message);
+    }
+    let nodes = all;
+    if (state.nodeNames) {
+      const keep = state.nodeNames;
+      nodes = all.filter((n) => keep.has(n.name));
+      const excluded = Status.unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]");
+      for (const n of all) if (!keep.has(n.name)) statuses.set(n.name, excluded);
+    }
+    let feasible: NodeInfo[] = [];
+    const nominated = pi.pod.status?.nominatedNodeName;
+    if (nominated) {
+      const ni = this.cache.get(nominated);
+      if (
+        ni &&
+        (!state.nodeNames || state.nodeNames.has(nominated)) &&
+        fw.runFilterWithNominatedPods(state, pi, ni) === null
+      ) {
+        feasible = [ni];
+        result.evaluatedNodes = 1;
+      }
+    }
+    if (feasible.length === 0 && nodes.length > 0) {
+      const pct = fw.profile.percentageOfNodesToScore ?? this.config.percentageOfNodesToScore;
+      const want = this.explain ? nodes.length : numFeasibleNodesToFind(nodes.length, pct);
+      const len = nodes.length;
+      const start = this.nextStartNodeIndex % len;
+      let processed = 0;
+      for (let i = 0; i < len && feasible.length < want; i++) {
+        const n = nodes[(start + i) % len];
+        processed++;
+        const s = fw.runFilterWithNominatedPods(state, pi, n);
+        if (s === null) feasible.push(n);
+        else if (s.code === Code.Error) return fail(s);
+        else statuses.set(n.name, s);
+      }
+      this.nextStartNodeIndex = (start + processed) % len;
+      result.evaluatedNodes = processed;
+    }
+    if (this.explain) {
+      result.filters = {};
+      for (const [n, s] of statuses)
+        result.filters[n] = { plugin: s.plugin, code: Code[s.code], reasons: s.reasons };
+    }
+    if (feasible.length === 0) return fail(Status.unschedulable());
+    result.feasibleNodes = feasible.length;
+    let chosen = feasible[0];
+    if (feasible.length > 1 || this.explain) {
+      const ps = fw.runPreScore(state, pi, feasible);
+      if (ps) return fail(ps.code === Code.Error ? ps : Status.error(ps.message, ps.plugin));
+      const sc = fw.runScore(state, pi, feasible, this.explain);
+      if (sc instanceof Status) return fail(sc);
+      if (sc.breakdown) result.scores = sc.breakdown.sort((a, b) => b.total - a.total);
+      // Highest total wins; ties are broken uniformly at random (reservoir sampling).
+      let best = -1;
+      let ties = 0;
+      for (let i = 0; i < feasible.length; i++) {
+        const t = sc.totals[i];
+        if (t > best) {
+          best = t;
+          chosen = feasible[i];
+          ties = 1;
+        } else if (t === best) {
+          ties++;
+          if (this.random() * ties < 1) chosen = feasible[i];
+        }
+      }
+    }
+    result.node = chosen.name;
+    return { node: chosen.name, status: null, statuses, result };
+  }
+
+  private async handleFailure(
+    fw: Framework,
+    state: CycleState,
+    qpi: QueuedPodInfo,
+    cycle: number,
+    r: {
+      status: Status | null;
+      statuses?: Map<string, Status>;
+      preFilterMsg?: string;
+      result: ScheduleResult;
+    },
+  ): Promise<ScheduleResult> {
+    const pi = qpi.pi;
+    const status = r.status!;
+    const result = r.result;
+    const statuses = r.statuses ?? new Map<string, Status>();
+    result.node = null;
+    if (status.code === Code.Error) {
+      result.reason = 'SchedulerError';
+      result.message =
+        status.plugin && !status.message.includes(`"${status.plugin}"`)
+          ? `${status.plugin}: ${status.message}`
+          : status.message;
+      this.queue.requeueBackoff(qpi);
+      this.client.event(pi.pod, 'Warning', 'FailedScheduling', result.message);
+      await this.writeCondition(pi.pod, 'SchedulerError', result.message).catch(() => {});
+      return result;
+    }
+    const numAll = this.cache.numNodes();
+    let message: string;
+    if (status.reasons[0] === NO_NODES_AVAILABLE) message = NO_NODES_AVAILABLE;
+    else if (r.preFilterMsg !== undefined) message = `0/${numAll} nodes are available: ${r.preFilterMsg}.`;
+    else if (statuses.size > 0) message = nodesAvailableMessage(numAll, statuses.values());
+    else message = status.message; // Reserve/Permit/Bind rejections carry their own text
+    const plugins = new Set<string>();
+    for (const s of statuses.values()) if (s.plugin) plugins.add(s.plugin);
+    if (status.plugin) plugins.add(status.plugin);
+    // PostFilter (preemption) only when filters ran and rejected every node.
+    if (statuses.size > 0 && fw.postFilterPlugins.length > 0 && status.reasons[0] !== NO_NODES_AVAILABLE) {
+      const pf = await fw.runPostFilter(state, pi, statuses);
+      if (pf.status && pf.status.code === Code.Error) {
+        result.reason = 'SchedulerError';
+        result.message = pf.status.message;
+        this.queue.requeueBackoff(qpi);
+        this.client.event(pi.pod, 'Warning', 'FailedScheduling', result.message);
+        await this.writeCondition(pi.pod, 'SchedulerError', result.message).catch(() => {});
+        return result;
+      }
+      if (pf.status?.message) message += ` ${pf.status.message}`;
+      if (pf.nominatedNodeName) {
+        result.nominatedNodeName = pf.nominatedNodeName;
+        result.preempted = (pf.victims ?? []).map(
+          (v) => `${v.metadata.namespace ?? 'default'}/${v.metadata.name}`,
+        );
+        this.queue.addNominatedPod(pi, pf.nominatedNodeName);
+        pi.pod = { ...pi.pod, status: { ...(pi.pod.status ?? {}), nominatedNodeName: pf.nominatedNodeName } };
+      }
+    }
+    result.reason = 'Unschedulable';
+    result.message = message;
+    result.unschedulablePlugins = [...plugins];
+    qpi.unschedulablePlugins = plugins;
+    this.queue.requeueUnschedulable(qpi, cycle);
+    this.client.event(pi.pod, 'Warning', 'FailedScheduling', message);
+    await this.writeCondition(pi.pod, 'Unschedulable', message, result.nominatedNodeName).catch(() => {});
+    return result;
+  }
+
+  private async writeCondition(pod: Pod, reason: string, message: string, nominated?: string): Promise<void> {
+    const key = `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`;
+    const sig = `${reason}\0${message}\0${nominated ?? ''}`;
+    if (this.lastCondition.get(key) === sig) return;
+    this.lastCondition.set(key, sig);
+    await this.client.updatePodStatus(pod, { status: 'False', reason, message }, nominated);
+  }
+
+  /** Wait for every in-flight binding cycle. */
+  async flushBindings(): Promise<void> {
+    while (this.bindings.size > 0) await Promise.allSettled([...this.bindings]);
+  }
+
+  /**
+   * Run the scheduling loop until stop(). With a store, first lists and watches it (resolves once the
+   * initial state is loaded); without one, feed cluster events through the on*() methods.
+   */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    if (this.store) this.informers = await connectStore(this.store, this);
+    this.queue.run();
+    this.loop = (async () => {
+      while (this.running) {
+        const r = await this.scheduleOne();
+        if (r === null) break;
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.informers?.stop();
+    this.informers = null;
+    this.queue.close();
+    await this.loop;
+    for (const wp of this.waitingPods.values()) wp.reject('', 'scheduler stopped');
+    await this.flushBindings();
+  }
+}
+
+export { WaitingPod };

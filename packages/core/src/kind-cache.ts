@@ -218,6 +218,22 @@ export class KindCache {
 
   /** Apply a committed change: update objects and indexes, record history, fan out to watchers. */
   apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject, prev: KubeObject | undefined, rv: number): void {
+    this.setObject(type, obj, prev);
+    const e: HistoryEntry = { type, obj, prev, rv };
+    this.record(e);
+    this.lastRv = rv;
+    if (this.watcherCount > 0) this.dispatch(e);
+  }
+
+  /** Load state without history or events (recovery from disk). */
+  restore(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject, rv: number): void {
+    const key = storageKey(obj.metadata.namespace, obj.metadata.name!);
+    this.setObject(type, obj, this.objects.get(key));
+    if (rv > this.lastRv) this.lastRv = rv;
+    if (rv > this.windowStart) this.windowStart = rv;
+  }
+
+  private setObject(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject, prev: KubeObject | undefined): void {
     const key = storageKey(obj.metadata.namespace, obj.metadata.name!);
     if (type === 'DELETED') this.objects.delete(key);
     else this.objects.set(key, obj);
@@ -235,10 +251,6 @@ export class KindCache {
         s.add(key);
       }
     }
-    const e: HistoryEntry = { type, obj, prev, rv };
-    this.record(e);
-    this.lastRv = rv;
-    if (this.watcherCount > 0) this.dispatch(e);
   }
 
   private record(e: HistoryEntry): void {

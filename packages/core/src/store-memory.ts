@@ -75,6 +75,15 @@ export class MemoryStore extends BaseStore {
     return this.persist({ type, kind: info.kind, key, rv, obj });
   }
 
+  /** Load one object during recovery (no events, no history). */
+  protected restoreObject(info: KindInfo, type: CommitRecord['type'], key: string, obj: KubeObject, rv: number): void {
+    const prev = this.caches.get(info.kind)?.objects.get(key);
+    deepFreeze(obj);
+    this.cache(info).restore(type, obj, rv);
+    this.indexOwners(info.kind, key, type === 'DELETED' ? undefined : obj, prev);
+    if (rv > this.rv) this.rv = rv;
+  }
+
   private indexOwners(kind: string, key: string, obj: KubeObject | undefined, prev: KubeObject | undefined): void {
     const before = prev?.metadata.ownerReferences;
     const after = obj?.metadata.ownerReferences;

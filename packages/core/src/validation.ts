@@ -570,7 +570,7 @@ export function updateErrors(next: KubeObject, prev: KubeObject): StatusCause[] 
       const b = next.spec;
       const strip = (s: any, vol: string | undefined) => ({ ...s, resources: undefined, volumeName: vol });
       // volumeName may be set once by the binder; storage requests may grow (expansion).
-      if (stableJSON(strip(b, a.volumeName ? b.volumeName : undefined)) !== stableJSON(strip(a, undefined))) {
+      if (stableJSON(strip(b, a.volumeName ? b.volumeName : undefined)) !== stableJSON(strip(a, a.volumeName || undefined))) {
         e.forbidden('spec', 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims');
       }
       break;

@@ -1,0 +1,97 @@
+// An event recorder that writes core/v1 Events into the store the way client-go's recorder does: one Event
+// per (object, reason, message, type), its count and lastTimestamp bumped on repeats, named
+// `<object>.<hex nanoseconds>`. Writes are fire-and-forget: a lost event never fails a reconcile.
+import type { Event, ObjectReference } from '../api-core.js';
+import { type KubeObject, rfc3339 } from '../api-meta.js';
+import type { Store } from '../store.js';
+
+export type EventType = 'Normal' | 'Warning';
+
+export interface RecordedEvent {
+  object: ObjectReference;
+  type: EventType;
+  reason: string;
+  message: string;
+}
+
+export interface EventRecorderOptions {
+  /** `source.component` / `reportingComponent`, e.g. `persistentvolume-controller`. */
+  component: string;
+  host?: string;
+  /** Also called for every event (tests, logs). */
+  sink?: (e: RecordedEvent) => void;
+  /** Do not write Events to the store (the sink still sees them). */
+  disableStore?: boolean;
+}
+
+/** A reference to an object as Events carry it. */
+export function objectRef(obj: KubeObject): ObjectReference {
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    namespace: obj.metadata.namespace,
+    name: obj.metadata.name,
+    uid: obj.metadata.uid,
+    resourceVersion: obj.metadata.resourceVersion,
+  };
+}
+
+export class EventRecorder {
+  private readonly seen = new Map<string, { name: string; namespace: string; count: number; pending: Promise<void> }>();
+  private readonly inflight = new Set<Promise<void>>();
+
+  constructor(
+    readonly store: Store,
+    readonly options: EventRecorderOptions,
+  ) {}
+
+  event(obj: KubeObject, type: EventType, reason: string, message: string): void {
+    const ref = objectRef(obj);
+    this.options.sink?.({ object: ref, type, reason, message });
+    if (this.options.disableStore) return;
+    const namespace = ref.namespace || 'default';
+    const key = `${ref.uid}\0${type}\0${reason}\0${message}`;
+    const now = rfc3339();
+    const prev = this.seen.get(key);
+    let p: Promise<void>;
+    if (prev) {
+      prev.count++;
+      const count = prev.count;
+      // Chain after the create so the patch never races ahead of it.
+      p = prev.pending.then(async () => {
+        await this.store.patch('Event', prev.namespace, prev.name, { count, lastTimestamp: now }, 'merge').catch(() => {});
+      });
+      prev.pending = p;
+    } else {
+      const name = `${ref.name}.${(BigInt(Date.now()) * 1_000_000n + BigInt(this.seen.size)).toString(16)}`;
+      const ev: Event = {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name, namespace },
+        involvedObject: ref,
+        reason,
+        message,
+        type,
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: this.options.component, ...(this.options.host ? { host: this.options.host } : {}) },
+        reportingComponent: this.options.component,
+        reportingInstance: this.options.host ?? '',
+      };
+      p = this.store.create(ev).then(
+        () => {},
+        () => {},
+      );
+      this.seen.set(key, { name, namespace, count: 1, pending: p });
+      if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value!);
+    }
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  /** Wait for event writes started so far (tests, shutdown). */
+  async flush(): Promise<void> {
+    while (this.inflight.size) await Promise.all([...this.inflight]);
+  }
+}

@@ -53,7 +53,7 @@ export interface SimDatapathOptions extends DatapathOptions {
   world?: World;
   /** Seeds MAC generation of a new world, so several simulated nodes never collide. */
   seed?: number;
-  /** Frames kept per device for pcap export (default 4096; 0 disables capture). */
+  /** Most recent frames kept across all devices for pcap export (default 65536; 0 disables capture). */
   captureLimit?: number;
 }
 

@@ -123,6 +123,8 @@ interface Addr {
   ip: IpAddr;
   key: IpKey;
   len: number;
+  /** The address's subnet, precomputed for the per-packet checks. */
+  prefix: Prefix;
   dev: Link;
   scope: 'global' | 'link' | 'host';
 }
@@ -173,6 +175,8 @@ class Link {
   promisc = false;
   /** Bridges follow their smallest port's MTU until someone sets one explicitly. */
   mtuSetByUser = false;
+  /** Cleared when the device is destroyed, so frames already in flight to it are dropped. */
+  alive = true;
   // bridge
   ports: Set<Link> | null = null;
   fdb: Map<number, FdbEntry> | null = null;
@@ -187,8 +191,6 @@ class Link {
   vxTtl = 64;
   vxFdb: Map<number, VxFdbEntry> | null = null;
   neigh = new Map<IpKey, NeighEntry>();
-  captures: CapturedFrame[] = [];
-  capHead = 0;
   stats = { rxPackets: 0, txPackets: 0, rxBytes: 0, txBytes: 0, dropped: 0 };
 
   constructor(ns: Ns, index: number, name: string, kind: LinkKind, mac: Uint8Array, mtu: number) {
@@ -207,6 +209,15 @@ class Link {
     if (this.kind === 'veth') return this.peer !== null && this.peer.up;
     return true;
   }
+}
+
+interface CaptureEntry {
+  timeUs: number;
+  frame: Buffer;
+  dir: 'rx' | 'tx';
+  link: Link;
+  ns: string;
+  dev: string;
 }
 
 interface CompiledNat {
@@ -325,7 +336,7 @@ export interface PingOptions extends SendOptions {
 }
 
 export interface WorldOptions {
-  /** Frames kept per device for pcap export (default 4096; 0 disables capture). */
+  /** Most recent frames kept, across all devices, for pcap export (default 65536; 0 disables capture). */
   captureLimit?: number;
   /** Seeds deterministic MAC generation, so two worlds can share a segment without collisions. */
   seed?: number;
@@ -389,6 +400,8 @@ export class World {
   private macSeq = 0;
   private readonly seed: number;
   private readonly captureLimit: number;
+  private caps: CaptureEntry[] = [];
+  private capHead = 0;
   private qDev: Link[] = [];
   private qFrame: Buffer[] = [];
   private qHead = 0;
@@ -400,7 +413,7 @@ export class World {
   readonly stats = { hops: 0, frames: 0, drops: 0 };
 
   constructor(opts: WorldOptions = {}) {
-    this.captureLimit = opts.captureLimit ?? 4096;
+    this.captureLimit = opts.captureLimit ?? 65536;
     this.seed = (opts.seed ?? 0) & 0xff;
   }
 
@@ -611,6 +624,7 @@ export class World {
     if (l.ports) for (const p of [...l.ports]) this.release(p);
     if (l.master) this.release(l);
     this.flushLinkState(l);
+    l.alive = false;
     l.ns.links.delete(l.name);
     if (l.kind === 'vxlan' && l.vxLinkNs) {
       const socks = l.vxLinkNs.vxSock.get(l.vxPort)?.filter((x) => x !== l) ?? [];
@@ -848,7 +862,7 @@ export class World {
   }
 
   private insertAddr(ns: Ns, l: Link, ip: IpAddr, len: number, scope: Addr['scope']): Addr {
-    const a: Addr = { ip, key: ipKey(ip), len, dev: l, scope };
+    const a: Addr = { ip, key: ipKey(ip), len, prefix: toPrefix(ip, len), dev: l, scope };
     ns.addrs.push(a);
     if (!ns.local.has(a.key)) ns.local.set(a.key, a);
     if (l.up) this.addPrefixRoute(ns, a);
@@ -903,11 +917,7 @@ export class World {
     // The subnet route goes with the last address of that subnet on the device.
     const dst = toPrefix(a.ip, a.len);
     const still = ns.addrs.some(
-      (x) =>
-        x.dev === a.dev &&
-        x.ip.family === a.ip.family &&
-        x.len === a.len &&
-        prefixEquals(toPrefix(x.ip, x.len), dst),
+      (x) => x.dev === a.dev && x.ip.family === a.ip.family && x.len === a.len && prefixEquals(x.prefix, dst),
     );
     if (!still) {
       for (const t of ns.tables.values()) {
@@ -1177,7 +1187,7 @@ export class World {
         if (!best) best = a;
         continue;
       }
-      if (prefixContains(toPrefix(a.ip, a.len), nh, nhOff)) return a.ip;
+      if (prefixContains(a.prefix, nh, nhOff)) return a.ip;
       if (!best || (best.scope === 'link' && a.scope !== 'link')) best = a;
     }
     if (best && !(family === 6 && best.scope === 'link' && !wantLink)) return best.ip;
@@ -1576,26 +1586,35 @@ export class World {
   private capture(l: Link, frame: Buffer, dir: 'rx' | 'tx'): void {
     const lim = this.captureLimit;
     if (lim <= 0) return;
-    const c: CapturedFrame = { timeUs: this.clockUs, frame, dir, where: `${l.ns.name}/${l.name}` };
-    if (l.captures.length < lim) l.captures.push(c);
+    const c: CaptureEntry = { timeUs: this.clockUs, frame, dir, link: l, ns: l.ns.name, dev: l.name };
+    // One ring for the whole world: memory stays bounded however many devices there are.
+    if (this.caps.length < lim) this.caps.push(c);
     else {
-      l.captures[l.capHead] = c;
-      l.capHead = (l.capHead + 1) % lim;
+      this.caps[this.capHead] = c;
+      this.capHead = (this.capHead + 1) % lim;
     }
   }
 
-  /** Frames seen on one device or on every device of a namespace, oldest first. */
+  /**
+   * Frames seen on one device ("ns/dev") or on every device of a namespace ("ns"), oldest first, from
+   * the most recent `captureLimit` frames of the world. A frame that crosses two devices of one
+   * namespace appears twice, as with "tcpdump -i any".
+   */
   captured(target: CaptureTarget): CapturedFrame[] {
     const { ns, dev } =
       typeof target === 'string' ? (this.nss.has(target) ? { ns: target } : splitTarget(target)) : target;
     const n = this.ns(ns);
-    const links = dev === undefined ? [...n.links.values()] : [this.link(n, dev)];
+    const link = dev === undefined ? null : this.link(n, dev);
     const out: CapturedFrame[] = [];
-    for (const l of links) {
-      out.push(...l.captures.slice(l.capHead), ...l.captures.slice(0, l.capHead));
+    const ordered =
+      this.capHead === 0
+        ? this.caps
+        : [...this.caps.slice(this.capHead), ...this.caps.slice(0, this.capHead)];
+    for (const c of ordered) {
+      if (link ? c.link !== link : c.ns !== ns) continue;
+      out.push({ timeUs: c.timeUs, frame: c.frame, dir: c.dir, where: `${c.ns}/${c.dev}` });
     }
-    // Stable by time; a frame seen on two devices of one namespace appears twice, as with "tcpdump -i any".
-    return out.sort((a, b) => a.timeUs - b.timeUs);
+    return out;
   }
 
   pcap(target: CaptureTarget): Buffer {
@@ -1609,12 +1628,8 @@ export class World {
   }
 
   clearCaptures(): void {
-    for (const ns of this.nss.values()) {
-      for (const l of ns.links.values()) {
-        l.captures = [];
-        l.capHead = 0;
-      }
-    }
+    this.caps = [];
+    this.capHead = 0;
   }
 
   // ------------------------------------------------------------ the engine
@@ -1731,7 +1746,7 @@ export class World {
   }
 
   private devRx(l: Link, frame: Buffer): void {
-    if (!l.up || l.ns.links.get(l.name) !== l) {
+    if (!l.up || !l.alive) {
       this.rec('drop', l.ns, l, 'receive', frame, undefined, 'link down');
       return;
     }
@@ -1998,7 +2013,7 @@ export class World {
       );
       return;
     }
-    const type = frame.readUInt16BE(12);
+    const type = (frame[12]! << 8) | frame[13]!;
     if (type === ETH_P_ARP) this.arpRcv(l, frame);
     else if (type === ETH_P_IP) this.ipRcv(l, frame, 4);
     else if (type === ETH_P_IPV6) this.ipRcv(l, frame, 6);
@@ -2009,16 +2024,17 @@ export class World {
     const ns = l.ns;
     if (
       frame.length < 42 ||
-      frame.readUInt16BE(14) !== 1 ||
-      frame.readUInt16BE(16) !== ETH_P_IP ||
+      frame[14] !== 0 ||
+      frame[15] !== 1 ||
+      frame[16] !== 0x08 ||
+      frame[17] !== 0x00 ||
       frame[18] !== 6 ||
       frame[19] !== 4
     ) {
       this.rec('drop', ns, l, 'arp', frame, undefined, 'malformed ARP');
       return;
     }
-    const op = frame.readUInt16BE(20);
-    const sha = frame.subarray(22, 28);
+    const op = (frame[20]! << 8) | frame[21]!;
     const spaKey = ipKeyAt(frame, 28, 4);
     const tpaKey = ipKeyAt(frame, 38, 4);
     if (op === 1) {
@@ -2027,7 +2043,7 @@ export class World {
       const a = ns.local.get(tpaKey);
       if (a) {
         answer = true;
-        why = `${formatIpBytes(frame, 38, 4)} is local`;
+        if (this.tr) why = `${formatIpBytes(frame, 38, 4)} is local`;
       } else if (l.proxyArp) {
         const r = this.resolveRoute(ns, frame, 38, 4);
         if (r && r.type === 'unicast' && r.dev !== l) {
@@ -2040,6 +2056,7 @@ export class World {
           this.rec('local', ns, l, `ARP request for ${formatIpBytes(frame, 38, 4)} ignored (not ours)`);
         return;
       }
+      const sha = frame.subarray(22, 28);
       // The requester's mapping is learned on the way (as STALE, like the kernel).
       if (spaKey !== 0)
         this.learnNeigh(
@@ -2061,7 +2078,7 @@ export class World {
         if (this.tr) this.rec('local', ns, l, 'unsolicited ARP reply ignored (arp_accept=0)');
         return;
       }
-      this.learnNeigh(l, e.ip, Uint8Array.from(sha), 'REACHABLE', true);
+      this.learnNeigh(l, e.ip, Uint8Array.from(frame.subarray(22, 28)), 'REACHABLE', true);
       return;
     }
     this.rec('drop', ns, l, 'arp', frame, undefined, `ARP op ${op}`);
@@ -2093,7 +2110,8 @@ export class World {
   private ipRcv(l: Link, frame: Buffer, family: Family): void {
     const ns = l.ns;
     // Copy out of the frame: forwarding and NAT rewrite headers, and captured frames must stay intact.
-    const p = Buffer.from(frame.subarray(14));
+    const p = Buffer.allocUnsafe(frame.length - 14);
+    frame.copy(p, 0, 14);
     if (family === 4) {
       if (
         p.length < 20 ||
@@ -2180,7 +2198,7 @@ export class World {
         if (a.ip.family !== 4 || a.len >= 31) continue;
         const host = (0xffffffff >>> a.len) >>> 0;
         const k = ipKeyAt(p, off, 4) as number;
-        if ((k & host) >>> 0 === host && prefixContains(toPrefix(a.ip, a.len), p, off)) return true;
+        if ((k & host) >>> 0 === host && prefixContains(a.prefix, p, off)) return true;
       }
       return false;
     }
@@ -2265,10 +2283,7 @@ export class World {
     for (const a of dev.ns.addrs) {
       if (a.dev !== dev || a.ip.family !== 4 || a.len >= 31) continue;
       const host = (0xffffffff >>> a.len) >>> 0;
-      if (
-        ((ipKeyAt(b, off, 4) as number) & host) >>> 0 === host &&
-        prefixContains(toPrefix(a.ip, a.len), b, off)
-      )
+      if (((ipKeyAt(b, off, 4) as number) & host) >>> 0 === host && prefixContains(a.prefix, b, off))
         return true;
     }
     return false;
@@ -2365,15 +2380,30 @@ export class World {
       const type = p[l4]!;
       if (type === (family === 4 ? 8 : 128)) {
         if (family === 6 && p[dOff] === 0xff) return;
-        const body = Buffer.from(p.subarray(l4, end));
-        body[0] = family === 4 ? 0 : 129;
-        body.writeUInt16BE(0, 2);
-        const src = Uint8Array.from(p.subarray(dOff, dOff + (family === 4 ? 4 : 16)));
-        const dst = Uint8Array.from(p.subarray(sOff, sOff + (family === 4 ? 4 : 16)));
-        const reply =
-          family === 4
-            ? ipv4Packet({ src, dst, proto: IPPROTO_ICMP, ttl: 64, id: 0 }, body)
-            : ipv6Packet({ src, dst, nextHeader: IPPROTO_ICMPV6, hopLimit: 64 }, body);
+        // p is this namespace's private copy: turn it around in place (no IPv4 options survive ihl > 5).
+        let reply: Buffer;
+        if (family === 4 && l4 !== 20) {
+          const body = Buffer.from(p.subarray(l4, end));
+          body[0] = 0;
+          reply = ipv4Packet(
+            { src: p.subarray(16, 20), dst: p.subarray(12, 16), proto: IPPROTO_ICMP, ttl: 64, id: 0 },
+            body,
+          );
+        } else {
+          reply = p.subarray(0, end);
+          const alen = family === 4 ? 4 : 16;
+          for (let i = 0; i < alen; i++) {
+            const t = reply[sOff + i]!;
+            reply[sOff + i] = reply[dOff + i]!;
+            reply[dOff + i] = t;
+          }
+          if (family === 4) {
+            reply[8] = 64;
+            reply.writeUInt16BE(0, 4);
+          } else reply[7] = 64;
+          reply[l4] = family === 4 ? 0 : 129;
+          refreshChecksums(reply, family);
+        }
         if (this.tr) this.rec('reply', ns, l, 'echo reply', reply, family);
         this.ipLocalOut(ns, reply, family, l);
         return;
@@ -2888,8 +2918,7 @@ export class World {
       trace,
     };
     try {
-      const data = Buffer.alloc(size);
-      for (let i = 0; i < size; i++) data[i] = (i + 0x10) & 0xff;
+      const data = echoPayload(size);
       for (let seq = 1; seq <= count; seq++) {
         if (seq > 1) this.advance(1000);
         const s = this.pickSource(ns, dst, opts.src);
@@ -3211,7 +3240,7 @@ export class World {
         const l = ns.links.get(a.dev);
         if (!l) throw new NetsimError('ENODEV', `address device ${a.dev}`);
         const { ip, len } = parseCidr(a.cidr);
-        const ad: Addr = { ip, key: ipKey(ip), len, dev: l, scope: a.scope };
+        const ad: Addr = { ip, key: ipKey(ip), len, prefix: toPrefix(ip, len), dev: l, scope: a.scope };
         ns.addrs.push(ad);
         if (!ns.local.has(ad.key)) ns.local.set(ad.key, ad);
       }
@@ -3250,6 +3279,18 @@ export class World {
     this.clockUs = j.clockUs ?? 0;
     this.macSeq = j.macSeq ?? 0;
   }
+}
+
+const payloads = new Map<number, Buffer>();
+/** ping(8)'s payload pattern; shared per size since packets copy it. */
+function echoPayload(size: number): Buffer {
+  let b = payloads.get(size);
+  if (!b) {
+    b = Buffer.alloc(size);
+    for (let i = 0; i < size; i++) b[i] = (i + 0x10) & 0xff;
+    if (payloads.size < 16) payloads.set(size, b);
+  }
+  return b;
 }
 
 function errText(code: string): string {

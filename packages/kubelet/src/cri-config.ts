@@ -1,0 +1,166 @@
+// Translating a Pod into CRI requests, following kuberuntime's generatePodSandboxConfig and
+// generateContainerConfig: the same labels, log layout, DNS, port mappings and Linux resources.
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { type Container, type Pod, parseQuantity, podQOSClass } from '@kemu/core';
+import { cri } from '@kemu/proto';
+import {
+  CONTAINER_HASH_ANNOTATION,
+  CONTAINER_KIND_ANNOTATION,
+  CONTAINER_NAME_LABEL,
+  POD_NAME_LABEL,
+  POD_NAMESPACE_LABEL,
+  POD_UID_LABEL,
+  RESTART_COUNT_ANNOTATION,
+  TERMINATION_GRACE_ANNOTATION,
+} from './labels.js';
+
+export interface SandboxContext {
+  nodeName: string;
+  podLogsDir: string;
+  clusterDNS: string[];
+  clusterDomain: string;
+}
+
+export function podLogDirectory(podLogsDir: string, pod: Pod): string {
+  return path.join(podLogsDir, `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`);
+}
+
+const PROTOCOLS: Record<string, cri.Protocol> = { TCP: cri.Protocol.TCP, UDP: cri.Protocol.UDP, SCTP: cri.Protocol.SCTP };
+
+export function sandboxConfig(pod: Pod, attempt: number, ctx: SandboxContext): cri.PodSandboxConfig {
+  const { metadata, spec } = pod;
+  const hostNetwork = spec.hostNetwork === true;
+  const portMappings: cri.PortMapping[] = [];
+  for (const c of spec.containers) {
+    for (const p of c.ports ?? []) {
+      if (!p.hostPort) continue;
+      portMappings.push({
+        protocol: PROTOCOLS[p.protocol ?? 'TCP'],
+        containerPort: p.containerPort,
+        hostPort: p.hostPort,
+        hostIp: p.hostIP ?? '',
+      });
+    }
+  }
+  const ns = metadata.namespace ?? 'default';
+  const dnsConfig: cri.DNSConfig | null =
+    spec.dnsPolicy === 'Default' || (hostNetwork && spec.dnsPolicy !== 'ClusterFirstWithHostNet') || !ctx.clusterDNS.length
+      ? null
+      : {
+          servers: ctx.clusterDNS,
+          searches: [`${ns}.svc.${ctx.clusterDomain}`, `svc.${ctx.clusterDomain}`, ctx.clusterDomain],
+          options: ['ndots:5'],
+        };
+  const mode = (host: boolean | undefined, podLevel: cri.NamespaceMode) => (host ? cri.NamespaceMode.NODE : podLevel);
+  return {
+    metadata: { name: metadata.name, namespace: ns, uid: metadata.uid ?? '', attempt },
+    hostname: hostNetwork ? ctx.nodeName : (spec.hostname ?? metadata.name),
+    logDirectory: podLogDirectory(ctx.podLogsDir, pod),
+    dnsConfig,
+    portMappings,
+    labels: {
+      ...(metadata.labels ?? {}),
+      [POD_NAME_LABEL]: metadata.name ?? '',
+      [POD_NAMESPACE_LABEL]: ns,
+      [POD_UID_LABEL]: metadata.uid ?? '',
+    },
+    annotations: { ...(metadata.annotations ?? {}) },
+    linux: {
+      cgroupParent: `/kubepods/${podQOSClass(spec).toLowerCase()}/pod${metadata.uid}`,
+      securityContext: {
+        namespaceOptions: {
+          network: mode(hostNetwork, cri.NamespaceMode.POD),
+          pid: mode(spec.hostPID, cri.NamespaceMode.CONTAINER),
+          ipc: mode(spec.hostIPC, cri.NamespaceMode.POD),
+        },
+      },
+    },
+  };
+}
+
+/** A stable hash of a container's spec, recorded so a changed spec can be told apart from a restart. */
+export function containerHash(container: Container): string {
+  return createHash('sha256').update(JSON.stringify(container)).digest('hex').slice(0, 8);
+}
+
+const MIN_SHARES = 2;
+const QUOTA_PERIOD = 100_000;
+
+export function linuxResources(container: Container): cri.LinuxContainerResources {
+  const req = container.resources?.requests ?? {};
+  const lim = container.resources?.limits ?? {};
+  const cpuReq = req.cpu ?? lim.cpu;
+  const milli = (q: string | undefined) => (q === undefined ? 0 : parseQuantity(q).milliValue());
+  const shares = cpuReq === undefined ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milli(cpuReq) * 1024) / 1000));
+  const res: cri.LinuxContainerResources = { cpuShares: shares, cpuPeriod: QUOTA_PERIOD };
+  if (lim.cpu !== undefined) res.cpuQuota = Math.max(1000, Math.floor((milli(lim.cpu) * QUOTA_PERIOD) / 1000));
+  if (lim.memory !== undefined) res.memoryLimitInBytes = parseQuantity(lim.memory).value();
+  return res;
+}
+
+export interface ContainerContext {
+  /** Host paths of the pod's volumes, by volume name. */
+  volumePaths: Map<string, string>;
+  kind: 'init' | 'regular';
+}
+
+export function containerConfig(pod: Pod, container: Container, attempt: number, ctx: ContainerContext): cri.ContainerConfig {
+  const { metadata } = pod;
+  const mounts: cri.Mount[] = [];
+  for (const m of container.volumeMounts ?? []) {
+    const hostPath = ctx.volumePaths.get(m.name);
+    if (!hostPath) continue;
+    mounts.push({
+      containerPath: m.mountPath,
+      hostPath: m.subPath ? path.join(hostPath, m.subPath) : hostPath,
+      readonly: m.readOnly ?? false,
+      propagation:
+        m.mountPropagation === 'Bidirectional'
+          ? cri.MountPropagation.PROPAGATION_BIDIRECTIONAL
+          : m.mountPropagation === 'HostToContainer'
+            ? cri.MountPropagation.PROPAGATION_HOST_TO_CONTAINER
+            : cri.MountPropagation.PROPAGATION_PRIVATE,
+    });
+  }
+  const sc = container.securityContext;
+  return {
+    metadata: { name: container.name, attempt },
+    image: { image: container.image ?? '' },
+    command: container.command ?? [],
+    args: container.args ?? [],
+    workingDir: container.workingDir ?? '',
+    envs: (container.env ?? []).filter((e) => e.value !== undefined).map((e) => ({ key: e.name, value: e.value })),
+    mounts,
+    labels: {
+      [CONTAINER_NAME_LABEL]: container.name,
+      [POD_NAME_LABEL]: metadata.name ?? '',
+      [POD_NAMESPACE_LABEL]: metadata.namespace ?? 'default',
+      [POD_UID_LABEL]: metadata.uid ?? '',
+    },
+    annotations: {
+      [CONTAINER_HASH_ANNOTATION]: containerHash(container),
+      [RESTART_COUNT_ANNOTATION]: String(attempt),
+      [TERMINATION_GRACE_ANNOTATION]: String(pod.spec.terminationGracePeriodSeconds ?? 30),
+      [CONTAINER_KIND_ANNOTATION]: ctx.kind === 'init' ? 'init' : 'regular',
+    },
+    logPath: `${container.name}/${attempt}.log`,
+    stdin: container.stdin ?? false,
+    tty: container.tty ?? false,
+    linux: {
+      resources: linuxResources(container),
+      securityContext: {
+        privileged: sc?.privileged ?? false,
+        readonlyRootfs: sc?.readOnlyRootFilesystem ?? false,
+        runAsUser: sc?.runAsUser !== undefined ? { value: sc.runAsUser } : null,
+        runAsGroup: sc?.runAsGroup !== undefined ? { value: sc.runAsGroup } : null,
+        capabilities: sc?.capabilities ? { addCapabilities: sc.capabilities.add ?? [], dropCapabilities: sc.capabilities.drop ?? [] } : null,
+        namespaceOptions: {
+          network: pod.spec.hostNetwork ? cri.NamespaceMode.NODE : cri.NamespaceMode.POD,
+          pid: pod.spec.hostPID ? cri.NamespaceMode.NODE : cri.NamespaceMode.CONTAINER,
+          ipc: pod.spec.hostIPC ? cri.NamespaceMode.NODE : cri.NamespaceMode.POD,
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,345 @@
+// The kubelet emulator: registers its node and keeps it alive (Lease + status), watches the pods bound to
+// it, and runs one worker per pod that syncs the runtime to the spec. PLEG (a periodic relist, plus the
+// runtime's event stream when available) wakes workers when containers change.
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  InformerFactory,
+  isAlreadyExists,
+  isNotFound,
+  type KubeObject,
+  type Pod,
+  parseManifests,
+  type SharedInformer,
+} from '@kemu/core';
+import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
+import { EventRecorder } from './events.js';
+import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
+import { baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
+import { PodSyncer, type SyncResult } from './pod-sync.js';
+import { ProbeManager, realProbeTransport } from './prober.js';
+import { RuntimeCache } from './runtime-cache.js';
+import type { KubeletOptions } from './types.js';
+import { VolumeManager } from './volume-manager.js';
+
+interface Worker {
+  uid: string;
+  busy: boolean;
+  again: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+export class Kubelet {
+  readonly nodeName: string;
+  private readonly factory: InformerFactory;
+  private readonly pods: SharedInformer<'Pod'>;
+  private readonly cache: RuntimeCache;
+  private readonly volumes: VolumeManager;
+  private readonly probes: ProbeManager;
+  private readonly events: EventRecorder;
+  private readonly syncer: PodSyncer;
+  private readonly nodeStatus: NodeStatusManager;
+  private readonly workers = new Map<string, Worker>();
+  private readonly byUid = new Map<string, Pod>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly inflight = new Set<Promise<unknown>>();
+  private runtimeName = 'kemu';
+  private nodeIP: string;
+  private stopped = false;
+  private heartbeatPaused = false;
+  private eventsAbort?: AbortController;
+  /** Counts of syncs, for tests and benchmarks. */
+  readonly stats = { syncs: 0, errors: 0, relists: 0 };
+
+  constructor(private readonly o: KubeletOptions) {
+    this.nodeName = o.nodeName;
+    this.nodeIP = o.nodeIP ?? '127.0.0.1';
+    const onError = (err: unknown, ctx: string) => {
+      this.stats.errors++;
+      o.onError?.(err, ctx);
+    };
+    this.factory = new InformerFactory(o.store);
+    this.pods = this.factory.informer('Pod', { fieldSelector: `spec.nodeName=${o.nodeName}`, onError: (e) => onError(e, 'pod informer') });
+    this.cache = new RuntimeCache(o.runtime);
+    const rootDir = o.rootDir ?? '/var/lib/kubelet';
+    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined);
+    this.events = new EventRecorder(o.store, o.nodeName, o.recordEvents ?? true, (e) => onError(e, 'event'));
+    this.probes = new ProbeManager(o.runtime, o.probeTransport ?? realProbeTransport, (uid, _id, kind, ok, message) => {
+      const pod = this.byUid.get(uid);
+      if (pod && !ok && message) this.events.warn(pod, 'Unhealthy', `${kind[0].toUpperCase()}${kind.slice(1)} probe failed: ${message}`);
+      this.enqueue(uid);
+    });
+    const backoff = { ...DEFAULT_BACKOFF, ...(o.backoff ?? {}) };
+    this.syncer = new PodSyncer({
+      store: o.store,
+      nodeName: o.nodeName,
+      nodeIP: () => this.nodeIP,
+      runtimeName: () => this.runtimeName,
+      runtime: o.runtime,
+      images: o.images,
+      cache: this.cache,
+      volumes: this.volumes,
+      probes: this.probes,
+      events: this.events,
+      sandboxCtx: {
+        nodeName: o.nodeName,
+        podLogsDir: o.podLogsDir ?? '/var/log/pods',
+        clusterDNS: o.clusterDNS ?? ['10.96.0.10'],
+        clusterDomain: o.clusterDomain ?? 'cluster.local',
+      },
+      crashBackoff: new Backoff(backoff),
+      pullBackoff: new Backoff(backoff),
+    });
+    this.nodeStatus = new NodeStatusManager(
+      o.store,
+      {
+        nodeName: o.nodeName,
+        nodeIP: this.nodeIP,
+        podCIDR: o.podCIDR,
+        labels: { ...baseLabels(o.nodeName), ...(o.labels ?? {}) },
+        capacity: { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) },
+        reserved: o.reserved ?? {},
+        taints: o.taints,
+      },
+      o.leaseDurationSeconds ?? 40,
+    );
+  }
+
+  private error(err: unknown, ctx: string) {
+    this.stats.errors++;
+    this.o.onError?.(err, ctx);
+  }
+
+  /** Register the node, start heartbeats, the pod informer, PLEG, and recover what the runtime has. */
+  async start(): Promise<void> {
+    const version = await this.o.runtime.Version({ version: 'v1' });
+    this.runtimeName = version.runtimeName || 'kemu';
+    await this.nodeStatus.register(version);
+    await this.heartbeat();
+    await this.postStatus();
+
+    this.pods.addEventHandler({
+      onAdd: (pod) => this.observe(pod),
+      onUpdate: (_old, pod) => this.observe(pod),
+      onDelete: (pod) => {
+        const uid = pod.metadata.uid ?? '';
+        this.byUid.delete(uid);
+        this.enqueue(uid);
+      },
+    });
+    this.factory.start();
+    await this.factory.waitForCacheSync();
+
+    // Recovery: whatever the runtime holds for pods this kubelet no longer knows is reconciled too.
+    await this.cache.relist();
+    for (const uid of this.cache.uids()) this.enqueue(uid);
+
+    this.every(this.o.leaseRenewMs ?? 10_000, () => this.heartbeat());
+    this.every(this.o.statusUpdateMs ?? 10_000, () => this.postStatus());
+    this.every(this.o.relistPeriodMs ?? 1_000, () => this.relist());
+    if (this.o.containerEvents) this.consumeEvents();
+    if (this.o.staticPodPath) {
+      await this.syncStaticPods();
+      this.every(20_000, () => this.syncStaticPods());
+    }
+  }
+
+  /** Stops the kubelet's loops. Pods keep running in the runtime, as when a real kubelet exits. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    for (const w of this.workers.values()) if (w.timer) clearTimeout(w.timer);
+    this.eventsAbort?.abort();
+    this.probes.stopAll();
+    await this.factory.stop();
+    await Promise.allSettled([...this.inflight]);
+    await this.events.flush();
+  }
+
+  /** Stop renewing the Lease and posting status, as a hung kubelet would (for failure tests). */
+  pauseHeartbeats(paused = true) {
+    this.heartbeatPaused = paused;
+  }
+
+  private every(ms: number, fn: () => Promise<void>) {
+    let running = false;
+    const t = setInterval(() => {
+      if (running || this.stopped) return;
+      running = true;
+      this.track(fn().catch((e) => this.error(e, fn.name)))
+        .finally(() => {
+          running = false;
+        });
+    }, ms);
+    t.unref?.();
+    this.timers.push(t);
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    p.finally(() => this.inflight.delete(p)).catch(() => {});
+    return p;
+  }
+
+  private async heartbeat() {
+    if (this.heartbeatPaused) return;
+    await this.nodeStatus.renewLease();
+  }
+
+  private async postStatus() {
+    if (this.heartbeatPaused) return;
+    const status = await this.o.runtime.Status({ verbose: false });
+    await this.nodeStatus.post(status.status, { volumesInUse: this.volumes.inUse() }, 5 * 60_000);
+  }
+
+  private async relist() {
+    this.stats.relists++;
+    const changed = await this.cache.relist();
+    for (const uid of changed) this.enqueue(uid);
+  }
+
+  private consumeEvents() {
+    const abort = new AbortController();
+    this.eventsAbort = abort;
+    const run = async () => {
+      while (!abort.signal.aborted) {
+        try {
+          for await (const ev of this.o.containerEvents!()) {
+            if (abort.signal.aborted) break;
+            const uid = ev.podSandboxStatus?.metadata?.uid;
+            if (uid) this.enqueue(uid);
+          }
+        } catch (err) {
+          if (!abort.signal.aborted) this.error(err, 'container events');
+        }
+        if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 1000).unref?.());
+      }
+    };
+    void this.track(run());
+  }
+
+  private observe(pod: Pod) {
+    const uid = pod.metadata.uid ?? '';
+    this.byUid.set(uid, pod);
+    this.enqueue(uid);
+  }
+
+  /** Asks the pod's worker to sync (coalescing requests while one runs). */
+  enqueue(uid: string, delayMs = 0) {
+    if (this.stopped || !uid) return;
+    let w = this.workers.get(uid);
+    if (!w) {
+      w = { uid, busy: false, again: false };
+      this.workers.set(uid, w);
+    }
+    if (delayMs > 0) {
+      if (w.timer) return;
+      w.timer = setTimeout(() => {
+        w!.timer = undefined;
+        this.enqueue(uid);
+      }, delayMs);
+      w.timer.unref?.();
+      return;
+    }
+    if (w.busy) {
+      w.again = true;
+      return;
+    }
+    void this.track(this.runWorker(w));
+  }
+
+  private async runWorker(w: Worker) {
+    w.busy = true;
+    try {
+      do {
+        w.again = false;
+        let result: SyncResult = {};
+        try {
+          this.stats.syncs++;
+          result = await this.syncOne(w.uid);
+        } catch (err) {
+          this.error(err, `sync pod ${w.uid}`);
+          result = { requeueMs: 1000 };
+        }
+        if (result.done) {
+          this.workers.delete(w.uid);
+          this.syncer.forget(w.uid);
+          this.events.forget(w.uid);
+          return;
+        }
+        if (result.requeueMs !== undefined && !w.again) {
+          if (result.requeueMs === 0) w.again = true;
+          else {
+            w.busy = false;
+            this.enqueue(w.uid, result.requeueMs);
+            return;
+          }
+        }
+      } while (w.again && !this.stopped);
+    } finally {
+      w.busy = false;
+    }
+  }
+
+  private async syncOne(uid: string): Promise<SyncResult> {
+    const pod = this.byUid.get(uid);
+    if (!pod) {
+      // Not (or no longer) in the store for this node: tear down whatever the runtime holds for it.
+      return this.syncer.terminate(undefined, uid);
+    }
+    if (pod.metadata.deletionTimestamp) return this.syncer.terminate(pod, uid);
+    return this.syncer.sync(pod);
+  }
+
+  /** Static pods: run the manifests in staticPodPath and keep a mirror Pod for each in the store. */
+  private async syncStaticPods() {
+    const dir = this.o.staticPodPath!;
+    if (!fs.existsSync(dir)) return;
+    for (const file of fs.readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f)).sort()) {
+      const text = fs.readFileSync(path.join(dir, file), 'utf8');
+      let objs: KubeObject[];
+      try {
+        objs = parseManifests(text);
+      } catch (err) {
+        this.error(err, `static pod manifest ${file}`);
+        continue;
+      }
+      for (const obj of objs) {
+        if (obj.kind !== 'Pod') continue;
+        const pod = obj as Pod;
+        const hash = createHash('sha256').update(`${this.nodeName}/${file}/${JSON.stringify(pod.spec)}`).digest('hex');
+        const mirror: Pod = {
+          ...pod,
+          metadata: {
+            ...pod.metadata,
+            name: `${pod.metadata.name}-${this.nodeName}`,
+            namespace: pod.metadata.namespace ?? 'default',
+            annotations: {
+              ...(pod.metadata.annotations ?? {}),
+              [MIRROR_POD_ANNOTATION]: hash.slice(0, 32),
+              [CONFIG_SOURCE_ANNOTATION]: 'file',
+            },
+          },
+          spec: { ...pod.spec, nodeName: this.nodeName },
+        };
+        try {
+          await this.o.store.create(mirror);
+        } catch (err) {
+          if (!isAlreadyExists(err)) this.error(err, `mirror pod ${mirror.metadata.name}`);
+        }
+      }
+    }
+  }
+
+  /** The runtime view and status of one pod, for tooling. */
+  async describePod(namespace: string, name: string) {
+    try {
+      const pod = await this.o.store.get('Pod', namespace, name);
+      return { pod, runtime: await this.cache.refresh(pod.metadata.uid ?? '') };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,91 @@
+// The control-plane half of node heartbeats (kube-controller-manager's node lifecycle controller): a
+// node whose Lease has not been renewed within the grace period gets its conditions set to Unknown
+// ("Kubelet stopped posting node status.") and the unreachable taints; they go when the kubelet is back.
+import { type Condition, isNotFound, type Lease, type Node, rfc3339, type Store, type Taint } from '@kemu/core';
+import { NODE_LEASE_NAMESPACE } from './node-status.js';
+
+export const UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable';
+
+export interface NodeLifecycleOptions {
+  store: Store;
+  /** How long a lease may go unrenewed (upstream node-monitor-grace-period 40 s). */
+  gracePeriodMs?: number;
+  /** How often to look (upstream node-monitor-period 5 s). */
+  monitorPeriodMs?: number;
+  now?: () => number;
+}
+
+export class NodeLifecycleController {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private readonly grace: number;
+  private readonly period: number;
+  private readonly now: () => number;
+
+  constructor(private readonly o: NodeLifecycleOptions) {
+    this.grace = o.gracePeriodMs ?? 40_000;
+    this.period = o.monitorPeriodMs ?? 5_000;
+    this.now = o.now ?? Date.now;
+  }
+
+  start() {
+    this.timer = setInterval(() => {
+      if (!this.running) this.running = this.monitor().finally(() => (this.running = undefined));
+    }, this.period);
+    this.timer.unref?.();
+  }
+
+  async stop() {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass over all nodes. Exposed for tests. */
+  async monitor(): Promise<void> {
+    const nodes = (await this.o.store.list('Node')).items as Node[];
+    const leases = new Map(
+      ((await this.o.store.list('Lease', { namespace: NODE_LEASE_NAMESPACE })).items as Lease[]).map((l) => [l.metadata.name, l]),
+    );
+    for (const node of nodes) {
+      const renew = leases.get(node.metadata.name)?.spec?.renewTime;
+      const last = renew ? Date.parse(renew) : Date.parse(node.metadata.creationTimestamp ?? '') || 0;
+      const stale = this.now() - last > this.grace;
+      try {
+        if (stale) await this.markUnknown(node);
+        else await this.clearUnreachable(node);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+  }
+
+  private async markUnknown(node: Node) {
+    const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.status === 'Unknown') return;
+    const now = rfc3339(new Date(this.now()));
+    const conditions: Condition[] = (node.status?.conditions ?? []).map((c) => ({
+      ...c,
+      status: 'Unknown',
+      reason: 'NodeStatusUnknown',
+      message: 'Kubelet stopped posting node status.',
+      lastTransitionTime: now,
+    }));
+    if (!conditions.some((c) => c.type === 'Ready')) {
+      conditions.push({ type: 'Ready', status: 'Unknown', reason: 'NodeStatusNeverUpdated', message: 'Kubelet never posted node status.', lastTransitionTime: now });
+    }
+    const { resourceVersion: _rv, ...metadata } = node.metadata;
+    await this.o.store.updateStatus({ ...node, metadata, status: { ...(node.status ?? {}), conditions } });
+    const taints: Taint[] = (node.spec?.taints ?? []).filter((t) => t.key !== UNREACHABLE_TAINT);
+    taints.push({ key: UNREACHABLE_TAINT, effect: 'NoSchedule', timeAdded: now }, { key: UNREACHABLE_TAINT, effect: 'NoExecute', timeAdded: now });
+    const fresh = await this.o.store.get('Node', '', node.metadata.name ?? '');
+    await this.o.store.update({ ...fresh, spec: { ...(fresh.spec ?? {}), taints } });
+  }
+
+  private async clearUnreachable(node: Node) {
+    if (!node.spec?.taints?.some((t) => t.key === UNREACHABLE_TAINT)) return;
+    const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+    if (ready?.status !== 'True') return;
+    const fresh = await this.o.store.get('Node', '', node.metadata.name ?? '');
+    await this.o.store.update({ ...fresh, spec: { ...(fresh.spec ?? {}), taints: (fresh.spec?.taints ?? []).filter((t) => t.key !== UNREACHABLE_TAINT) } });
+  }
+}

@@ -1,0 +1,419 @@
+// One pass of a pod worker, modelled on kubelet's SyncPod / SyncTerminatingPod: bring the runtime in line
+// with the pod spec (volumes, sandbox, image pulls, init containers one at a time, then app containers,
+// restarts with back-off, liveness kills) and report status; or tear the pod down when it is deleted.
+import { type Container, isNotFound, type Pod, type PodStatus, type Store } from '@kemu/core';
+import { cri } from '@kemu/proto';
+import { type Backoff, goDuration } from './backoff.js';
+import { containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
+import type { EventRecorder } from './events.js';
+import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
+import type { ProbeManager } from './prober.js';
+import { isReadySandbox, type PodRuntime, type RuntimeCache } from './runtime-cache.js';
+import type { ImageApi, RuntimeApi } from './types.js';
+import { type VolumeManager, VolumeWaitError } from './volume-manager.js';
+
+export interface SyncResult {
+  /** Sync again after this many ms (back-off expiry, volume wait, init container progress). */
+  requeueMs?: number;
+  /** The pod is gone from the runtime and the store: drop its worker. */
+  done?: boolean;
+}
+
+export interface SyncDeps {
+  store: Store;
+  nodeName: string;
+  nodeIP: () => string;
+  runtimeName: () => string;
+  runtime: RuntimeApi;
+  images: ImageApi;
+  cache: RuntimeCache;
+  volumes: VolumeManager;
+  probes: ProbeManager;
+  events: EventRecorder;
+  sandboxCtx: SandboxContext;
+  crashBackoff: Backoff;
+  pullBackoff: Backoff;
+}
+
+const RUNNING = cri.ContainerState.CONTAINER_RUNNING;
+const EXITED = cri.ContainerState.CONTAINER_EXITED;
+const CREATED = cri.ContainerState.CONTAINER_CREATED;
+
+/** Errors that mean "the image can't be had"; the container waits with ErrImagePull / ImagePullBackOff. */
+class ImagePullError extends Error {}
+
+export class PodSyncer {
+  /** Per pod: container name -> why the kubelet is holding it back. */
+  private waiting = new Map<string, Map<string, { reason: string; message?: string }>>();
+  private sandboxIPs = new Map<string, string[]>();
+
+  constructor(private readonly d: SyncDeps) {}
+
+  private holdBack(uid: string, name: string, reason: string, message?: string) {
+    let m = this.waiting.get(uid);
+    if (!m) {
+      m = new Map();
+      this.waiting.set(uid, m);
+    }
+    m.set(name, { reason, message });
+  }
+
+  private release(uid: string, name: string) {
+    this.waiting.get(uid)?.delete(name);
+  }
+
+  /** Sync a pod that exists in the store and is not being deleted. */
+  async sync(pod: Pod): Promise<SyncResult> {
+    const uid = pod.metadata.uid ?? '';
+    let rt = await this.d.cache.refresh(uid);
+    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') {
+      await this.killPod(pod, rt, 0, false);
+      return {};
+    }
+
+    let volumePaths: Map<string, string>;
+    try {
+      volumePaths = await this.d.volumes.mount(pod);
+    } catch (err) {
+      if (!(err instanceof VolumeWaitError)) throw err;
+      this.d.events.warn(pod, err.reason, `MountVolume.SetUp failed: ${err.message}`, true);
+      await this.writeStatus(pod, rt, 'ContainerCreating');
+      return { requeueMs: 500 };
+    }
+
+    // Sandbox: create one when there is none ready. A sandbox that died takes its containers with it.
+    let sandbox = rt.sandboxes[0];
+    if (!isReadySandbox(sandbox)) {
+      if (sandbox && this.allDoneForGood(pod, rt)) {
+        await this.writeStatus(pod, rt);
+        return {};
+      }
+      if (sandbox) await this.killPod(pod, rt, 0, false);
+      const attempt = sandbox ? (sandbox.metadata?.attempt ?? 0) + 1 : 0;
+      const config = sandboxConfig(pod, attempt, this.d.sandboxCtx);
+      const res = await this.d.runtime.RunPodSandbox({ config, runtimeHandler: pod.spec.runtimeClassName ?? '' });
+      rt = await this.d.cache.refresh(uid);
+      sandbox = rt.sandboxes.find((s) => s.id === res.podSandboxId) ?? rt.sandboxes[0];
+      if (!sandbox) throw new Error(`sandbox ${res.podSandboxId} vanished right after RunPodSandbox`);
+    }
+    const sandboxId = sandbox.id!;
+    const config = sandboxConfig(pod, sandbox.metadata?.attempt ?? 0, this.d.sandboxCtx);
+    const podIPs = await this.podIPs(sandboxId);
+
+    let requeueMs: number | undefined;
+    const wantSooner = (ms: number) => {
+      requeueMs = requeueMs === undefined ? ms : Math.min(requeueMs, ms);
+    };
+    const policy = pod.spec.restartPolicy ?? 'Always';
+
+    // Init containers, one at a time; a sidecar (restartPolicy Always) counts as done once started.
+    let initDone = true;
+    for (const c of pod.spec.initContainers ?? []) {
+      const sidecar = c.restartPolicy === 'Always';
+      const latest = this.latest(rt, sandboxId, c.name);
+      if (latest?.state === RUNNING) {
+        if (sidecar) continue;
+        initDone = false;
+        break;
+      }
+      if (latest?.state === EXITED) {
+        const st = await this.d.cache.status(latest);
+        if (!sidecar && st?.exitCode === 0) continue;
+        initDone = false;
+        if (!sidecar && policy === 'Never') break; // the pod fails
+        const wait = await this.restart(pod, c, latest, st, sandboxId, config, volumePaths, podIPs, 'init');
+        if (wait) wantSooner(wait);
+        break;
+      }
+      initDone = false;
+      if (latest?.state === CREATED) await this.startExisting(pod, c, latest.id!, podIPs);
+      else {
+        const wait = await this.startNew(pod, c, 0, sandboxId, config, volumePaths, podIPs, 'init');
+        if (wait) wantSooner(wait);
+      }
+      if (!sidecar) break;
+    }
+
+    if (initDone) {
+      for (const c of pod.spec.containers) {
+        const latest = this.latest(rt, sandboxId, c.name);
+        if (!latest) {
+          const wait = await this.startNew(pod, c, 0, sandboxId, config, volumePaths, podIPs, 'regular');
+          if (wait) wantSooner(wait);
+          continue;
+        }
+        if (latest.state === CREATED) {
+          await this.startExisting(pod, c, latest.id!, podIPs);
+          continue;
+        }
+        if (latest.state === RUNNING) {
+          const failure = this.d.probes.failed(latest.id!);
+          if (failure) {
+            const what = failure.kind === 'startup' ? 'failed startup probe' : 'failed liveness probe';
+            this.d.events.normal(pod, 'Killing', `Container ${c.name} ${what}, will be restarted`);
+            this.d.probes.removeContainer(latest.id!);
+            await this.d.runtime.StopContainer({ containerId: latest.id, timeout: pod.spec.terminationGracePeriodSeconds ?? 30 });
+            wantSooner(0);
+          }
+          continue;
+        }
+        if (latest.state === EXITED) {
+          const st = await this.d.cache.status(latest);
+          const code = st?.exitCode ?? 0;
+          const restart = policy === 'Always' || (policy === 'OnFailure' && code !== 0);
+          if (!restart) continue;
+          const wait = await this.restart(pod, c, latest, st, sandboxId, config, volumePaths, podIPs, 'regular');
+          if (wait) wantSooner(wait);
+        }
+      }
+    } else if (requeueMs === undefined) {
+      // Waiting for an init container to finish: PLEG will notice, but poll too in case events are lost.
+      wantSooner(1000);
+    }
+
+    rt = await this.d.cache.refresh(uid);
+    await this.writeStatus(pod, rt);
+    return requeueMs === undefined ? {} : { requeueMs };
+  }
+
+  /** Whether the pod has run to completion under restartPolicy Never/OnFailure: no new sandbox then. */
+  private allDoneForGood(pod: Pod, rt: PodRuntime): boolean {
+    const policy = pod.spec.restartPolicy ?? 'Always';
+    if (policy === 'Always') return false;
+    const names = pod.spec.containers.map((c) => c.name);
+    return names.every((n) => rt.containers.some((c) => c.metadata?.name === n && c.state === EXITED));
+  }
+
+  private latest(rt: PodRuntime, sandboxId: string, name: string): cri.Container | undefined {
+    return rt.containers.find((c) => c.podSandboxId === sandboxId && c.metadata?.name === name);
+  }
+
+  private async podIPs(sandboxId: string): Promise<string[]> {
+    let ips = this.sandboxIPs.get(sandboxId);
+    if (!ips) {
+      const st = await this.d.runtime.PodSandboxStatus({ podSandboxId: sandboxId });
+      const net = st.status?.network;
+      ips = net?.ip ? [net.ip, ...(net.additionalIps ?? []).map((a) => a.ip ?? '').filter(Boolean)] : [];
+      this.sandboxIPs.set(sandboxId, ips);
+    }
+    return ips;
+  }
+
+  /** Restart an exited container, honouring CrashLoopBackOff. Returns ms to wait, if held back. */
+  private async restart(
+    pod: Pod,
+    c: Container,
+    latest: cri.Container,
+    st: cri.ContainerStatus | undefined,
+    sandboxId: string,
+    config: cri.PodSandboxConfig,
+    volumePaths: Map<string, string>,
+    podIPs: string[],
+    kind: 'init' | 'regular',
+  ): Promise<number | undefined> {
+    const uid = pod.metadata.uid ?? '';
+    const key = `${uid}/${c.name}`;
+    const finished = st?.finishedAt ? Math.floor(st.finishedAt / 1e6) : Date.now();
+    const ran = st?.startedAt && st.finishedAt ? Math.floor((st.finishedAt - st.startedAt) / 1e6) : 0;
+    const wait = this.d.crashBackoff.failed(key, latest.id!, finished, ran);
+    if (wait > 0) {
+      const delay = goDuration(this.d.crashBackoff.currentDelay(key));
+      const msg = `back-off ${delay} restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}(${uid})`;
+      this.holdBack(uid, c.name, 'CrashLoopBackOff', msg);
+      this.d.events.warn(pod, 'BackOff', 'Back-off restarting failed container', true);
+      return wait;
+    }
+    this.d.probes.removeContainer(latest.id!);
+    const attempt = (latest.metadata?.attempt ?? 0) + 1;
+    const held = await this.startNew(pod, c, attempt, sandboxId, config, volumePaths, podIPs, kind);
+    // Keep the previous attempt (lastState); remove older ones as the kubelet's container GC would.
+    const rt = this.d.cache.get(uid);
+    for (const old of rt.containers.filter((x) => x.metadata?.name === c.name && x.id !== latest.id && x.state === EXITED)) {
+      if ((old.metadata?.attempt ?? 0) < (latest.metadata?.attempt ?? 0)) await this.removeQuietly(old.id!);
+    }
+    return held;
+  }
+
+  private async removeQuietly(containerId: string) {
+    try {
+      await this.d.runtime.RemoveContainer({ containerId });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 5) throw err;
+    }
+  }
+
+  private async ensureImage(pod: Pod, c: Container, config: cri.PodSandboxConfig): Promise<string> {
+    const image = c.image ?? '';
+    const policy = c.imagePullPolicy ?? 'IfNotPresent';
+    if (policy !== 'Always') {
+      const st = await this.d.images.ImageStatus({ image: { image } });
+      if (st.image?.id) return st.image.id;
+      if (policy === 'Never') {
+        throw new ImagePullError(`Container image "${image}" is not present with pull policy of Never`);
+      }
+    }
+    this.d.events.normal(pod, 'Pulling', `Pulling image "${image}"`);
+    const started = Date.now();
+    try {
+      const res = await this.d.images.PullImage({ image: { image }, sandboxConfig: config });
+      this.d.events.normal(pod, 'Pulled', `Successfully pulled image "${image}" in ${Date.now() - started}ms`);
+      return res.imageRef ?? image;
+    } catch (err) {
+      const msg = (err as { details?: string }).details ?? (err as Error).message;
+      throw new ImagePullError(`Failed to pull image "${image}": ${msg}`);
+    }
+  }
+
+  /** Pull, create and start a container. Returns ms to wait when held back by an image pull back-off. */
+  private async startNew(
+    pod: Pod,
+    c: Container,
+    attempt: number,
+    sandboxId: string,
+    config: cri.PodSandboxConfig,
+    volumePaths: Map<string, string>,
+    podIPs: string[],
+    kind: 'init' | 'regular',
+  ): Promise<number | undefined> {
+    const uid = pod.metadata.uid ?? '';
+    const pullKey = `${uid}/${c.name}`;
+    const wait = this.d.pullBackoff.remaining(pullKey);
+    if (wait > 0) {
+      this.holdBack(uid, c.name, 'ImagePullBackOff', `Back-off pulling image "${c.image}"`);
+      return wait;
+    }
+    try {
+      await this.ensureImage(pod, c, config);
+      this.d.pullBackoff.reset(pullKey);
+    } catch (err) {
+      if (!(err instanceof ImagePullError)) throw err;
+      this.holdBack(uid, c.name, 'ErrImagePull', err.message);
+      this.d.events.warn(pod, 'Failed', err.message);
+      return this.d.pullBackoff.failed(pullKey, `${Date.now()}`, Date.now(), 0) || this.d.pullBackoff.settings.initialMs;
+    }
+    const cfg = containerConfig(pod, c, attempt, { volumePaths, kind });
+    const created = await this.d.runtime.CreateContainer({ podSandboxId: sandboxId, config: cfg, sandboxConfig: config });
+    this.d.events.normal(pod, 'Created', `Created container ${c.name}`);
+    await this.startExisting(pod, c, created.containerId!, podIPs);
+    return undefined;
+  }
+
+  private async startExisting(pod: Pod, c: Container, containerId: string, podIPs: string[]) {
+    const uid = pod.metadata.uid ?? '';
+    await this.d.runtime.StartContainer({ containerId });
+    this.release(uid, c.name);
+    this.d.events.normal(pod, 'Started', `Started container ${c.name}`);
+    const postStart = (c as Container & { lifecycle?: { postStart?: { exec?: { command?: string[] } } } }).lifecycle?.postStart;
+    if (postStart?.exec?.command?.length) {
+      const res = await this.d.runtime.ExecSync({ containerId, cmd: postStart.exec.command, timeout: 30 });
+      if (res.exitCode !== 0) {
+        this.d.events.warn(pod, 'FailedPostStartHook', `PostStartHook failed: exit code ${res.exitCode}`);
+        await this.d.runtime.StopContainer({ containerId, timeout: pod.spec.terminationGracePeriodSeconds ?? 30 });
+        return;
+      }
+    }
+    this.d.probes.add({ pod, container: c, containerId, podIP: podIPs[0] ?? '' });
+  }
+
+  /**
+   * Stops every container (graceful, `graceSeconds`) and sandbox of the pod; with `remove`, also unmounts
+   * its volumes and removes the sandboxes (CNI DEL runs on stop, inside the runtime).
+   */
+  async killPod(pod: Pod | { metadata: Pod['metadata']; spec?: Pod['spec'] }, rt: PodRuntime, graceSeconds: number, remove: boolean) {
+    const uid = pod.metadata.uid ?? '';
+    this.d.probes.removePod(uid);
+    const running = rt.containers.filter((c) => c.state === RUNNING || c.state === CREATED);
+    if (running.length && 'spec' in pod && pod.spec) {
+      this.d.events.normal(pod as Pod, 'Killing', `Stopping container ${running.map((c) => c.metadata?.name).join(', ')}`);
+    }
+    await Promise.all(running.map((c) => this.d.runtime.StopContainer({ containerId: c.id, timeout: graceSeconds })));
+    for (const s of rt.sandboxes) {
+      if (s.state === cri.PodSandboxState.SANDBOX_READY) await this.d.runtime.StopPodSandbox({ podSandboxId: s.id });
+      this.sandboxIPs.delete(s.id!);
+    }
+    if (remove) {
+      await this.d.volumes.unmount(pod);
+      for (const s of rt.sandboxes) await this.d.runtime.RemovePodSandbox({ podSandboxId: s.id });
+      this.waiting.delete(uid);
+      this.d.crashBackoff.forgetPrefix(`${uid}/`);
+      this.d.pullBackoff.forgetPrefix(`${uid}/`);
+    }
+    await this.d.cache.refresh(uid);
+  }
+
+  /**
+   * Graceful termination of a pod marked for deletion, then the final delete that removes it from the
+   * store (the kubelet's grace-0 delete). Also used for pods the store no longer has (orphans).
+   */
+  async terminate(pod: Pod | undefined, uid: string): Promise<SyncResult> {
+    const rt = await this.d.cache.refresh(uid);
+    const grace = pod?.metadata.deletionGracePeriodSeconds ?? pod?.spec.terminationGracePeriodSeconds ?? 0;
+    await this.killPod(pod ?? { metadata: { name: '', uid } }, rt, grace, true);
+    if (pod) {
+      try {
+        await this.d.store.delete('Pod', pod.metadata.namespace, pod.metadata.name ?? '', {
+          gracePeriodSeconds: 0,
+          preconditions: { uid },
+        });
+      } catch (err) {
+        if (!isNotFound(err) && (err as { reason?: string }).reason !== 'Conflict') throw err;
+      }
+    }
+    return { done: true };
+  }
+
+  private async observe(pod: Pod, rt: PodRuntime, sandboxId: string | undefined, forcedReason?: string) {
+    const uid = pod.metadata.uid ?? '';
+    const held = this.waiting.get(uid);
+    const build = async (c: Container): Promise<ObservedContainer> => {
+      const mine = rt.containers.filter((x) => x.metadata?.name === c.name && (!sandboxId || x.podSandboxId === sandboxId));
+      const current = mine[0] ? await this.d.cache.status(mine[0]) : undefined;
+      const previous = mine[1] ? await this.d.cache.status(mine[1]) : undefined;
+      const running = current?.state === RUNNING;
+      const waiting = held?.get(c.name) ?? (current ? undefined : forcedReason ? { reason: forcedReason } : undefined);
+      return {
+        spec: c,
+        current,
+        previous,
+        ready: running && this.d.probes.ready(current!.id!, c),
+        started: running && this.d.probes.started(current!.id!, c),
+        waiting,
+      };
+    };
+    return {
+      init: await Promise.all((pod.spec.initContainers ?? []).map(build)),
+      regular: await Promise.all(pod.spec.containers.map(build)),
+    };
+  }
+
+  private async writeStatus(pod: Pod, rt: PodRuntime, forcedReason?: string) {
+    const sandbox = rt.sandboxes[0];
+    const ready = isReadySandbox(sandbox);
+    const podIPs = ready ? await this.podIPs(sandbox!.id!) : [];
+    const { init, regular } = await this.observe(pod, rt, sandbox?.id, forcedReason);
+    const status = computePodStatus({
+      pod,
+      nodeIP: this.d.nodeIP(),
+      podIPs: pod.spec.hostNetwork ? [this.d.nodeIP()] : podIPs,
+      sandboxReady: ready,
+      init,
+      regular,
+      runtimeName: this.d.runtimeName(),
+    });
+    await this.putStatus(pod, status);
+  }
+
+  private async putStatus(pod: Pod, status: PodStatus) {
+    if (sameStatus(pod.status, status)) return;
+    const { resourceVersion: _rv, ...metadata } = pod.metadata;
+    try {
+      await this.d.store.updateStatus({ ...pod, metadata, status });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  forget(uid: string) {
+    this.waiting.delete(uid);
+  }
+}

@@ -1,0 +1,69 @@
+// The kubelet's view of its collaborators: a store, a CRI runtime and image service, CSI node plugins.
+// Each is a promise API (see @kemu/proto) so the same kubelet runs against sockets or in-process services.
+import type { Store } from '@kemu/core';
+import type { cri, csi, PromiseApi } from '@kemu/proto';
+
+export type RuntimeApi = PromiseApi<cri.RuntimeServiceMethods>;
+export type ImageApi = PromiseApi<cri.ImageServiceMethods>;
+export type CsiNodeApi = PromiseApi<csi.NodeMethods>;
+
+/** Finds the node plugin of a CSI driver by name (from plugin registration or configuration). */
+export interface CsiPluginRegistry {
+  get(driverName: string): CsiNodeApi | undefined;
+  names(): string[];
+}
+
+export interface BackoffSettings {
+  /** First CrashLoopBackOff delay (upstream 10 s). */
+  initialMs: number;
+  /** Cap (upstream 5 min). */
+  maxMs: number;
+  /** A container that ran at least this long resets its back-off (upstream 10 min). */
+  resetAfterMs: number;
+}
+
+export interface ProbeTransport {
+  /** HTTP GET; resolves to the status code, rejects on connection failure or timeout. */
+  httpGet(url: string, timeoutMs: number, headers?: Record<string, string>): Promise<number>;
+  /** Resolves when a TCP connection succeeds within the timeout. */
+  tcpConnect(host: string, port: number, timeoutMs: number): Promise<void>;
+}
+
+export interface KubeletOptions {
+  store: Store;
+  nodeName: string;
+  runtime: RuntimeApi;
+  images: ImageApi;
+  /** CSI node plugins by driver name. */
+  csi?: CsiPluginRegistry;
+  /** Server-streaming container events (GetContainerEvents); PLEG relists regardless. */
+  containerEvents?: () => AsyncIterable<cri.ContainerEventResponse>;
+  /** Root of kubelet-managed paths: pods/<uid>/volumes, plugins/kubernetes.io/csi (default /var/lib/kubelet). */
+  rootDir?: string;
+  /** Where sandbox log directories go (default /var/log/pods). */
+  podLogsDir?: string;
+  nodeIP?: string;
+  podCIDR?: string;
+  labels?: Record<string, string>;
+  capacity?: Record<string, string>;
+  /** Subtracted from capacity for allocatable (system/kube reserved). */
+  reserved?: Record<string, string>;
+  taints?: { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }[];
+  clusterDNS?: string[];
+  clusterDomain?: string;
+  /** PLEG relist period (upstream 1 s). */
+  relistPeriodMs?: number;
+  /** Lease renew interval (upstream 10 s) and duration (upstream 40 s). */
+  leaseRenewMs?: number;
+  leaseDurationSeconds?: number;
+  /** Node status update period (upstream nodeStatusUpdateFrequency 10 s). */
+  statusUpdateMs?: number;
+  backoff?: Partial<BackoffSettings>;
+  probeTransport?: ProbeTransport;
+  /** Directory of static pod manifests. */
+  staticPodPath?: string;
+  /** Record Events for pod lifecycle steps (default true). */
+  recordEvents?: boolean;
+  /** Called for errors that are retried (default: ignored). */
+  onError?: (err: unknown, context: string) => void;
+}

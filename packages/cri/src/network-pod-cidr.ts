@@ -1,10 +1,8 @@
-// Fallback pod networking with no datapath at all: hands out addresses from the pod CIDR and records
-// them, nothing more. Used when no CNI runtime is wired in; it makes pod IPs show up in
-// PodSandboxStatus but moves no packets.
-import fs from 'node:fs';
-import path from 'node:path';
+// Fallback pod networking with no datapath at all: hands out addresses from the pod CIDR, nothing more.
+// Used when no CNI runtime is wired in; it makes pod IPs show up in PodSandboxStatus but moves no
+// packets. Allocations are not persisted separately: after a restart they are rebuilt from the IPs the
+// recovered sandboxes hold.
 import { invalidArgument, unavailable } from './errors.js';
-import { writeFileAtomicSync } from './state-store.js';
 import type { NetworkManager, NetworkStatus, PodNetworkRequest, PodNetworkResult } from './types.js';
 
 function ipToInt(ip: string): number {
@@ -19,8 +17,6 @@ function intToIp(n: number): string {
 
 export interface PodCidrIpamOptions {
   podCidr?: string;
-  /** Directory for the allocation file (survives restarts); memory only when omitted. */
-  stateDir?: string;
 }
 
 export class PodCidrIpam implements NetworkManager {
@@ -29,18 +25,9 @@ export class PodCidrIpam implements NetworkManager {
   private size = 0;
   private next = 0;
   private readonly allocated = new Map<number, string>();
-  private readonly file?: string;
 
   constructor(opts: PodCidrIpamOptions = {}) {
     this.setCidr(opts.podCidr ?? '10.88.0.0/16');
-    if (opts.stateDir) {
-      fs.mkdirSync(opts.stateDir, { recursive: true });
-      this.file = path.join(opts.stateDir, 'pod-cidr-allocations.json');
-      if (fs.existsSync(this.file)) {
-        const saved = JSON.parse(fs.readFileSync(this.file, 'utf8')) as Record<string, string>;
-        for (const [ip, owner] of Object.entries(saved)) this.allocated.set(ipToInt(ip), owner);
-      }
-    }
   }
 
   private setCidr(cidr: string) {
@@ -59,13 +46,6 @@ export class PodCidrIpam implements NetworkManager {
     return { ready: true, reason: '', message: '' };
   }
 
-  private persist() {
-    if (!this.file) return;
-    const out: Record<string, string> = {};
-    for (const [n, owner] of this.allocated) out[intToIp(n)] = owner;
-    writeFileAtomicSync(this.file, JSON.stringify(out));
-  }
-
   async setUp(req: PodNetworkRequest): Promise<PodNetworkResult> {
     for (const [n, owner] of this.allocated) if (owner === req.sandboxId) return { ips: [intToIp(n)] };
     for (let i = 0; i < this.size - 3; i++) {
@@ -74,21 +54,13 @@ export class PodCidrIpam implements NetworkManager {
       if (this.allocated.has(n)) continue;
       this.allocated.set(n, req.sandboxId);
       this.next = off + 1;
-      this.persist();
       return { ips: [intToIp(n)] };
     }
     throw unavailable(`no IP addresses available in pod CIDR ${intToIp(this.base)}/${32 - Math.log2(this.size)}`);
   }
 
   async tearDown(req: PodNetworkRequest): Promise<void> {
-    let changed = false;
-    for (const [n, owner] of this.allocated) {
-      if (owner === req.sandboxId) {
-        this.allocated.delete(n);
-        changed = true;
-      }
-    }
-    if (changed) this.persist();
+    for (const [n, owner] of this.allocated) if (owner === req.sandboxId) this.allocated.delete(n);
   }
 
   async updatePodCidr(cidr: string): Promise<void> {
@@ -96,15 +68,8 @@ export class PodCidrIpam implements NetworkManager {
   }
 
   async recover(held: PodNetworkRequest[]): Promise<void> {
-    const live = new Set(held.map((h) => h.sandboxId));
-    let changed = false;
-    for (const [n, owner] of this.allocated) {
-      if (!live.has(owner)) {
-        this.allocated.delete(n);
-        changed = true;
-      }
-    }
-    if (changed) this.persist();
+    this.allocated.clear();
+    for (const h of held) for (const ip of h.ips ?? []) if (ip.includes('.')) this.allocated.set(ipToInt(ip), h.sandboxId);
   }
 
   /** Addresses currently handed out (for tests and diagnostics). */

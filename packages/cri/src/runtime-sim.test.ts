@@ -473,6 +473,8 @@ describe('recovery after a restart', () => {
     expect(ip2).not.toBe(after.status!.network!.ip);
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
     await shim.call('RemovePodSandbox', { podSandboxId: other.id });
+    await shim.restart();
+    expect((await shim.call('ListPodSandbox', {})).items!.map((s) => s.id)).not.toContain(pod.id);
     expect(fs.readdirSync(path.join(shim.stateDir, 'sandboxes')).filter((f) => f.startsWith(pod.id))).toEqual([]);
     expect(fs.readdirSync(path.join(shim.stateDir, 'containers'))).toEqual([]);
   });

@@ -947,6 +947,7 @@ export class CriRuntime {
   async close(): Promise<void> {
     await this.backend.close();
     await this.network.close?.();
+    await this.state.close?.();
   }
 }
 

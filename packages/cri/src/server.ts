@@ -76,7 +76,7 @@ async function makeNetwork(cfg: CriRuntimeConfig, backendName: string): Promise<
   }
   if (backendName === 'sim') {
     if (cfg.simDefaultNetworkFactory) return cfg.simDefaultNetworkFactory({ stateDir: netState, podCidr: cfg.podCidr });
-    return new PodCidrIpam({ stateDir: netState, podCidr: cfg.podCidr });
+    return new PodCidrIpam({ podCidr: cfg.podCidr });
   }
   return new NoNetwork();
 }

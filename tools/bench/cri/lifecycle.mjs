@@ -1,0 +1,174 @@
+#!/usr/bin/env node
+// Pod lifecycle benchmark for @kemu/cri: RunPodSandbox, CreateContainer, StartContainer, StopPodSandbox,
+// RemovePodSandbox with the `sim` backend, N lifecycles with 16 in flight, against `kemu-cri` running as
+// its own process over its unix socket (state persisted to a state dir, as in production).
+//
+//   node tools/bench/cri/lifecycle.mjs [--count 10000] [--concurrency 16] [--runs 3] [--json FILE]
+//
+// Reports lifecycles/s and per-RPC p50/p99 (medians over runs). The reference measured in the same run
+// is the same lifecycle on the same service objects called in process (no socket, no second process),
+// so the ratio shows what the gRPC hop and process boundary cost.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../../..');
+
+const RPCS = ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'StopPodSandbox', 'RemovePodSandbox'];
+
+function quantile(sorted, q) {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+async function runLifecycles(call, count, concurrency, tag) {
+  const lat = Object.fromEntries(RPCS.map((r) => [r, []]));
+  let next = 0;
+  const timed = async (rpc, req) => {
+    const t0 = process.hrtime.bigint();
+    const res = await call(rpc, req);
+    lat[rpc].push(Number(process.hrtime.bigint() - t0) / 1e6);
+    return res;
+  };
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= count) return;
+      const config = {
+        metadata: { name: `bench-${tag}-${i}`, namespace: 'bench', uid: `uid-${tag}-${i}`, attempt: 0 },
+        hostname: `bench-${i}`,
+        labels: { bench: 'cri' },
+      };
+      const { podSandboxId } = await timed('RunPodSandbox', { config });
+      const { containerId } = await timed('CreateContainer', {
+        podSandboxId,
+        config: { metadata: { name: 'app' }, image: { image: 'docker.io/library/busybox:1.36' }, command: ['sleep', '3600'] },
+        sandboxConfig: config,
+      });
+      await timed('StartContainer', { containerId });
+      await timed('StopPodSandbox', { podSandboxId });
+      await timed('RemovePodSandbox', { podSandboxId });
+    }
+  };
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const perRpc = {};
+  for (const r of RPCS) {
+    const s = lat[r].sort((a, b) => a - b);
+    perRpc[r] = { p50: quantile(s, 0.5), p99: quantile(s, 0.99) };
+  }
+  return { lifecyclesPerSec: count / seconds, seconds, perRpc };
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      count: { type: 'string', default: '10000' },
+      concurrency: { type: 'string', default: '16' },
+      runs: { type: 'string', default: '3' },
+      json: { type: 'string' },
+    },
+  });
+  const count = Number(values.count);
+  const concurrency = Number(values.concurrency);
+  const runs = Number(values.runs);
+  const grpc = await import('@grpc/grpc-js');
+  const { cri, unaryCall } = await import('@kemu/proto');
+  const { createCri } = await import('@kemu/cri');
+
+  const results = { socket: [], inProcess: [] };
+  for (let run = 0; run < runs; run++) {
+    // Over the socket, against kemu-cri as a separate process.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-cri-'));
+    const socket = path.join(dir, 'cri.sock');
+    const server = spawn(
+      process.execPath,
+      ['--conditions=@kemu/source', '--import', 'tsx', path.join(repo, 'packages/cri/src/cli.ts'), '--listen', `unix://${socket}`, '--backend', 'sim', '--state-dir', path.join(dir, 'state'), '--synthetic-images'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    server.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const deadline = Date.now() + 30_000;
+    while (!stderr.includes('serving on')) {
+      if (Date.now() > deadline || server.exitCode !== null) throw new Error(`kemu-cri did not start: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const rt = new cri.RuntimeServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
+    const img = new cri.ImageServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
+    await unaryCall(img, 'PullImage', { image: { image: 'busybox:1.36' } });
+    const socketResult = await runLifecycles((m, r) => unaryCall(rt, m, r), count, concurrency, `s${run}`);
+    const left = await unaryCall(rt, 'ListPodSandbox', {});
+    if (left.items.length !== 0) throw new Error(`${left.items.length} sandboxes left behind`);
+    rt.close();
+    img.close();
+    server.kill('SIGTERM');
+    await new Promise((r) => server.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+    results.socket.push(socketResult);
+
+    // Reference: the same service objects in process, with the same persisted state dir.
+    const dir2 = mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-cri-ref-'));
+    const inst = await createCri({ backend: 'sim', stateDir: path.join(dir2, 'state'), syntheticImages: true, streaming: false });
+    await inst.imageService.PullImage({ image: { image: 'busybox:1.36' } });
+    const ref = await runLifecycles((m, r) => inst.runtimeService[m](r), count, concurrency, `p${run}`);
+    await inst.close();
+    rmSync(dir2, { recursive: true, force: true });
+    results.inProcess.push(ref);
+    console.error(
+      `run ${run + 1}/${runs}: socket ${socketResult.lifecyclesPerSec.toFixed(0)} lifecycles/s, in-process ${ref.lifecyclesPerSec.toFixed(0)} lifecycles/s`,
+    );
+  }
+
+  const summarize = (rs) => ({
+    lifecyclesPerSec: median(rs.map((r) => r.lifecyclesPerSec)),
+    perRpc: Object.fromEntries(RPCS.map((rpc) => [rpc, { p50: median(rs.map((r) => r.perRpc[rpc].p50)), p99: median(rs.map((r) => r.perRpc[rpc].p99)) }])),
+  });
+  const socket = summarize(results.socket);
+  const inProcess = summarize(results.inProcess);
+  const out = {
+    benchmark: 'cri pod lifecycle (sim backend)',
+    count,
+    concurrency,
+    runs,
+    cpus: os.cpus().length,
+    socket,
+    inProcess,
+    ratioSocketToInProcess: socket.lifecyclesPerSec / inProcess.lifecyclesPerSec,
+    target: { lifecyclesPerSec: 1000, p99Ms: 10 },
+    meetsTarget: socket.lifecyclesPerSec >= 1000 && RPCS.every((r) => socket.perRpc[r].p99 <= 10),
+  };
+  console.log(`\n${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs)`);
+  console.log(`over the socket: ${socket.lifecyclesPerSec.toFixed(0)} lifecycles/s   in process: ${inProcess.lifecyclesPerSec.toFixed(0)} lifecycles/s   ratio ${out.ratioSocketToInProcess.toFixed(2)}`);
+  console.log('RPC                  socket p50   socket p99   in-proc p50   in-proc p99  (ms)');
+  for (const r of RPCS) {
+    const s = socket.perRpc[r];
+    const p = inProcess.perRpc[r];
+    console.log(`${r.padEnd(20)} ${s.p50.toFixed(3).padStart(10)} ${s.p99.toFixed(3).padStart(12)} ${p.p50.toFixed(3).padStart(13)} ${p.p99.toFixed(3).padStart(13)}`);
+  }
+  console.log(`target (>= 1000 lifecycles/s, p99 <= 10 ms per call): ${out.meetsTarget ? 'met' : 'NOT met'}`);
+  if (values.json) writeFileSync(values.json, JSON.stringify(out, null, 2));
+}
+
+// The packages are TypeScript resolved through the "@kemu/source" export condition; re-run under tsx.
+if (!process.env.KEMU_BENCH_CHILD) {
+  const child = spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    cwd: repo,
+    env: { ...process.env, KEMU_BENCH_CHILD: '1' },
+  });
+  child.on('exit', (code) => process.exit(code ?? 1));
+} else {
+  await main();
+}

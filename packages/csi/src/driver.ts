@@ -537,10 +537,15 @@ export class Driver {
     maximumVolumeSize: number;
     minimumVolumeSize: number;
   } {
-    for (const [i, c] of (args.capabilities ?? []).entries())
-      this.checkCapability(c, `volume_capabilities[${i}]`);
+    const none = { available: 0, maximumVolumeSize: 0, minimumVolumeSize: 0 };
+    try {
+      for (const [i, c] of (args.capabilities ?? []).entries())
+        this.checkCapability(c, `volume_capabilities[${i}]`);
+    } catch {
+      return none; // no capacity for capabilities this driver cannot provide
+    }
     if (args.topology && Object.keys(args.topology).length && !this.matchesSegment(args.topology)) {
-      return { available: 0, maximumVolumeSize: 0, minimumVolumeSize: 0 };
+      return none;
     }
     const available = Math.max(0, this.capacityBytes - this.usedBytes());
     return {
@@ -813,6 +818,8 @@ export class Driver {
         if (!sameCapability(v.staged.capability, cap)) {
           throw alreadyExists(`volume ${id} is already staged at ${staging} with a different capability`);
         }
+        // the backend call is idempotent; repeating it restores a mount lost to a reboot or a manual umount
+        await this.backend.stage(bv(v), staging, cap);
         return;
       }
       if (this.enableAttach && !v.published[this.nodeId]) {
@@ -891,6 +898,12 @@ export class Driver {
             `volume ${id} is already published at ${target} with a different capability or readonly flag`,
           );
         }
+        await this.backend.publish(bv(v), {
+          targetPath: target,
+          stagingPath: staging,
+          readonly,
+          capability: cap,
+        });
         return;
       }
       for (const other of Object.values(this.state.volumes)) {

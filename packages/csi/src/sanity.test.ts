@@ -5,7 +5,7 @@ import { promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 import { csi } from '@kemu/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { canMount } from './mount.js';
+import { canMount, isMountPoint, unmount } from './mount.js';
 import { type RunningCsiDriver, serveCsiDriver } from './server.js';
 import {
   MiB,
@@ -164,6 +164,10 @@ describe.each(['sim', 'hostpath'] as const)('sanity: %s backend over the socket'
     it('GetCapacity without arguments, per topology segment, and shrinking as volumes are created', async () => {
       const before = await call(c.controller, 'GetCapacity', {});
       expect(before.availableCapacity).toBe(4 * 2 ** 30);
+      const ntfs = { accessMode: { mode: S.SINGLE_NODE_WRITER }, mount: { fsType: 'ntfs' } };
+      expect(
+        (await call(c.controller, 'GetCapacity', { volumeCapabilities: [ntfs] })).availableCapacity,
+      ).toBe(0);
       const other = await call(c.controller, 'GetCapacity', {
         accessibleTopology: { segments: { 'topology.kemu.csi.k8s.io/node': 'elsewhere' } },
       });
@@ -946,6 +950,19 @@ describe.each(['sim', 'hostpath'] as const)('sanity: %s backend over the socket'
         });
         await expect(fs.writeFile(path.join(target, 'x'), 'y')).rejects.toThrow(/EROFS/);
         await fs.writeFile(path.join(staging, 'x'), 'y');
+        // a mount lost behind the driver's back comes back on the (idempotent) repeat
+        await unmount(target);
+        expect(await isMountPoint(target)).toBe(false);
+        const again = {
+          volumeId: v.volumeId,
+          stagingTargetPath: staging,
+          targetPath: target,
+          volumeCapability: mountCap(),
+          readonly: true,
+        };
+        await call(c.node, 'NodePublishVolume', again);
+        expect(await isMountPoint(target)).toBe(true);
+        expect(await fs.readFile(path.join(target, 'x'), 'utf8')).toBe('y');
       });
   });
 

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +15,8 @@ import {
 } from './datapath.js';
 import { createSimDatapath, SIM_STATE_FORMAT, type SimDatapath } from './datapath-sim.js';
 import { toCniError } from './errors.js';
+import { InProcessInvoker } from './invoke-inprocess.js';
+import { CniRuntime, parseConfList } from './runtime.js';
 
 const POD_A = '/var/run/netns/pod-a';
 const POD_B = '/var/run/netns/pod-b';
@@ -246,6 +248,77 @@ describe('sim datapath (state file)', () => {
     expect(readFileSync(statePath, 'utf8')).toBe(json);
   });
 
+  it('carries state between real plugin executions (KEMU_DATAPATH=sim) and refuses a broken file', async () => {
+    const statePath = join(dir, 'exec-node.json');
+    await createSimDatapath({ statePath }).addNetns(POD_A);
+    const repo = fileURLToPath(new URL('../../..', import.meta.url));
+    // CNI_PATH holds kemu-host-local the way an install would: an executable the bridge plugin delegates to.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, 'kemu-host-local'),
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --conditions=@kemu/source --import tsx ${JSON.stringify(join(repo, 'packages/cni-host-local/src/main.ts'))}\n`,
+      { mode: 0o755 },
+    );
+    const conf = JSON.stringify({
+      cniVersion: '1.1.0',
+      name: 'execnet',
+      type: 'kemu-bridge',
+      bridge: 'kemu0',
+      isDefaultGateway: true,
+      ipam: {
+        type: 'kemu-host-local',
+        ranges: [[{ subnet: '10.77.0.0/24' }]],
+        dataDir: join(dir, 'exec-ipam'),
+      },
+    });
+    const plugin = (command: string) =>
+      new Promise<{ code: number; out: string }>((resolve) => {
+        const child = spawn(
+          process.execPath,
+          ['--conditions=@kemu/source', '--import', 'tsx', join(repo, 'packages/cni-bridge/src/main.ts')],
+          {
+            cwd: repo,
+            env: {
+              PATH: process.env.PATH,
+              CNI_COMMAND: command,
+              CNI_CONTAINERID: 'ctr-exec',
+              CNI_NETNS: POD_A,
+              CNI_IFNAME: 'eth0',
+              CNI_PATH: bin,
+              KEMU_DATAPATH: 'sim',
+              KEMU_NETSIM_STATE: statePath,
+            },
+            stdio: ['pipe', 'pipe', 'inherit'],
+          },
+        );
+        let out = '';
+        child.stdout.on('data', (b: Buffer) => {
+          out += b.toString();
+        });
+        child.on('close', (c) => resolve({ code: c ?? -1, out }));
+        child.stdin.end(conf);
+      });
+    const add = await plugin('ADD');
+    expect(add.code).toBe(0);
+    expect(JSON.parse(add.out).ips[0].address).toBe('10.77.0.2/24');
+    // A later process (here: this one) finds what the plugin process built, and it carries traffic.
+    const dp = createSimDatapath({ statePath });
+    expect((await dp.getLink(POD_A, 'eth0'))?.up).toBe(true);
+    expect((await dp.ping(POD_A, '10.77.0.1')).reachable).toBe(true);
+    const del = await plugin('DEL');
+    expect(del.code).toBe(0);
+    expect((await dp.listLinks(POD_A)).map((l) => l.name)).toEqual(['lo']);
+
+    writeFileSync(statePath, 'not json');
+    const bad = await plugin('ADD');
+    expect(bad.code).not.toBe(0);
+    const err = JSON.parse(bad.out);
+    expect(err.code).toBe(5);
+    expect(err.msg).toContain(statePath);
+    expect(readFileSync(statePath, 'utf8')).toBe('not json');
+  }, 60_000);
+
   it('serialises concurrent plugin processes on the state file lock', async () => {
     const statePath = join(dir, 'concurrent.json');
     const here = fileURLToPath(new URL('./datapath-sim.ts', import.meta.url));
@@ -439,5 +512,148 @@ describe.runIf(canNetns)('sim datapath agrees with the linux datapath', () => {
       const got = await normalise(sim, ns, sp);
       expect({ ns, ...got }).toEqual({ ns, ...want });
     }
+  }, 60_000);
+});
+
+describe.runIf(canNetns)('kemu plugins give the same network on the linux and the sim datapath', () => {
+  const tag = `kemu-test-${process.pid}-p`;
+  const names = [`${tag}-host`, `${tag}-a`, `${tag}-b`, `${tag}-c`];
+  const paths = names.map((n) => `/run/netns/${n}`);
+  let dir: string;
+  let linux: Datapath;
+  let sim: SimDatapath;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kemu-simeq-'));
+    for (const n of names) {
+      const r = spawnSync('ip', ['netns', 'add', n]);
+      if (r.status !== 0) throw new Error(`ip netns add ${n}: ${r.stderr}`);
+    }
+    spawnSync('ip', ['-n', names[0]!, 'link', 'set', 'lo', 'up']);
+    const { createLinuxDatapath } = await import('./datapath-linux.js');
+    linux = createLinuxDatapath({ hostNetns: paths[0] });
+    sim = createSimDatapath({ hostNetns: paths[0] });
+    for (const p of paths.slice(1)) await sim.addNetns(p);
+  });
+
+  afterAll(async () => {
+    await linux?.close?.();
+    for (const n of names) spawnSync('ip', ['netns', 'delete', n]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('bridge + host-local + portmap + loopback: ADD a, b, c, DEL c; same state, same ping results', async () => {
+    const [{ bridge }, { hostLocal }, { portmap }, { loopback }] = await Promise.all([
+      import('@kemu/cni-bridge'),
+      import('@kemu/cni-host-local'),
+      import('@kemu/cni-portmap'),
+      import('@kemu/cni-loopback'),
+    ]);
+    const [, a, b, c] = paths as [string, string, string, string];
+    const run = async (dp: Datapath, which: string) => {
+      const list = parseConfList(
+        Buffer.from(
+          JSON.stringify({
+            cniVersion: '1.1.0',
+            name: 'eqnet',
+            plugins: [
+              {
+                type: 'kemu-bridge',
+                bridge: 'kemueq0',
+                isGateway: true,
+                isDefaultGateway: true,
+                ipMasq: true,
+                hairpinMode: true,
+                ipam: {
+                  type: 'kemu-host-local',
+                  ranges: [[{ subnet: '10.89.0.0/24' }]],
+                  dataDir: join(dir, which, 'ipam'),
+                },
+              },
+              { type: 'kemu-portmap', capabilities: { portMappings: true } },
+            ],
+          }),
+        ),
+      );
+      const lo = parseConfList(
+        Buffer.from(
+          JSON.stringify({ cniVersion: '1.1.0', name: 'lo', plugins: [{ type: 'kemu-loopback' }] }),
+        ),
+      );
+      const invoker = new InProcessInvoker({ plugins: [bridge, hostLocal, portmap, loopback], datapath: dp });
+      const rt = new CniRuntime({ cacheDir: join(dir, which, 'cache'), invoker });
+      const results = [];
+      for (const [i, ns] of [a, b, c].entries()) {
+        await rt.addNetworkList(lo, { containerId: `ctr${i}`, netns: ns, ifname: 'lo' });
+        const r = await rt.addNetworkList(list, {
+          containerId: `ctr${i}`,
+          netns: ns,
+          ifname: 'eth0',
+          capabilityArgs: { portMappings: [{ hostPort: 18080 + i, containerPort: 80, protocol: 'tcp' }] },
+        });
+        results.push(r.ips?.map((x) => `${x.address} gw ${x.gateway}`));
+      }
+      await rt.delNetworkList(list, {
+        containerId: 'ctr2',
+        netns: c,
+        ifname: 'eth0',
+        capabilityArgs: { portMappings: [{ hostPort: 18082, containerPort: 80, protocol: 'tcp' }] },
+      });
+      return results;
+    };
+    const linuxResults = await run(linux, 'linux');
+    const simResults = await run(sim, 'sim');
+    expect(simResults).toEqual(linuxResults);
+    expect(simResults[0]).toEqual(['10.89.0.2/24 gw 10.89.0.1']);
+
+    const all = paths.map((p, i) => (i === 0 ? HOST_NETNS : p));
+    const pairs: [NetnsRef, string][] = [
+      [a, '10.89.0.3'],
+      [b, '10.89.0.2'],
+      [a, '10.89.0.1'],
+      [HOST_NETNS, '10.89.0.3'],
+      [a, '10.89.0.4'],
+      [c, '10.89.0.1'],
+    ];
+    const linuxPing = pairs.map(([from, to]) => {
+      const ns = from === HOST_NETNS ? names[0]! : from.slice('/run/netns/'.length);
+      return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', to]).status === 0;
+    });
+    const simPing = [];
+    for (const [from, to] of pairs) simPing.push((await sim.ping(from, to, { trace: false })).reachable);
+    expect(simPing).toEqual(linuxPing);
+    expect(simPing).toEqual([true, true, true, true, false, false]);
+
+    const lp = await peerNameMap(linux, all);
+    const sp = await peerNameMap(sim, all);
+    const kernelPorts = JSON.parse(
+      spawnSync('ip', ['netns', 'exec', names[0]!, 'bridge', '-j', '-d', 'link', 'show'], {
+        encoding: 'utf8',
+      }).stdout,
+    ) as { ifname: string; hairpin?: boolean }[];
+    const hairpin = new Map(kernelPorts.map((p) => [p.ifname, p.hairpin ?? false]));
+    for (const ns of all) {
+      const want = await normalise(linux, ns, lp, ns === HOST_NETNS ? hairpin : undefined);
+      const got = await normalise(sim, ns, sp);
+      expect({ ns, ...got }).toEqual({ ns, ...want });
+      if (ns === HOST_NETNS) expect(got.links.kemueq0).toMatchObject({ kind: 'bridge', up: true });
+      if (ns === a) expect(got.addrs).toEqual(['eth0 10.89.0.2/24', 'lo 127.0.0.1/8', 'lo ::1/128']);
+    }
+    // The NAT the plugins asked for, as each datapath reports it.
+    const nat = async (dp: Datapath) =>
+      (await dp.listNatRules(HOST_NETNS))
+        .map((r) =>
+          r.kind === 'dnat'
+            ? `dnat ${r.protocol} ${r.hostPort} -> ${r.toIP}:${r.toPort}`
+            : `masquerade ${r.src}`,
+        )
+        .sort();
+    expect(await nat(sim)).toEqual(await nat(linux));
+    expect(await nat(sim)).toEqual([
+      'dnat tcp 18080 -> 10.89.0.2:80',
+      'dnat tcp 18081 -> 10.89.0.3:80',
+      'masquerade 10.89.0.2/32',
+      'masquerade 10.89.0.3/32',
+    ]);
   }, 60_000);
 });

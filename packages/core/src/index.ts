@@ -45,3 +45,4 @@ export { DelayingQueue, RateLimitingQueue, WorkQueue } from './workqueue.js';
 export { Controller, type ControllerOptions, type ReconcileResult } from './controller.js';
 export { type LeaderCallbacks, type LeaderElectionConfig, LeaderElector } from './leader-election.js';
 export { createFileStore, FileStore, FileStoreError, type FileStoreOptions } from './store-file.js';
+export { createEtcdStore, EtcdStore, type EtcdStoreOptions } from './store-etcd.js';

@@ -64,7 +64,7 @@ export interface WatchFilter {
 
 type Bucket = Set<WatcherImpl>;
 
-interface HistoryEntry {
+export interface HistoryEntry {
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
   obj: KubeObject;
   prev: KubeObject | undefined;
@@ -78,6 +78,8 @@ export class WatcherImpl implements Watch<KubeObject> {
   private _stopped = false;
   /** Highest resourceVersion delivered, for bookmarks. */
   lastRv = 0;
+  /** Events at or below this resourceVersion are already reflected (a cache may lag its backend). */
+  minRv = 0;
   readonly matchFields: (o: KubeObject) => boolean;
   onStop: (() => void) | undefined;
 
@@ -110,6 +112,7 @@ export class WatcherImpl implements Watch<KubeObject> {
 
   /** Deliver a store event, translating it by how old and new state match this watcher's filter. */
   deliver(e: HistoryEntry): void {
+    if (e.rv <= this.minRv) return;
     if (e.type === 'ADDED') {
       if (this.matches(e.obj)) this.push({ type: 'ADDED', object: e.obj });
     } else if (e.type === 'DELETED') {
@@ -328,11 +331,19 @@ export class KindCache {
    * Start a watcher. fromRv undefined: initial ADDED events for the current state. Otherwise replay retained
    * history after fromRv; ExpiredError when it no longer reaches back that far.
    */
-  watch(filter: WatchFilter, fromRv: number | undefined, bookmarks: boolean, initialEvents: boolean): WatcherImpl {
+  watch(
+    filter: WatchFilter,
+    fromRv: number | undefined,
+    bookmarks: boolean,
+    initialEvents: boolean,
+    /** State at fromRv read from the backend, sent as ADDED events before the history after fromRv. */
+    initial?: KubeObject[],
+  ): WatcherImpl {
     const w = new WatcherImpl(filter, this.info, bookmarks);
     if (fromRv !== undefined && fromRv < this.windowStart) {
       throw new ExpiredError(`too old resource version: ${fromRv} (${this.windowStart + 1})`);
     }
+    if (initial) for (const o of initial) if (w.matches(o)) w.push({ type: 'ADDED', object: o });
     if (fromRv === undefined || initialEvents) {
       for (const o of this.select(filter)) w.push({ type: 'ADDED', object: o });
       w.lastRv = this.lastRv;
@@ -351,6 +362,7 @@ export class KindCache {
       }
       w.lastRv = Math.max(fromRv, w.lastRv);
     }
+    w.minRv = fromRv !== undefined && !initialEvents ? Math.max(fromRv, w.lastRv) : this.lastRv;
     this.attach(w);
     return w;
   }

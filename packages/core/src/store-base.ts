@@ -66,13 +66,31 @@ export function parseResourceVersion(rv: string | undefined, what = 'resourceVer
   return Number(rv);
 }
 
-function specPart(o: KubeObject): string {
+function specPart(o: KubeObject): Record<string, unknown> {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = o;
-  return JSON.stringify(rest);
+  return rest;
+}
+
+/** Deep equality of JSON values, ignoring member order (backends may reorder fields). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    if (a.length !== bb.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], bb[i])) return false;
+    return true;
+  }
+  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  if (ka.length !== kb.length) return false;
+  for (const k of ka) if (!jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  return true;
 }
 
 function sameObject(a: KubeObject, b: KubeObject): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return jsonEqual(a, b);
 }
 
 export abstract class BaseStore implements Store {
@@ -347,7 +365,7 @@ export abstract class BaseStore implements Store {
           ]);
         }
       }
-      if (specPart(next) !== specPart(cur)) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
+      if (!jsonEqual(specPart(next), specPart(cur))) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
     }
     next.metadata.resourceVersion = cur.metadata.resourceVersion;
     if (next.metadata.finalizers?.length === 0) delete next.metadata.finalizers;

@@ -71,7 +71,7 @@ async function main() {
   const NODE = 'bench-node';
 
   /** Runs `count` lifecycles with `concurrency` in flight through `invoke(service, method, req)`. */
-  async function lifecycles(invoke, count, kubelet, tag) {
+  async function lifecycles(invoke, count, kubelet, tag, needDirs) {
     const lat = Object.fromEntries(CALLS.map((c) => [c, []]));
     const timed = async (svc, method, req) => {
       const t = performance.now();
@@ -85,7 +85,8 @@ async function main() {
         const i = next++;
         const staging = path.join(kubelet, 'plugins', `${tag}-${i}`);
         const target = path.join(kubelet, 'pods', `${tag}-${i}`, 'mount');
-        mkdirSync(staging, { recursive: true });
+        // the CO creates the staging directory; the sim backend never touches the disk
+        if (needDirs) mkdirSync(staging, { recursive: true });
         const v = await timed('controller', 'CreateVolume', {
           name: `${tag}-${i}`,
           volumeCapabilities: [cap],
@@ -174,7 +175,13 @@ async function main() {
         if (Date.now() > deadline) throw new Error('kemu-csi did not start');
         await new Promise((r) => setTimeout(r, 100));
       }
-      return await lifecycles((svc, m, req) => unaryCall(clients[svc], m, req), count, kubelet, `r${run}`);
+      return await lifecycles(
+        (svc, m, req) => unaryCall(clients[svc], m, req),
+        count,
+        kubelet,
+        `r${run}`,
+        backend === 'hostpath',
+      );
     } finally {
       for (const c of Object.values(clients)) c.close();
       proc.kill('SIGTERM');
@@ -195,7 +202,13 @@ async function main() {
       capacityBytes: 2 ** 40,
     });
     try {
-      return await lifecycles((svc, m, req) => d[svc][m](req), count, kubelet, `i${run}`);
+      return await lifecycles(
+        (svc, m, req) => d[svc][m](req),
+        count,
+        kubelet,
+        `i${run}`,
+        backend === 'hostpath',
+      );
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -5,10 +5,18 @@ export { EventRecorder } from './events.js';
 export { Kubelet } from './kubelet.js';
 export * from './labels.js';
 export { NodeLifecycleController, type NodeLifecycleOptions, UNREACHABLE_TAINT } from './node-lifecycle-controller.js';
-export { allocatable, DEFAULT_CAPACITY, KUBELET_VERSION, NODE_LEASE_NAMESPACE, nodeConditions } from './node-status.js';
+export {
+  allocatable,
+  CONTROLLER_MANAGED_ATTACH_DETACH,
+  DEFAULT_CAPACITY,
+  KUBELET_VERSION,
+  NODE_LEASE_NAMESPACE,
+  nodeConditions,
+} from './node-status.js';
 export { PluginWatcher, StaticPluginRegistry, SUPPORTED_CSI_VERSIONS } from './plugin-registry.js';
 export { computePodStatus, containerStatus, podPhase } from './pod-status.js';
 export { ProbeManager, realProbeTransport } from './prober.js';
 export { RuntimeCache } from './runtime-cache.js';
 export type * from './types.js';
 export { attachmentName, VolumeManager, VolumeWaitError } from './volume-manager.js';
+export { CsiNodeSync } from './csinode.js';

@@ -90,6 +90,7 @@ describe('node registration and heartbeats', () => {
       'topology.kubernetes.io/zone': 'z1',
     });
     expect(node.spec?.podCIDRs).toEqual(['10.244.1.0/24']);
+    expect(node.metadata.annotations?.['volumes.kubernetes.io/controller-managed-attach-detach']).toBe('true');
     expect(node.status?.capacity).toMatchObject({ cpu: '8', pods: '110' });
     expect(node.status?.allocatable?.cpu).toBe('7500m');
     expect(node.status?.addresses).toContainEqual({ type: 'InternalIP', address: '192.0.2.10' });
@@ -348,6 +349,12 @@ describe('volumes through CSI', () => {
       return (n.status?.volumesInUse?.length ?? 0) > 0 && n;
     });
     expect(node.status?.volumesInUse).toEqual([`kubernetes.io/csi/kemu.csi.k8s.io^${handle}`]);
+    const csiNode = await store.get('CSINode', '', 'node-a');
+    expect(csiNode.spec.drivers).toEqual([
+      expect.objectContaining({ name: 'kemu.csi.k8s.io', nodeID: 'node-a', topologyKeys: [expect.any(String)] }),
+    ]);
+    const topologyKey = csiNode.spec.drivers[0].topologyKeys![0];
+    expect((await store.get('Node', '', 'node-a')).metadata.labels?.[topologyKey]).toBe('node-a');
     await store.delete('Pod', 'default', 'db');
     await until('pod gone', async () => !(await store.list('Pod', { namespace: 'default' })).items.length);
     await expect(driver.node.NodeGetVolumeStats({ volumeId: handle, volumePath: `/var/lib/kubelet/pods/${p.metadata.uid}/volumes/kubernetes.io~csi/pv-1/mount` })).rejects.toMatchObject({ code: 5 });

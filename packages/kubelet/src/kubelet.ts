@@ -14,6 +14,7 @@ import {
   type SharedInformer,
 } from '@kemu/core';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
+import { CsiNodeSync } from './csinode.js';
 import { EventRecorder } from './events.js';
 import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
@@ -40,6 +41,7 @@ export class Kubelet {
   private readonly events: EventRecorder;
   private readonly syncer: PodSyncer;
   private readonly nodeStatus: NodeStatusManager;
+  private readonly csiNode?: CsiNodeSync;
   private readonly workers = new Map<string, Worker>();
   private readonly byUid = new Map<string, Pod>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -91,6 +93,7 @@ export class Kubelet {
       crashBackoff: new Backoff(backoff),
       pullBackoff: new Backoff(backoff),
     });
+    if (o.csi) this.csiNode = new CsiNodeSync(o.store, o.nodeName, o.csi);
     this.nodeStatus = new NodeStatusManager(
       o.store,
       {
@@ -191,6 +194,7 @@ export class Kubelet {
     if (this.heartbeatPaused) return;
     const status = await this.o.runtime.Status({ verbose: false });
     await this.nodeStatus.post(status.status, { volumesInUse: this.volumes.inUse() }, 5 * 60_000);
+    await this.csiNode?.sync();
   }
 
   private async relist() {

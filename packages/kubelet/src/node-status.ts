@@ -18,6 +18,7 @@ import {
 import type { cri } from '@kemu/proto';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+export const CONTROLLER_MANAGED_ATTACH_DETACH = 'volumes.kubernetes.io/controller-managed-attach-detach';
 export const KUBELET_VERSION = 'v1.34.0-kemu';
 
 export interface NodeIdentity {
@@ -112,7 +113,13 @@ export class NodeStatusManager {
     const node: Node = {
       apiVersion: 'v1',
       kind: 'Node',
-      metadata: { name: nodeName, labels: { ...baseLabels(nodeName), ...this.id.labels } },
+      metadata: {
+        name: nodeName,
+        labels: { ...baseLabels(nodeName), ...this.id.labels },
+        // As the kubelet does with enableControllerAttachDetach (the default): attach/detach is the
+        // controller's job for this node.
+        annotations: { [CONTROLLER_MANAGED_ATTACH_DETACH]: 'true' },
+      },
       spec: { ...(podCIDR ? { podCIDR, podCIDRs: [podCIDR] } : {}), ...(this.id.taints?.length ? { taints: this.id.taints } : {}) },
     };
     let stored: Node;
@@ -123,7 +130,11 @@ export class NodeStatusManager {
       const cur = await this.store.get('Node', '', nodeName);
       stored = await this.store.update({
         ...cur,
-        metadata: { ...cur.metadata, labels: { ...(cur.metadata.labels ?? {}), ...node.metadata.labels } },
+        metadata: {
+          ...cur.metadata,
+          labels: { ...(cur.metadata.labels ?? {}), ...node.metadata.labels },
+          annotations: { ...(cur.metadata.annotations ?? {}), ...node.metadata.annotations },
+        },
         spec: { ...(cur.spec ?? {}), ...node.spec },
       });
     }

@@ -43,7 +43,10 @@ async function established(local: string, as: number, port: number): Promise<Raw
 }
 
 async function notification(r: Raw): Promise<[number, number, string]> {
-  await Promise.race([r.closed, new Promise((_, rej) => setTimeout(() => rej(new Error('socket not closed')), 5000))]);
+  await Promise.race([
+    r.closed,
+    new Promise((_, rej) => setTimeout(() => rej(new Error('socket not closed')), 5000)),
+  ]);
   const n = r.messages.find((m) => m.type === 3);
   if (!n) throw new Error(`no NOTIFICATION; got types ${r.messages.map((m) => m.type)}`);
   return [n.body[0]!, n.body[1]!, n.body.subarray(2).toString('hex')];
@@ -84,8 +87,16 @@ describe('malformed messages from a raw TCP peer', () => {
     ['truncated attributes', `${M} 0020 02 0000 0009 400101 00 400209 0201`, [3, 1]],
     ['attribute list longer than the message', `${M} 0017 02 0000 00ff`, [3, 1]],
     ['missing NEXT_HOP', `${M} 0026 02 0000 000d 400101 00 400206 0201 0000fded 080a`, [3, 3, '03']],
-    ['invalid ORIGIN', `${M} 002e 02 0000 0014 400101 07 400206 0201 0000fded 400304 7f000015 100a01`, [3, 6]],
-    ['attribute flags error', `${M} 002e 02 0000 0014 800101 00 400206 0201 0000fded 400304 7f000015 100a01`, [3, 4]],
+    [
+      'invalid ORIGIN',
+      `${M} 002e 02 0000 0014 400101 07 400206 0201 0000fded 400304 7f000015 100a01`,
+      [3, 6],
+    ],
+    [
+      'attribute flags error',
+      `${M} 002e 02 0000 0014 800101 00 400206 0201 0000fded 400304 7f000015 100a01`,
+      [3, 4],
+    ],
     ['OPEN in Established', '', [5, 3]],
   ];
 
@@ -98,7 +109,11 @@ describe('malformed messages from a raw TCP peer', () => {
       expect([code, subcode]).toEqual([expected[0], expected[1]]);
       if (expected[2] !== undefined) expect(data).toBe(expected[2]);
       await until(() => speaker.peer('127.0.0.21')?.state !== 'Established', 'session down');
-      expect(speaker.peer('127.0.0.21')!.lastError).toMatchObject({ direction: 'sent', code: expected[0], subcode: expected[1] });
+      expect(speaker.peer('127.0.0.21')!.lastError).toMatchObject({
+        direction: 'sent',
+        code: expected[0],
+        subcode: expected[1],
+      });
       expect(speaker.peer('127.0.0.22')!.state).toBe('Established');
       expect(bystander.sock.destroyed).toBe(false);
     });

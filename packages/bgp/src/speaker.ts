@@ -231,8 +231,15 @@ export class BgpSpeaker extends EventEmitter {
     }
     if (n.rrClient && n.as !== this.as)
       throw new BgpConfigError(`${i}.rrClient`, 'route-reflector clients must be iBGP');
+    // Connect from the address we listen on, so the neighbour sees the address it has configured.
+    const listen = this.options.listen;
+    const specific = listen && listen.address !== '0.0.0.0' && listen.address !== '::';
+    const cfg: NeighborConfig =
+      n.localAddress === undefined && specific && parseIP(listen.address)?.afi === parseIP(n.address)?.afi
+        ? { ...n, localAddress: listen.address }
+        : n;
     const session = new Session(
-      n,
+      cfg,
       { routerId: this.routerId, as: this.as, families: this.families },
       {
         holdTime: this.options.holdTime ?? 90,

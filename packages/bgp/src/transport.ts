@@ -75,7 +75,12 @@ function stripV4Mapped(a: string): string {
 export const tcpTransport: Transport = {
   listen(address, port, onConnection) {
     return new Promise((resolve, reject) => {
-      const server = net.createServer((s) => onConnection(wrapTcp(s)));
+      const open = new Set<net.Socket>();
+      const server = net.createServer((s) => {
+        open.add(s);
+        s.on('close', () => open.delete(s));
+        onConnection(wrapTcp(s));
+      });
       server.once('error', reject);
       server.listen({ host: address, port, exclusive: true }, () => {
         server.off('error', reject);
@@ -83,7 +88,12 @@ export const tcpTransport: Transport = {
         resolve({
           address: a.address,
           port: a.port,
-          close: () => new Promise<void>((r) => server.close(() => r())),
+          close: () =>
+            new Promise<void>((r) => {
+              server.close(() => r());
+              // Accepted sockets are the sessions' business, but none may keep the listener alive.
+              for (const s of open) s.destroy();
+            }),
         });
       });
     });

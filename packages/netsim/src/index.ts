@@ -14,6 +14,7 @@ export {
   type RouteJSON,
   type SendOptions,
   type TcpConnectResult,
+  type UdpSendResult,
   type WorldJSON,
   type WorldOptions,
 } from './world.js';

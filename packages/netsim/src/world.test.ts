@@ -362,6 +362,72 @@ describe('TCP', () => {
   });
 });
 
+describe('UDP', () => {
+  it('delivers to a listener and reports ICMP port unreachable otherwise', () => {
+    const w = bridgeWorld(2);
+    w.listen('pod2', { proto: 'udp', port: 53 });
+    const ok = w.udpSend('pod1', '10.244.0.3', 53, Buffer.from('hello'));
+    expect(ok.delivered).toBe('pod2');
+    expect(ok.icmpError).toBeUndefined();
+    const closed = w.udpSend('pod1', '10.244.0.3', 54);
+    expect(closed.delivered).toBeNull();
+    expect(closed.icmpError).toEqual({ from: '10.244.0.3', message: 'Destination Port Unreachable' });
+    const v6 = w.udpSend('pod1', 'fd00:244::3', 54);
+    expect(v6.icmpError).toEqual({ from: 'fd00:244::3', message: 'Port unreachable' });
+  });
+});
+
+describe('IPv6', () => {
+  it('forwards between IPv6 subnets through a router, resolving both sides with NDP', () => {
+    const w = new World();
+    w.addNamespace('r');
+    for (const i of [1, 2]) {
+      w.addNamespace(`h${i}`);
+      w.addLink('r', { kind: 'veth', name: `e${i}`, peer: { name: 'eth0', ns: `h${i}` } });
+    }
+    for (const i of [1, 2]) {
+      w.setLink('r', `e${i}`, { up: true });
+      w.addAddress('r', `e${i}`, `fd0${i}::1/64`);
+      w.setLink(`h${i}`, 'eth0', { up: true });
+      w.addAddress(`h${i}`, 'eth0', `fd0${i}::2/64`);
+      w.addRoute(`h${i}`, { dst: 'default', family: 6, via: `fd0${i}::1` });
+    }
+    expect(w.ping('h1', 'fd02::2').trace.at(-1)?.reason).toMatch(/forwarding is off/);
+    w.setSysctl('r', 'net.ipv6.conf.all.forwarding', '1');
+    const r = w.ping('h1', 'fd02::2');
+    expect(r.reachable).toBe(true);
+    expect(r.replies[0]!.ttl).toBe(63);
+    expect(w.routes('h1', { family: 6 }).find((x) => x.dst === 'default')).toMatchObject({
+      via: 'fd01::1',
+      metric: 1024,
+    });
+  });
+
+  it('carries an IPv6 overlay over an IPv6 underlay', () => {
+    const w = new World();
+    w.addNamespace('n1');
+    w.addNamespace('n2');
+    w.addLink('n1', { kind: 'veth', name: 'eth0', peer: { name: 'eth0', ns: 'n2' } });
+    for (const i of [1, 2]) {
+      const n = `n${i}`;
+      w.setLink(n, 'eth0', { up: true });
+      w.addAddress(n, 'eth0', `2001:db8::${i}/64`);
+      w.addLink(n, { kind: 'vxlan', name: 'vx0', vni: 7, local: `2001:db8::${i}` });
+      w.setLink(n, 'vx0', { up: true });
+      w.addAddress(n, 'vx0', `fd77::${i}/64`);
+      w.addFdb(n, 'vx0', { mac: '00:00:00:00:00:00', dst: `2001:db8::${3 - i}` });
+    }
+    const r = w.ping('n1', 'fd77::2');
+    expect(r.reachable).toBe(true);
+    const outer = w
+      .captured('n1/eth0')
+      .map((c) => decodeFrame(c.frame))
+      .find((d) => d.vxlan?.inner.ip?.family === 6);
+    expect(outer?.ip).toMatchObject({ family: 6, src: '2001:db8::1', dst: '2001:db8::2' });
+    expect(outer?.vxlan?.vni).toBe(7);
+  });
+});
+
 describe('kernel-style errors and atomicity', () => {
   it('uses ENOENT/ENODEV/EEXIST/ESRCH/EADDRNOTAVAIL like netlink', () => {
     const w = bridgeWorld(1);

@@ -321,6 +321,22 @@ export interface TcpConnectResult {
   trace: Trace;
 }
 
+export interface UdpSendResult {
+  /** Namespace whose listener received the datagram, or null. */
+  delivered: string | null;
+  local: { ip: string; port: number } | null;
+  /** The stack refused to send (no route, ...). */
+  error?: { code: string; message: string };
+  /** An ICMP error that came back, ping(8)-style text. */
+  icmpError?: { from: string; message: string };
+  trace: Trace;
+}
+
+interface UdpProbe {
+  delivered?: { ns: string; from: string; sport: number };
+  error?: { from: string; message: string };
+}
+
 export interface SendOptions {
   /** Record the hop-by-hop trace (default true). */
   trace?: boolean;
@@ -409,6 +425,7 @@ export class World {
   private tr: Trace | null = null;
   private readonly pings = new Map<string, PingSession>();
   private readonly tcps = new Map<string, TcpSession>();
+  private udpProbe: UdpProbe | null = null;
   /** Counters across the world's lifetime. `hops` counts frames processed at a device (tx or rx). */
   readonly stats = { hops: 0, frames: 0, drops: 0 };
 
@@ -2433,7 +2450,17 @@ export class World {
       const dport = p.readUInt16BE(l4 + 2);
       const socks = ns.vxSock.get(dport);
       if (socks?.length && this.vxlanRcv(ns, socks, p, family, l4, end)) return;
-      if (this.hasListener(ns, 'udp', dport, p, dOff, family)) return;
+      if (this.hasListener(ns, 'udp', dport, p, dOff, family)) {
+        if (this.udpProbe && !this.udpProbe.delivered) {
+          this.udpProbe.delivered = {
+            ns: ns.name,
+            from: formatIpBytes(p, sOff, family),
+            sport: p.readUInt16BE(l4),
+          };
+        }
+        if (this.tr) this.rec('local', ns, l, `UDP datagram for a listener on port ${dport}`);
+        return;
+      }
       this.rec('drop', ns, l, `udp port ${dport}`, p, family, 'port unreachable');
       this.icmpErrorTo(ns, p, family, 'port-unreachable');
       return;
@@ -2524,6 +2551,10 @@ export class World {
     if (innerProto === (family === 4 ? IPPROTO_ICMP : IPPROTO_ICMPV6)) {
       const s = this.pings.get(`${ns.name}|${p.readUInt16BE(innerL4 + 4)}`);
       if (s) s.errors.push({ seq: p.readUInt16BE(innerL4 + 6), from, message: msg });
+      return;
+    }
+    if (innerProto === IPPROTO_UDP && this.udpProbe && !this.udpProbe.error) {
+      this.udpProbe.error = { from, message: msg };
       return;
     }
     if (innerProto === IPPROTO_TCP) {
@@ -2961,6 +2992,62 @@ export class World {
     result.received = new Set(session.replies.map((r) => r.seq)).size;
     result.reachable = result.received > 0;
     return result;
+  }
+
+  /**
+   * Sends one UDP datagram. `delivered` names the namespace whose listener got it (after any NAT);
+   * `error` carries an ICMP error that came back (e.g. "Destination Port Unreachable").
+   */
+  udpSend(
+    fromNs: string,
+    to: string,
+    port: number,
+    payload: Uint8Array = new Uint8Array(0),
+    opts: SendOptions = {},
+  ): UdpSendResult {
+    const ns = this.ns(fromNs);
+    const dst = mustParseIp(to, 'destination');
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new NetsimError('EINVAL', `bad port ${port}`);
+    if (!(payload instanceof Uint8Array) || payload.length > 65000)
+      throw new NetsimError('EINVAL', 'bad UDP payload');
+    const trace: Trace = [];
+    this.tr = opts.trace === false ? null : trace;
+    const probe: UdpProbe = {};
+    this.udpProbe = probe;
+    try {
+      const s = this.pickSource(ns, dst, opts.src);
+      if ('error' in s)
+        return {
+          delivered: null,
+          local: null,
+          error: { code: s.error.code, message: s.error.message.replace('connect: ', 'sendto: ') },
+          trace,
+        };
+      const sport = ns.nextEphemeral;
+      ns.nextEphemeral = ns.nextEphemeral >= 60999 ? 32768 : ns.nextEphemeral + 1;
+      const udp = udpDatagram(sport, port, payload);
+      const p =
+        dst.family === 4
+          ? ipv4Packet({ src: s.src.bytes, dst: dst.bytes, proto: IPPROTO_UDP, ttl: 64 }, udp)
+          : ipv6Packet({ src: s.src.bytes, dst: dst.bytes, nextHeader: IPPROTO_UDP, hopLimit: 64 }, udp);
+      const err = this.ipLocalOut(ns, p, dst.family);
+      this.run();
+      const local = { ip: formatIp(s.src), port: sport };
+      if (err)
+        return {
+          delivered: null,
+          local,
+          error: { code: err, message: errText(err).replace('connect: ', 'sendto: ') },
+          trace,
+        };
+      const out: UdpSendResult = { delivered: probe.delivered?.ns ?? null, local, trace };
+      if (probe.error) out.icmpError = probe.error;
+      return out;
+    } finally {
+      this.tr = null;
+      this.udpProbe = null;
+    }
   }
 
   /** A TCP three-way handshake from `fromNs` to `to:port`; the far side answers if something listens. */

@@ -37,3 +37,19 @@ export {
   type SpeakerOptions,
 } from './speaker.js';
 export { type BgpSocket, type Listener, MemoryNetwork, tcpTransport, type Transport } from './transport.js';
+export {
+  defaultBlock,
+  RouteSimulation,
+  type SimNode,
+  type SimTopology,
+  type SimulationOptions,
+  simAddress,
+  startCluster,
+} from './sim.js';
+export {
+  type BgpConfig,
+  parsePeerSpec,
+  readConfigFile,
+  type ResolvedConfig,
+  resolveConfig,
+} from './config.js';

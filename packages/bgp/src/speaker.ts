@@ -172,22 +172,26 @@ export class BgpSpeaker extends EventEmitter {
     this.options.log?.(line);
   }
 
+  /** Opens the listening socket (done by {@link start} too); lets many speakers listen before any connects. */
+  async listen(): Promise<void> {
+    if (this.listener || !this.options.listen) return;
+    const { address, port } = this.options.listen;
+    this.listener = await this.transport.listen(address, port, (s) => {
+      const session = this.sessions.get(s.remoteAddress);
+      if (!session) {
+        this.log(`rejecting connection from unconfigured ${s.remoteAddress}`);
+        s.write(encodeNotification(ErrorCode.Cease, CeaseSubcode.ConnectionRejected));
+        s.end();
+        return;
+      }
+      session.accept(s);
+    });
+  }
+
   /** Starts listening and connecting. */
   async start(): Promise<void> {
     if (this.started) return;
-    if (this.options.listen) {
-      const { address, port } = this.options.listen;
-      this.listener = await this.transport.listen(address, port, (s) => {
-        const session = this.sessions.get(s.remoteAddress);
-        if (!session) {
-          this.log(`rejecting connection from unconfigured ${s.remoteAddress}`);
-          s.write(encodeNotification(ErrorCode.Cease, CeaseSubcode.ConnectionRejected));
-          s.end();
-          return;
-        }
-        session.accept(s);
-      });
-    }
+    await this.listen();
     this.started = true;
     for (const s of this.sessions.values()) s.start();
   }

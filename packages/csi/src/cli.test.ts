@@ -116,6 +116,41 @@ describe('kemu-csi', () => {
     }
   });
 
+  it('refuses a second driver on the same state directory, and takes over after a SIGKILL', async () => {
+    const root = tmpDir('cli-lock');
+    const args = (sock: string) => [
+      '--endpoint',
+      sock,
+      '--node-id',
+      'n',
+      '--backend',
+      'hostpath',
+      '--state-dir',
+      path.join(root, 'state'),
+      '--path-root',
+      root,
+    ];
+    const first = runCli(args(path.join(root, 'a.sock')));
+    try {
+      await waitReady(first, path.join(root, 'a.sock'));
+      const second = runCli(args(path.join(root, 'b.sock')));
+      expect(await second.exited).toBe(2);
+      expect(second.stderr().trim()).toBe(
+        `kemu-csi: cannot start: state directory ${path.join(root, 'state')} is in use by kemu-csi pid ${first.child.pid}; stop it or use another --state-dir`,
+      );
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const third = runCli(args(path.join(root, 'c.sock')));
+      await waitReady(third, path.join(root, 'c.sock'));
+      third.child.kill('SIGTERM');
+      expect(await third.exited).toBe(0);
+      expect(existsSync(path.join(root, 'state', 'kemu-csi.pid'))).toBe(false);
+    } finally {
+      first.child.kill('SIGKILL');
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  });
+
   it.each([
     [
       ['--node-id', 'n', '--backend', 'sim'],

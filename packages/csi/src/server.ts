@@ -11,6 +11,7 @@ import { createIdentityServer, type IdentityServer } from './identity-server.js'
 import type { CallLogger } from './logging.js';
 import { createNodeServer, type NodeServer } from './node-server.js';
 import { serveRegistration } from './registration-server.js';
+import { lockStateDir } from './state-lock.js';
 import { FileStateStore, MemoryStateStore, type StateStore } from './state-store.js';
 
 export interface CsiDriverOptions extends Omit<DriverOptions, 'backend' | 'store'> {
@@ -30,6 +31,8 @@ export interface CsiDriverOptions extends Omit<DriverOptions, 'backend' | 'store
 export interface CsiDriver {
   driver: Driver;
   backend: Backend;
+  /** give up the state directory (other processes may then use it) */
+  release(): Promise<void>;
   identity: IdentityServer;
   controller: ControllerServer;
   node: NodeServer;
@@ -39,9 +42,11 @@ export interface CsiDriver {
 export async function createCsiDriver(opts: CsiDriverOptions): Promise<CsiDriver> {
   let backend: Backend;
   let store: StateStore;
+  let lock: { release(): Promise<void> } | undefined;
   if (opts.backend === 'hostpath') {
     if (!opts.stateDir) throw new Error('the hostpath backend needs a state directory (--state-dir)');
     await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o750 });
+    lock = await lockStateDir(opts.stateDir);
     const hp = new HostPathBackend({ dir: opts.stateDir, useMounts: opts.useMounts });
     await hp.init();
     backend = hp;
@@ -51,17 +56,27 @@ export async function createCsiDriver(opts: CsiDriverOptions): Promise<CsiDriver
     const persist = opts.backend === 'sim' ? opts.simPersist : true;
     if (opts.stateDir && persist) {
       await fs.mkdir(opts.stateDir, { recursive: true, mode: 0o750 });
+      lock = await lockStateDir(opts.stateDir);
       // a simulator's state needs to survive a process kill, not a power cut: skip fsync
       store = new FileStateStore(path.join(opts.stateDir, 'state.json'), opts.backend !== 'sim');
     } else {
       store = new MemoryStateStore();
     }
   }
-  const driver = new Driver({ ...opts, backend, store });
-  await driver.start();
+  let driver: Driver;
+  try {
+    driver = new Driver({ ...opts, backend, store });
+    await driver.start();
+  } catch (e) {
+    await lock?.release();
+    throw e;
+  }
   return {
     driver,
     backend,
+    release: async () => {
+      await lock?.release();
+    },
     identity: createIdentityServer(driver, opts.logger),
     controller: createControllerServer(driver, opts.logger),
     node: createNodeServer(driver, opts.logger),
@@ -101,7 +116,12 @@ export async function serveCsiDriver(opts: ServeOptions): Promise<RunningCsiDriv
   const d = await createCsiDriver(opts);
   const server = new grpc.Server();
   addCsiServices(server, d);
-  await serveUnix(server, socketPath);
+  try {
+    await serveUnix(server, socketPath);
+  } catch (e) {
+    await d.release();
+    throw e;
+  }
   let reg: Awaited<ReturnType<typeof serveRegistration>> | undefined;
   if (opts.registrationDir) {
     reg = await serveRegistration(
@@ -118,6 +138,7 @@ export async function serveCsiDriver(opts: ServeOptions): Promise<RunningCsiDriv
       await reg?.close();
       await shutdownServer(server, 2000);
       await fs.rm(socketPath, { force: true });
+      await d.release();
     },
   };
 }

@@ -58,11 +58,13 @@ program
   .option('--allowed-log-root <dir>', 'directory sandbox log directories must live under (repeatable; default /var/log/pods and /tmp)', collect)
   .option('--streaming-addr <host:port>', 'address of the exec/attach/port-forward server', parseAddr)
   .option('--sim-latency <call=ms,...>', 'sim backend: extra latency per call', parseLatency)
+  .option('--sim-network <kind>', 'sim backend without CNI config: netsim (bridge + host-local on a simulated datapath) or ipam (addresses only)', 'netsim')
   .action(async (o) => {
     if (o.backend !== 'sim' && o.backend !== 'process') fail(`unknown backend ${JSON.stringify(o.backend)}: use --backend sim or --backend process`);
     if (o.backend === 'process' && process.getuid?.() !== 0) fail('the process backend needs root (namespaces, cgroups): run as root or use --backend sim');
     if (!o.listen.startsWith('unix:')) fail(`--listen ${o.listen} is not a unix socket endpoint: use unix:///path/to/cri.sock`);
     if (o.cniBinDir && !o.cniConfDir) fail('--cni-bin-dir needs --cni-conf-dir');
+    if (o.simNetwork !== 'netsim' && o.simNetwork !== 'ipam') fail(`unknown --sim-network ${JSON.stringify(o.simNetwork)}: use netsim or ipam`);
     let server: Awaited<ReturnType<typeof startCriServer>>;
     try {
       server = await startCriServer({
@@ -84,6 +86,7 @@ program
         allowedLogRoots: o.allowedLogRoot,
         streaming: o.streamingAddr ?? {},
         sim: o.simLatency ? { latencyMs: o.simLatency } : undefined,
+        simNetwork: o.simNetwork,
       });
     } catch (err) {
       fail(err instanceof Error ? err.message : String(err));

@@ -1,7 +1,7 @@
 // Pod networking through the CNI runtime of @kemu/cni (libcni semantics): the first network list in the
 // conf dir, ADD on RunPodSandbox, DEL on StopPodSandbox, port mappings through the portMappings
 // capability and the pod CIDR through ipRanges. NetworkReady follows the presence of a valid config.
-import { CniRuntime, type Invoker, type NetworkConfigList, type RuntimeConf } from '@kemu/cni';
+import { type CniResult, CniRuntime, type Invoker, type NetworkConfigList, type RuntimeConf } from '@kemu/cni';
 import { errorMessage } from './errors.js';
 import type { NetworkManager, NetworkStatus, PodNetworkRequest, PodNetworkResult } from './types.js';
 
@@ -60,6 +60,7 @@ export class CniNetwork implements NetworkManager {
         ...(p.hostIp ? { hostIP: p.hostIp } : {}),
       }));
     if (pm.length) capabilityArgs.portMappings = pm;
+    if (req.requestIps?.length) capabilityArgs.ips = req.requestIps;
     if (this.podCidr) capabilityArgs.ipRanges = this.podCidr.split(',').map((subnet) => [{ subnet: subnet.trim() }]);
     return {
       containerId: req.sandboxId,
@@ -96,12 +97,18 @@ export class CniNetwork implements NetworkManager {
     this.podCidr = cidr;
   }
 
+  /** The cached ADD result of a pod's attachment. */
+  async cachedResult(req: PodNetworkRequest): Promise<CniResult | undefined> {
+    if (!this.list) await this.refresh();
+    return this.list ? this.cni.getCachedResult(this.list, this.rt(req)) : undefined;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
   }
 }
 
-export async function createCniNetwork(opts: CniNetworkOptions & { stateDir?: string; backend: string }): Promise<CniNetwork> {
+export async function createCniNetwork(opts: CniNetworkOptions): Promise<CniNetwork> {
   const n = new CniNetwork(opts);
   await n.refresh();
   return n;

@@ -1,6 +1,7 @@
 // The runtime core: sandbox/container state machines, naming, validation, persistence and recovery.
 // Transport-agnostic: the gRPC services and in-process callers both drive this class.
 import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
 import path from 'node:path';
 import { cri } from '@kemu/proto';
 import {
@@ -25,7 +26,7 @@ import type { ImageStore } from './image-store.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { matchesLabels } from './labels.js';
 import { containerName, NameIndex, sandboxName } from './names.js';
-import type { StateStore } from './state-store.js';
+import { type StateStore, writeFileAtomicSync } from './state-store.js';
 import { nowNs } from './time.js';
 import type {
   Backend,
@@ -144,6 +145,14 @@ export class CriRuntime {
       this.containerIds.add(c.id);
       this.containerNames.reserve(c.name, c.id);
       await this.state.save('containers', c.id, c);
+    }
+    const saved = this.state.dir ? path.join(this.state.dir, 'runtime-config.json') : undefined;
+    if (saved && fs.existsSync(saved)) {
+      const { podCidr } = JSON.parse(fs.readFileSync(saved, 'utf8')) as { podCidr?: string };
+      if (podCidr) {
+        await this.network.updatePodCidr(podCidr);
+        this.podCidr = podCidr;
+      }
     }
     await this.network.recover?.(sandboxes.filter((s) => s.networkReady).map((s) => this.netRequest(s)));
     return { sandboxes: sandboxes.length, containers: containers.length };
@@ -276,6 +285,8 @@ export class CriRuntime {
     }
     await this.network.updatePodCidr(cidr);
     this.podCidr = cidr;
+    // Kept so a restarted shim re-attaches recovered pods in the same range before kubelet calls again.
+    if (this.state.dir) writeFileAtomicSync(path.join(this.state.dir, 'runtime-config.json'), JSON.stringify({ podCidr: cidr }));
     return {};
   }
 

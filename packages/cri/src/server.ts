@@ -6,8 +6,10 @@ import * as grpc from '@grpc/grpc-js';
 import { cri, implementService, serveUnix, shutdownServer, socketPathFromEndpoint } from '@kemu/proto';
 import { SimBackend, type SimBackendOptions } from './backend-sim.js';
 import { ImageStore } from './image-store.js';
+import { createCniNetwork } from './network-cni.js';
 import { NoNetwork } from './network-none.js';
 import { PodCidrIpam } from './network-pod-cidr.js';
+import { SimDefaultNetwork } from './network-sim.js';
 import { CriRuntime } from './runtime.js';
 import { createImageService, type ImageServiceHandlers } from './service-image.js';
 import { createRuntimeService, type RuntimeServiceHandlers } from './service-runtime.js';
@@ -33,8 +35,11 @@ export interface CriRuntimeConfig {
   cni?: CniOptions;
   /** Factory for a CNI-backed network manager (kept pluggable so the core does not load CNI code unless used). */
   cniNetworkFactory?: (opts: CniOptions & { stateDir?: string; backend: string }) => Promise<NetworkManager>;
-  /** Default network for `sim` when no CNI config is given. */
-  simDefaultNetworkFactory?: (opts: { stateDir?: string; podCidr?: string }) => Promise<NetworkManager>;
+  /**
+   * `sim` with no CNI config: `netsim` (default) runs bridge + host-local in process on a simulated
+   * datapath; `ipam` only hands out pod IPs from the pod CIDR (no datapath at all, the cheapest).
+   */
+  simNetwork?: 'netsim' | 'ipam';
   podCidr?: string;
   runtimeHandlers?: string[];
   allowedLogRoots?: string[];
@@ -54,9 +59,14 @@ export interface CriInstance {
   close(): Promise<void>;
 }
 
-async function makeBackend(cfg: CriRuntimeConfig, images: ImageStore): Promise<Backend> {
+async function makeBackend(cfg: CriRuntimeConfig, images: ImageStore, simNet?: SimDefaultNetwork): Promise<Backend> {
   if (typeof cfg.backend === 'object') return cfg.backend;
-  if (cfg.backend === 'sim') return new SimBackend(cfg.sim);
+  if (cfg.backend === 'sim') {
+    return new SimBackend({
+      ...cfg.sim,
+      ...(simNet ? { netns: simNet.netnsHooks(), networkUsage: (p: string) => simNet.networkUsage(p) } : {}),
+    });
+  }
   if (cfg.backend === 'process') {
     const { ProcessBackend } = await import('./backend-process.js');
     return new ProcessBackend({ stateDir: cfg.stateDir, images, ...cfg.process });
@@ -64,20 +74,15 @@ async function makeBackend(cfg: CriRuntimeConfig, images: ImageStore): Promise<B
   throw new Error(`unknown backend ${JSON.stringify(cfg.backend)}: use sim or process`);
 }
 
-async function makeNetwork(cfg: CriRuntimeConfig, backendName: string): Promise<NetworkManager> {
+async function makeNetwork(cfg: CriRuntimeConfig, backendName: string, simNet?: SimDefaultNetwork): Promise<NetworkManager> {
   if (cfg.network) return cfg.network;
-  const netState = cfg.stateDir ? path.join(cfg.stateDir, 'network') : undefined;
+  if (simNet) return simNet;
   if (cfg.cni) {
-    if (!cfg.cniNetworkFactory) {
-      const { createCniNetwork } = await import('./network-cni.js');
-      return createCniNetwork({ ...cfg.cni, stateDir: netState, backend: backendName });
-    }
-    return cfg.cniNetworkFactory({ ...cfg.cni, stateDir: netState, backend: backendName });
+    const netState = cfg.stateDir ? path.join(cfg.stateDir, 'network') : undefined;
+    if (cfg.cniNetworkFactory) return cfg.cniNetworkFactory({ ...cfg.cni, stateDir: netState, backend: backendName });
+    return createCniNetwork(cfg.cni);
   }
-  if (backendName === 'sim') {
-    if (cfg.simDefaultNetworkFactory) return cfg.simDefaultNetworkFactory({ stateDir: netState, podCidr: cfg.podCidr });
-    return new PodCidrIpam({ podCidr: cfg.podCidr });
-  }
+  if (backendName === 'sim') return new PodCidrIpam({ podCidr: cfg.podCidr });
   return new NoNetwork();
 }
 
@@ -90,8 +95,12 @@ export async function createCri(cfg: CriRuntimeConfig): Promise<CriInstance> {
     syntheticImages: cfg.syntheticImages,
     failImages: cfg.failImages,
   });
-  const backend = await makeBackend(cfg, images);
-  const network = await makeNetwork(cfg, backend.name);
+  const simNet =
+    cfg.backend === 'sim' && !cfg.network && !cfg.cni && cfg.simNetwork !== 'ipam'
+      ? new SimDefaultNetwork({ stateDir: cfg.stateDir ? path.join(cfg.stateDir, 'network') : undefined, podCidr: cfg.podCidr })
+      : undefined;
+  const backend = await makeBackend(cfg, images, simNet);
+  const network = await makeNetwork(cfg, backend.name, simNet);
   const state = cfg.stateDir ? new FileStateStore(cfg.stateDir) : new MemoryStateStore();
   const runtime = new CriRuntime({
     backend,

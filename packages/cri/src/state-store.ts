@@ -179,8 +179,12 @@ export class FileStateStore implements StateStore {
     return [...this.cache[kind].values()].map((d) => JSON.parse(d) as T);
   }
 
+  private closed = false;
+
   /** Makes everything durable as files and closes the journal (graceful shutdown). */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.compacting;

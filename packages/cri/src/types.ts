@@ -155,6 +155,8 @@ export interface PodNetworkRequest {
   annotations: Record<string, string>;
   /** IPs recorded when the network was set up (for teardown after a restart). */
   ips?: string[];
+  /** Ask the IPAM for these addresses (the CNI `ips` capability), e.g. to re-attach a recovered pod. */
+  requestIps?: string[];
 }
 
 export interface PodNetworkResult {

@@ -1,0 +1,83 @@
+// What the sidecar commands share: upstream-style duration flags, the store to watch, the CSI connection,
+// leader-election flags and one-line fatal errors.
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { createEtcdStore, createFileStore, createMemoryStore, type Store } from '@kemu/core';
+import { connectCsiSocket, type CsiConnection } from './connection.js';
+
+/** Go-style durations as the upstream flags take them: 300ms, 10s, 5m, 1h, 1m30s. */
+export function parseDuration(v: string): number {
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/gy;
+  let total = 0;
+  let m: RegExpExecArray | null;
+  let consumed = 0;
+  for (;;) {
+    m = re.exec(v);
+    if (!m) break;
+    consumed = re.lastIndex;
+    total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  }
+  if (v === '0') return 0;
+  if (!v || consumed !== v.length) throw new InvalidArgumentError(`invalid duration "${v}" (use e.g. 300ms, 10s, 5m)`);
+  return total;
+}
+
+export function parseCount(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`expected a positive whole number, got "${v}"`);
+  return Number(v);
+}
+
+export function addCommonOptions(cmd: Command, defaults: { timeout: string; leaseNote: string }): Command {
+  return cmd
+    .option('--csi-address <path>', 'address of the CSI driver socket', '/run/csi/socket')
+    .option(
+      '--store <url>',
+      'API store to watch: etcd://host:port[,host:port] (shared with the cluster), file:<dir> (this process only) or memory',
+      process.env.KEMU_STORE ?? 'memory',
+    )
+    .option('--driver-name <name>', 'skip asking the driver its name with GetPluginInfo (start even while the socket is absent)')
+    .addOption(new Option('--timeout <duration>', 'timeout of every CSI call').default(defaults.timeout).argParser(parseDuration))
+    .option('--leader-election', `enable leader election (${defaults.leaseNote})`, false)
+    .option('--leader-election-namespace <ns>', 'namespace of the leader election Lease', process.env.NAMESPACE ?? 'default')
+    .addOption(new Option('--leader-election-lease-duration <duration>', 'lease validity for non-leaders').default('15s').argParser(parseDuration))
+    .addOption(new Option('--leader-election-renew-deadline <duration>', 'how long the leader retries renewing').default('10s').argParser(parseDuration))
+    .addOption(new Option('--leader-election-retry-period <duration>', 'wait between acquire/renew attempts').default('5s').argParser(parseDuration))
+    .option('-v, --verbose', 'log every retry', false);
+}
+
+export function fail(bin: string, msg: string): never {
+  process.stderr.write(`${bin}: ${msg}\n`);
+  process.exit(2);
+}
+
+/** Durations were parsed to ms by commander (defaults come in as strings). */
+export function ms(v: unknown): number {
+  return typeof v === 'number' ? v : parseDuration(String(v));
+}
+
+export async function openStore(url: string): Promise<Store> {
+  if (url === 'memory') return createMemoryStore();
+  if (url.startsWith('file:')) {
+    const dir = url.slice('file:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!dir) throw new Error('--store file:<dir> needs a directory');
+    return createFileStore({ dir });
+  }
+  if (url.startsWith('etcd://') || url.startsWith('http://') || url.startsWith('https://')) {
+    const endpoints = url
+      .replace(/^etcd:\/\//, '')
+      .split(',')
+      .map((h) => (h.startsWith('http') ? h : `http://${h}`));
+    return createEtcdStore({ endpoints });
+  }
+  throw new Error(`--store "${url}" is not understood; use etcd://host:port, file:<dir> or memory`);
+}
+
+export function connect(address: string): CsiConnection {
+  if (!address || address.includes('\0')) throw new Error('--csi-address must name a unix socket');
+  return connectCsiSocket(address.startsWith('unix:') ? address : `unix://${address}`);
+}
+
+export function logError(bin: string, verbose: boolean) {
+  return (what: string, err: unknown) => {
+    if (verbose) process.stderr.write(`${bin}: ${what}: ${(err as Error)?.message ?? String(err)}\n`);
+  };
+}

@@ -237,8 +237,10 @@ describe('pod lifecycle', () => {
     await store.create(pod('ready', { containers: [{ name: 'app', image: 'nginx', readinessProbe: probe('true') }] }));
     await store.create(pod('dead', { containers: [{ name: 'app', image: 'nginx', livenessProbe: probe('false') }] }));
     await until('ready pod Ready', async () => (await getPod(store, 'ready')).status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True');
-    const u = await getPod(store, 'unready');
-    expect(u.status?.phase).toBe('Running');
+    const u = await until('unready pod Running', async () => {
+      const x = await getPod(store, 'unready');
+      return x.status?.phase === 'Running' && x;
+    });
     expect(u.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
     await until('liveness restart', async () => ((await getPod(store, 'dead')).status?.containerStatuses?.[0].restartCount ?? 0) >= 1);
     const unhealthy = (await store.list('Event', { namespace: 'default' })).items.filter((e) => e.reason === 'Unhealthy');

@@ -146,6 +146,10 @@ describe('routing', () => {
     const on = w.ping('p1', '10.2.0.2');
     expect(on.reachable).toBe(true);
     expect(on.replies[0]!.ttl).toBe(63);
+    // TTL 1 expires at the router, which says so (what traceroute relies on).
+    const ttl1 = w.ping('p1', '10.2.0.2', { ttl: 1 });
+    expect(ttl1.reachable).toBe(false);
+    expect(ttl1.errors).toEqual([{ seq: 1, from: '10.1.0.1', message: 'Time to live exceeded' }]);
     expect(on.trace.filter((h) => h.kind === 'forward').length).toBe(2);
   });
 

@@ -246,7 +246,12 @@ interface Conn {
   dnat: boolean;
   snat: boolean;
   confirmed: boolean;
+  /** Virtual time of the last packet, for conntrack timeouts. */
+  lastUs: number;
 }
+
+/** Idle timeouts in ms (the kernel's defaults for ICMP, UDP "stream", TCP established). */
+const CT_TIMEOUT_MS: Record<number, number> = { 1: 30_000, 58: 30_000, 17: 120_000, 6: 432_000_000 };
 
 interface CtRef {
   conn: Conn;
@@ -463,6 +468,10 @@ export class World {
           if ((n.state === 'STALE' || n.state === 'FAILED') && age > NEIGH_GC_STALE_MS * 1000)
             l.neigh.delete(k);
         }
+      }
+      for (const [k, e] of ns.ct) {
+        if (this.clockUs - e.conn.lastUs > (CT_TIMEOUT_MS[e.conn.orig.proto] ?? 600_000) * 1000)
+          ns.ct.delete(k);
       }
     }
   }
@@ -1467,6 +1476,23 @@ export class World {
 
   natRules(nsName: string): NatRuleInfo[] {
     return this.ns(nsName).nat.map((r) => ({ id: r.id, rule: structuredClone(r.rule) }));
+  }
+
+  /** Connection-tracking entries of a namespace (`conntrack -L`), as "src:sport -> dst:dport" pairs. */
+  conntrack(nsName: string): { proto: number; orig: string; reply: string; nat: ('dnat' | 'snat')[] }[] {
+    const ns = this.ns(nsName);
+    const t = (x: Tuple, f: Family) =>
+      `${formatIpBytes(x.src, 0, f)}:${x.sport} -> ${formatIpBytes(x.dst, 0, f)}:${x.dport}`;
+    const out = [];
+    for (const e of ns.ct.values()) {
+      if (e.dir !== 'orig') continue;
+      const c = e.conn;
+      const nat: ('dnat' | 'snat')[] = [];
+      if (c.dnat) nat.push('dnat');
+      if (c.snat) nat.push('snat');
+      out.push({ proto: c.orig.proto, orig: t(c.orig, c.family), reply: t(c.reply, c.family), nat });
+    }
+    return out;
   }
 
   /** Drops all connection-tracking state of a namespace (`conntrack -F`). */
@@ -2739,6 +2765,7 @@ export class World {
     const hit = ns.ct.get(k);
     if (hit) {
       const c = hit.conn;
+      c.lastUs = this.clockUs;
       if (hit.dir === 'orig' && c.dnat) {
         this.rewrite(p, family, 'dst', c.reply.src, c.reply.sport);
         if (this.tr)
@@ -2778,6 +2805,7 @@ export class World {
       dnat: false,
       snat: false,
       confirmed: false,
+      lastUs: this.clockUs,
     };
     const protoName = t.proto === IPPROTO_TCP ? 'tcp' : t.proto === IPPROTO_UDP ? 'udp' : null;
     if (protoName) {

@@ -55,6 +55,12 @@ export interface SimDatapathOptions extends DatapathOptions {
   seed?: number;
   /** Most recent frames kept across all devices for pcap export (default 65536; 0 disables capture). */
   captureLimit?: number;
+  /**
+   * The world namespace that stands for this node's {@link HOST_NETNS} (default `host`). Several simulated
+   * nodes share one world by each naming its own, e.g. `/run/kemu/nodes/node-1`; it is created (with lo up)
+   * if the world lacks it.
+   */
+  hostNamespace?: string;
 }
 
 interface SimState {
@@ -110,10 +116,15 @@ function wrap<T>(what: string, fn: () => T): T {
 
 function newWorld(opts: SimDatapathOptions): World {
   const w = new World({ seed: opts.seed, captureLimit: opts.captureLimit });
-  w.addNamespace(HOST_NETNS);
-  // The node's own namespace has lo up, as on a booted host.
-  w.setLink(HOST_NETNS, 'lo', { up: true });
+  ensureHost(w, opts.hostNamespace ?? HOST_NETNS);
   return w;
+}
+
+function ensureHost(w: World, name: string): void {
+  if (w.hasNamespace(name)) return;
+  w.addNamespace(name);
+  // The node's own namespace has lo up, as on a booted host.
+  w.setLink(name, 'lo', { up: true });
 }
 
 function simRoute(r: RouteSpec): Parameters<World['addRoute']>[1] {
@@ -185,9 +196,15 @@ export class SimDatapath implements Datapath {
   private readonly statePath: string | undefined;
   private mem: SimState | undefined;
   private cache: { key: string; state: SimState } | undefined;
+  /** The world namespace behind HOST_NETNS. */
+  private readonly hostNs: string;
 
   constructor(private readonly opts: SimDatapathOptions = {}) {
     this.statePath = opts.statePath;
+    this.hostNs = opts.hostNamespace ?? HOST_NETNS;
+    if (typeof this.hostNs !== 'string' || this.hostNs.length === 0 || this.hostNs.includes('\0')) {
+      throw new DatapathError('EINVAL', `invalid host namespace ${JSON.stringify(this.hostNs)}`);
+    }
     if (this.statePath !== undefined) {
       if (
         typeof this.statePath !== 'string' ||
@@ -197,6 +214,7 @@ export class SimDatapath implements Datapath {
         throw new DatapathError('EINVAL', `invalid netsim state path ${JSON.stringify(this.statePath)}`);
       }
     } else {
+      if (opts.world) ensureHost(opts.world, this.hostNs);
       this.mem = { world: opts.world ?? newWorld(opts), nat: new Map() };
     }
   }
@@ -313,7 +331,7 @@ export class SimDatapath implements Datapath {
 
   private ns(netns: NetnsRef): string {
     if (netns === HOST_NETNS || (this.opts.hostNetns !== undefined && netns === this.opts.hostNetns))
-      return HOST_NETNS;
+      return this.hostNs;
     if (
       typeof netns !== 'string' ||
       !netns.startsWith('/') ||
@@ -341,7 +359,7 @@ export class SimDatapath implements Datapath {
   /** `ip netns delete`: the namespace and its devices go (veth peers elsewhere with them). */
   async delNetns(netns: NetnsRef): Promise<void> {
     const ns = this.ns(netns);
-    if (ns === HOST_NETNS) throw new DatapathError('EINVAL', 'the host namespace cannot be deleted');
+    if (ns === this.hostNs) throw new DatapathError('EINVAL', 'the host namespace cannot be deleted');
     await this.write((s) => {
       wrap(`delete netns ${netns}`, () => s.world.deleteNamespace(ns));
       s.nat.delete(ns);

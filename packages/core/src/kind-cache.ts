@@ -9,11 +9,23 @@ import { everything, type Selector } from './labels.js';
 import type { Watch, WatchEvent } from './store.js';
 
 export function deepFreeze<T>(o: T): T {
-  if (o !== null && typeof o === 'object' && !Object.isFrozen(o)) {
-    Object.freeze(o);
-    for (const k in o) deepFreeze((o as Record<string, unknown>)[k]);
-  }
+  if (o !== null && typeof o === 'object' && !Object.isFrozen(o)) freezeTree(o as object);
   return o;
+}
+
+function freezeTree(o: object): void {
+  if (Array.isArray(o)) {
+    for (let i = 0; i < o.length; i++) {
+      const v = o[i];
+      if (v !== null && typeof v === 'object') freezeTree(v);
+    }
+  } else {
+    for (const k in o) {
+      const v = (o as Record<string, unknown>)[k];
+      if (v !== null && typeof v === 'object') freezeTree(v);
+    }
+  }
+  Object.freeze(o);
 }
 
 /**

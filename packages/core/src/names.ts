@@ -28,8 +28,26 @@ export function dns1123Subdomain(v: string): string[] {
   return errs;
 }
 
+// Label keys and values repeat across objects: remember the ones already found valid.
+const validKeys = new Set<string>();
+const validValues = new Set<string>();
+const VALID_CACHE_MAX = 8192;
+const NONE: string[] = [];
+
+function remember(set: Set<string>, v: string): void {
+  if (set.size >= VALID_CACHE_MAX) set.clear();
+  set.add(v);
+}
+
 /** A label or annotation key: `[prefix/]name`, prefix a DNS subdomain. */
 export function qualifiedName(v: string): string[] {
+  if (validKeys.has(v)) return NONE;
+  const errs = qualifiedNameUncached(v);
+  if (errs.length === 0) remember(validKeys, v);
+  return errs;
+}
+
+function qualifiedNameUncached(v: string): string[] {
   const errs: string[] = [];
   const parts = v.split('/');
   let name = v;
@@ -54,6 +72,7 @@ export function qualifiedName(v: string): string[] {
 }
 
 export function labelValue(v: string): string[] {
+  if (validValues.has(v)) return NONE;
   const errs: string[] = [];
   if (v.length > 63) errs.push('must be no more than 63 characters');
   if (!LABEL_VALUE.test(v)) {
@@ -61,6 +80,7 @@ export function labelValue(v: string): string[] {
       "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
     );
   }
+  if (errs.length === 0) remember(validValues, v);
   return errs;
 }
 

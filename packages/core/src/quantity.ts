@@ -99,7 +99,23 @@ export class Quantity {
   }
 }
 
+// Objects repeat the same few quantity strings (`100m`, `128Mi`) endlessly: remember parses.
+const parsed = new Map<string, Quantity>();
+const PARSE_CACHE_MAX = 4096;
+
 export function parseQuantity(input: string | number): Quantity {
+  if (typeof input === 'string') {
+    const hit = parsed.get(input);
+    if (hit) return hit;
+    const q = parseUncached(input);
+    if (parsed.size >= PARSE_CACHE_MAX) parsed.clear();
+    parsed.set(input, q);
+    return q;
+  }
+  return parseUncached(input);
+}
+
+function parseUncached(input: string | number): Quantity {
   const s = typeof input === 'number' ? numberToString(input) : input.trim();
   const m = QUANTITY_RE.exec(s);
   if (!m) throw new QuantityError(String(input));

@@ -126,6 +126,19 @@ export abstract class BaseStore implements Store {
     return out;
   }
 
+  /**
+   * Lookup for admission (namespace lifecycle, priority classes). Backends with a watch cache answer from
+   * it, as the API server's admission plugins use informers, and fall back to a live read on a miss.
+   */
+  protected admissionGet(info: KindInfo, key: string): Promise<KubeObject | undefined> {
+    return this.rawGet(info, key);
+  }
+
+  /** Every object of a (small, cluster-scoped) kind, for admission lookups. */
+  protected async allOfKind(info: KindInfo): Promise<Iterable<KubeObject> & KubeObject[]> {
+    return (await this.rawList(info, { labels: toSelector(undefined), fields: toFieldSelector(undefined) }, undefined, undefined)).items;
+  }
+
   protected startBookmarks(): void {
     const every = this.baseOptions.bookmarkIntervalMs ?? 60_000;
     this.bookmarkTimer = setInterval(() => this.sendBookmarks(), every);
@@ -181,7 +194,7 @@ export abstract class BaseStore implements Store {
   // ---- admission ----
   private async admit(info: KindInfo, obj: KubeObject): Promise<void> {
     if (info.namespaced) {
-      const ns = await this.rawGet(kindInfo('Namespace'), obj.metadata.namespace!);
+      const ns = await this.admissionGet(kindInfo('Namespace'), obj.metadata.namespace!);
       if (!ns) throw new NotFoundError({ resource: 'namespaces', group: '', name: obj.metadata.namespace! });
       if (ns.metadata.deletionTimestamp || ns.status?.phase === 'Terminating') {
         throw new ForbiddenError(
@@ -207,15 +220,14 @@ export abstract class BaseStore implements Store {
     let value = 0;
     let policy: string | undefined;
     if (spec.priorityClassName) {
-      const pc = await this.rawGet(pcInfo, spec.priorityClassName);
+      const pc = await this.admissionGet(pcInfo, spec.priorityClassName);
       if (!pc) {
         throw new ForbiddenError(this.ref(kindInfo('Pod'), pod.metadata.name!), `no PriorityClass with name ${spec.priorityClassName} was found`);
       }
       value = pc.value;
       policy = pc.preemptionPolicy;
     } else {
-      const all = await this.rawList(pcInfo, { labels: toSelector(undefined), fields: toFieldSelector(undefined) }, undefined, undefined);
-      const def = all.items.find((p) => p.globalDefault === true);
+      const def = (await this.allOfKind(pcInfo)).find((p) => p.globalDefault === true);
       if (def) {
         spec.priorityClassName = def.metadata.name;
         value = def.value;

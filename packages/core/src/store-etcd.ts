@@ -96,6 +96,16 @@ export class EtcdStore extends BaseStore {
     return kv ? this.decode(kv.value, kv.mod_revision) : undefined;
   }
 
+  protected override async admissionGet(info: KindInfo, key: string): Promise<KubeObject | undefined> {
+    const { cache } = await this.kindWatch(info);
+    return cache.objects.get(key) ?? this.rawGet(info, key);
+  }
+
+  protected override async allOfKind(info: KindInfo): Promise<KubeObject[]> {
+    const { cache } = await this.kindWatch(info);
+    return [...cache.objects.values()];
+  }
+
   protected async rawList(info: KindInfo, filter: WatchFilter, limit: number | undefined, after: string | undefined, atRv?: number): Promise<RawPage> {
     const base = this.kindPrefix(info) + (filter.namespace ? `${filter.namespace}/` : '');
     const end = Range.prefix(base).end;

@@ -111,6 +111,10 @@ export class MemoryStore extends BaseStore {
     return out;
   }
 
+  protected override async allOfKind(info: KindInfo): Promise<KubeObject[]> {
+    return [...(this.caches.get(info.kind)?.objects.values() ?? [])];
+  }
+
   protected async rawGet(info: KindInfo, key: string): Promise<KubeObject | undefined> {
     return this.caches.get(info.kind)?.objects.get(key);
   }

@@ -6,7 +6,10 @@ export type Labels = Record<string, string> | undefined;
 export type LabelMatcher = ((labels: Labels) => boolean) & {
   everything?: boolean;
   nothing?: boolean;
+  /** `k=v` of the first matchLabels pair, for index lookups. */
   firstEq?: string;
+  /** The selector is exactly that one pair. */
+  singleEq?: boolean;
 };
 
 const everything: LabelMatcher = Object.assign(() => true, { everything: true });
@@ -46,6 +49,7 @@ export function labelSelectorMatcher(sel: LabelSelector | undefined | null): Lab
       return true;
     };
     if (eq.length > 0) m.firstEq = `${eq[0][0]}=${eq[0][1]}`;
+    m.singleEq = eq.length === 1 && checks.length === 0;
   }
   compiled.set(sel, m);
   return m;

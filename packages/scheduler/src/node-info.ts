@@ -32,7 +32,7 @@ export class NodeInfo {
   /** `protocol/port` → host IPs in use. */
   usedPorts = new Map<string, string[]>();
   /** `key=value` → pods carrying that label; lets selector counting skip non-matching pods. */
-  labelIndex = new Map<string, PodInfo[]>();
+  private labelIndex: Map<string, PodInfo[]> | null = null;
   /** image name → size in bytes. */
   images = new Map<string, number>();
   generation = 0;
@@ -79,15 +79,7 @@ export class NodeInfo {
       if (l) l.push(p.ip);
       else this.usedPorts.set(p.key, [p.ip]);
     }
-    const labels = pi.labels;
-    if (labels) {
-      for (const k in labels) {
-        const lk = `${k}=${labels[k]}`;
-        const l = this.labelIndex.get(lk);
-        if (l) l.push(pi);
-        else this.labelIndex.set(lk, [pi]);
-      }
-    }
+    if (this.labelIndex) indexLabels(this.labelIndex, pi);
     this.generation++;
   }
 
@@ -110,7 +102,7 @@ export class NodeInfo {
       }
     }
     const labels = pi.labels;
-    if (labels) {
+    if (labels && this.labelIndex) {
       for (const k in labels) {
         const lk = `${k}=${labels[k]}`;
         const l = this.labelIndex.get(lk);
@@ -127,6 +119,11 @@ export class NodeInfo {
   /** Pods whose labels may match a selector: the label-index bucket when the selector has an equality. */
   candidatePods(firstEq: string | undefined): PodInfo[] {
     if (firstEq === undefined) return this.pods;
+    if (this.labelIndex === null) {
+      // Built on first use: most nodes are never asked, and copies made for dry runs skip it.
+      this.labelIndex = new Map();
+      for (const p of this.pods) indexLabels(this.labelIndex, p);
+    }
     return this.labelIndex.get(firstEq) ?? EMPTY;
   }
 
@@ -143,8 +140,9 @@ export class NodeInfo {
     c.pods = [...this.pods];
     c.podsWithAffinity = [...this.podsWithAffinity];
     c.podsWithRequiredAntiAffinity = [...this.podsWithRequiredAntiAffinity];
-    c.usedPorts = new Map([...this.usedPorts].map(([k, v]) => [k, [...v]]));
-    c.labelIndex = new Map([...this.labelIndex].map(([k, v]) => [k, [...v]]));
+    c.usedPorts =
+      this.usedPorts.size === 0 ? new Map() : new Map([...this.usedPorts].map(([k, v]) => [k, [...v]]));
+    c.labelIndex = null;
     c.images = this.images;
     c.generation = this.generation;
     return c;
@@ -152,6 +150,17 @@ export class NodeInfo {
 }
 
 const EMPTY: PodInfo[] = [];
+
+function indexLabels(index: Map<string, PodInfo[]>, pi: PodInfo): void {
+  const labels = pi.labels;
+  if (!labels) return;
+  for (const k in labels) {
+    const lk = `${k}=${labels[k]}`;
+    const l = index.get(lk);
+    if (l) l.push(pi);
+    else index.set(lk, [pi]);
+  }
+}
 
 function removeFrom(arr: PodInfo[], pi: PodInfo): void {
   const i = arr.indexOf(pi);

@@ -1,6 +1,7 @@
 // Per-pod data derived once when a pod enters the scheduler: parsed requests, ports, and compiled
 // affinity terms, so Filter/Score never re-parse a spec.
 import { labelSelectorMatcher, type LabelMatcher, type Labels } from './labels.js';
+import type { NodeInfo } from './node-info.js';
 import { podRequests, type Resource } from './resources.js';
 import type { LabelSelector, Pod, PodAffinityTerm } from './types.js';
 
@@ -11,6 +12,8 @@ export interface AffinityTerm {
   nsSelector: LabelMatcher | null;
   topologyKey: string;
   weight: number;
+  /** Identity of the term's meaning (owner namespace + spec), to group identical terms of many pods. */
+  key: string;
 }
 
 export interface PodInfo {
@@ -30,6 +33,10 @@ export interface PodInfo {
   preferredAffinity: AffinityTerm[];
   preferredAntiAffinity: AffinityTerm[];
   startTime: number;
+  /** Node the cache placed the pod on ('' while pending). */
+  nodeName: string;
+  /** That node's NodeInfo while the cache knows the node. */
+  node?: NodeInfo;
 }
 
 export function podKey(pod: Pod): string {
@@ -58,12 +65,20 @@ function compileTerm(term: PodAffinityTerm, pod: Pod, weight: number): AffinityT
   const namespaces = new Set(term.namespaces ?? []);
   const nsSelector = term.namespaceSelector ? labelSelectorMatcher(term.namespaceSelector) : null;
   if (namespaces.size === 0 && !nsSelector) namespaces.add(ns);
+  const sel = mergeMatchLabelKeys(term, pod);
   return {
-    matcher: labelSelectorMatcher(mergeMatchLabelKeys(term, pod)),
+    matcher: labelSelectorMatcher(sel),
     namespaces,
     nsSelector,
     topologyKey: term.topologyKey,
     weight,
+    key: JSON.stringify([
+      ns,
+      [...namespaces].sort(),
+      term.namespaceSelector ?? null,
+      sel ?? null,
+      term.topologyKey,
+    ]),
   };
 }
 
@@ -126,6 +141,7 @@ export function newPodInfo(pod: Pod): PodInfo {
       compileTerm(t.podAffinityTerm, pod, t.weight),
     ),
     startTime: st ? Date.parse(st) : 0,
+    nodeName: pod.spec.nodeName ?? '',
   };
 }
 

@@ -43,11 +43,11 @@ export class SchedulingQueue implements Nominator {
     this.backoff = new Heap((a, b) => this.backoffExpiry(a.qpi) < this.backoffExpiry(b.qpi));
   }
 
-  /** Start the periodic flushes (backoffQ every second, unschedulable leftovers every 30 s). */
+  /** Start the periodic flushes (backoffQ every second, unschedulable leftovers every 30 s); they keep a
+   * running scheduler's process alive until close(). */
   run(): void {
     this.timers.push(setInterval(() => this.flushBackoffCompleted(), 1000));
     this.timers.push(setInterval(() => this.flushUnschedulableLeftover(), 30_000));
-    for (const t of this.timers) t.unref?.();
   }
 
   close(): void {

@@ -329,3 +329,60 @@ describe('run against a @kemu/core store', () => {
     ).toThrow('percentageOfNodesToScore: Invalid value: -1: not in valid range [0-100]');
   });
 });
+
+describe('incremental indexes stay consistent', () => {
+  it('anti-affinity and spread counts follow binds, deletions and node label changes', async () => {
+    const { sched, add, client, pod, tick } = harness();
+    const anti = {
+      podAntiAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: [
+          { labelSelector: { matchLabels: { app: 'db' } }, topologyKey: 'kubernetes.io/hostname' },
+        ],
+      },
+    };
+    sched.onNodeAdd(makeNode('a'));
+    add(makePod('db-1', { labels: { app: 'db' }, spec: { affinity: anti } }));
+    add(makePod('db-2', { labels: { app: 'db' }, spec: { affinity: anti } }));
+    const [r1, r2] = await sched.drain();
+    expect(r1.node).toBe('a');
+    expect(r2.message).toContain("1 node(s) didn't match pod anti-affinity rules");
+    // Deleting the first frees the node for the second.
+    await client.deletePod(pod('db-1'));
+    expect(sched.queue.where('default/db-2')).toBe('backoff');
+    tick(1001);
+    sched.queue.flushBackoffCompleted();
+    const retry = sched.queue.tryPop() ?? null;
+    expect(retry).not.toBeNull();
+    const r3 = await sched.runCycle(retry!, true);
+    expect(r3.node).toBe('a');
+
+    const spread = (n: string) =>
+      makePod(n, {
+        labels: { app: 'web' },
+        spec: {
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'zone',
+              whenUnsatisfiable: 'DoNotSchedule',
+              labelSelector: { matchLabels: { app: 'web' } },
+            },
+          ],
+        },
+      });
+    sched.onNodeAdd(makeNode('z1', { labels: { zone: 'one' } }));
+    sched.onNodeAdd(makeNode('z2', { labels: { zone: 'two' } }));
+    add(spread('w1'));
+    add(spread('w2'));
+    add(spread('w3'));
+    const placed = (await sched.drain()).map((r) => r.node);
+    expect(placed.slice(0, 2).sort()).toEqual(['z1', 'z2']);
+    expect(placed[2]).not.toBeNull();
+    // Relabel z2 into zone one: now zone "one" holds every web pod, and a new domain appears empty.
+    sched.onNodeUpdate(makeNode('z2', { labels: { zone: 'one' } }));
+    sched.onNodeAdd(makeNode('z3', { labels: { zone: 'three' } }));
+    add(spread('w4'));
+    const [r4] = await sched.drain();
+    expect(r4.node).toBe('z3');
+  });
+});

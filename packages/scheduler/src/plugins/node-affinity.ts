@@ -34,6 +34,9 @@ export function podMatchesNodeSelectorAndAffinity(pi: PodInfo, node: NodeInfo): 
 
 type Plugin = PreFilterPlugin & FilterPlugin & PreScorePlugin & ScorePlugin;
 
+// Filter results are shared, immutable values: rejecting thousands of nodes allocates nothing.
+const REJECT_NODE_AFFINITY = Status.unresolvable(ERR_NODE_AFFINITY).withPlugin(NodeAffinity);
+
 export const newNodeAffinity: PluginFactory = (args: NodeAffinityArgs | undefined): Plugin => {
   const added = args?.addedAffinity;
   const preferred = (state: CycleState) =>
@@ -55,14 +58,14 @@ export const newNodeAffinity: PluginFactory = (args: NodeAffinityArgs | undefine
           for (const v of f.values ?? []) names.add(v);
         }
         state.nodeNames = state.nodeNames ? new Set([...state.nodeNames].filter((n) => names.has(n))) : names;
-        if (state.nodeNames.size === 0) return Status.unresolvable(ERR_NODE_AFFINITY);
+        if (state.nodeNames.size === 0) return REJECT_NODE_AFFINITY;
       }
       return null;
     },
     filter(_s, pi, node) {
       const a = added?.requiredDuringSchedulingIgnoredDuringExecution;
-      if (a && !nodeSelectorMatches(a, node.labels, node.name)) return Status.unresolvable(ERR_NODE_AFFINITY);
-      return podMatchesNodeSelectorAndAffinity(pi, node) ? null : Status.unresolvable(ERR_NODE_AFFINITY);
+      if (a && !nodeSelectorMatches(a, node.labels, node.name)) return REJECT_NODE_AFFINITY;
+      return podMatchesNodeSelectorAndAffinity(pi, node) ? null : REJECT_NODE_AFFINITY;
     },
     preScore(state, pi) {
       const terms = [

@@ -12,6 +12,13 @@ import { CPU, EPHEMERAL, MEMORY } from '../resources.js';
 import { Status } from '../status.js';
 import { NodeResourcesBalancedAllocation, NodeResourcesFit } from './names.js';
 
+// Shared, immutable filter results for the common rejections.
+const INSUFFICIENT_CPU = Status.unschedulable('Insufficient cpu').withPlugin(NodeResourcesFit);
+const INSUFFICIENT_MEMORY = Status.unschedulable('Insufficient memory').withPlugin(NodeResourcesFit);
+const INSUFFICIENT_CPU_MEMORY = Status.unschedulable('Insufficient cpu', 'Insufficient memory').withPlugin(
+  NodeResourcesFit,
+);
+
 export interface ResourceSpec {
   name: string;
   weight: number;
@@ -182,6 +189,11 @@ export const newNodeResourcesFit: PluginFactory = (args: NodeResourcesFitArgs | 
       const mem = r.memory > 0 && r.memory > n.allocatable.memory - n.requested.memory;
       const eph = r.ephemeral > 0 && r.ephemeral > n.allocatable.ephemeral - n.requested.ephemeral;
       if (!tooMany && !cpu && !mem && !eph && r.scalar === null) return null;
+      if (r.scalar === null && !tooMany && !eph) {
+        if (cpu && !mem) return INSUFFICIENT_CPU;
+        if (mem && !cpu) return INSUFFICIENT_MEMORY;
+        return INSUFFICIENT_CPU_MEMORY;
+      }
       // Slow path only when something does not fit (or extended resources are requested).
       const reasons: string[] = [];
       if (tooMany) reasons.push('Too many pods');

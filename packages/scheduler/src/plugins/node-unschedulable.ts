@@ -4,6 +4,9 @@ import { NodeUnschedulable } from './names.js';
 
 export const ERR_NODE_UNSCHEDULABLE = 'node(s) were unschedulable';
 
+// Filter results are shared, immutable values: rejecting thousands of nodes allocates nothing.
+const REJECT_NODE_UNSCHEDULABLE = Status.unresolvable(ERR_NODE_UNSCHEDULABLE).withPlugin(NodeUnschedulable);
+
 /** Rejects cordoned nodes unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule. */
 export const newNodeUnschedulable: PluginFactory = (): FilterPlugin => ({
   name: NodeUnschedulable,
@@ -17,7 +20,7 @@ export const newNodeUnschedulable: PluginFactory = (): FilterPlugin => ({
           (t.key === undefined || t.key === '' || t.key === 'node.kubernetes.io/unschedulable')) ||
           (t.key === 'node.kubernetes.io/unschedulable' && (t.value ?? '') === '')),
     );
-    return tolerated ? null : Status.unresolvable(ERR_NODE_UNSCHEDULABLE);
+    return tolerated ? null : REJECT_NODE_UNSCHEDULABLE;
   },
   eventsToRegister: () => [{ resource: 'Node', action: '*' }],
 });

@@ -5,6 +5,9 @@ import { NodeVolumeLimits } from './names.js';
 
 export const ERR_MAX_VOLUME_COUNT = 'node(s) exceed max volume count';
 
+// Filter results are shared, immutable values: rejecting thousands of nodes allocates nothing.
+const REJECT_MAX_VOLUME_COUNT = Status.unschedulable(ERR_MAX_VOLUME_COUNT).withPlugin(NodeVolumeLimits);
+
 /** Counts unique CSI volumes per driver against the CSINode's allocatable count. */
 export const newNodeVolumeLimits: PluginFactory = (_a, handle): FilterPlugin => {
   const cluster = handle.cluster;
@@ -52,7 +55,7 @@ export const newNodeVolumeLimits: PluginFactory = (_a, handle): FilterPlugin => 
         const existing = used.get(driver) ?? new Set<string>();
         let n = existing.size;
         for (const v of vols) if (!existing.has(v)) n++;
-        if (n > limit) return Status.unschedulable(ERR_MAX_VOLUME_COUNT);
+        if (n > limit) return REJECT_MAX_VOLUME_COUNT;
       }
       return null;
     },

@@ -85,18 +85,31 @@ function hasAllKeys(n: NodeInfo, cs: Constraint[]): boolean {
 }
 
 class FilterState {
+  /** Per constraint, the global minimum (null: recompute after a dry-run change). */
+  mins: (number | null)[];
   constructor(
     public constraints: Constraint[],
     /** per constraint: domain value → matching pods */
     public counts: Map<string, number>[],
     public selfMatch: number[],
-  ) {}
+  ) {
+    this.mins = constraints.map(() => null);
+  }
   clone(): FilterState {
     return new FilterState(
       this.constraints,
       this.counts.map((m) => new Map(m)),
       this.selfMatch,
     );
+  }
+  min(i: number): number {
+    let m = this.mins[i];
+    if (m !== null) return m;
+    m = Number.POSITIVE_INFINITY;
+    for (const x of this.counts[i].values()) if (x < m) m = x;
+    if (this.counts[i].size < this.constraints[i].minDomains || m === Number.POSITIVE_INFINITY) m = 0;
+    this.mins[i] = m;
+    return m;
   }
 }
 
@@ -112,6 +125,11 @@ interface ScoreState {
   ignored: boolean[];
   idx: number;
 }
+
+// Filter results are shared, immutable values: rejecting thousands of nodes allocates nothing.
+const REJECT_SPREAD_MISSING_LABEL =
+  Status.unresolvable(ERR_SPREAD_MISSING_LABEL).withPlugin(PodTopologySpread);
+const REJECT_SPREAD = Status.unschedulable(ERR_SPREAD).withPlugin(PodTopologySpread);
 
 export const newPodTopologySpread: PluginFactory = (
   args: PodTopologySpreadArgs | undefined,
@@ -142,6 +160,7 @@ export const newPodTopologySpread: PluginFactory = (
       const v = n.labels?.[c.topologyKey];
       if (v === undefined || !st.counts[i].has(v) || !c.matcher(p.labels)) return;
       st.counts[i].set(v, (st.counts[i].get(v) ?? 0) + sign);
+      st.mins[i] = null;
     });
   };
 
@@ -150,15 +169,49 @@ export const newPodTopologySpread: PluginFactory = (
     preFilter(state, pi, nodes) {
       const cs = constraintsOf(pi, 'DoNotSchedule');
       if (cs.length === 0) return Status.skip();
-      const counts = cs.map(() => new Map<string, number>());
-      for (const n of nodes) {
-        if (!hasAllKeys(n, cs)) continue;
-        const l = n.labels!;
+      let counts: Map<string, number>[];
+      const spec = pi.pod.spec;
+      const affinityMatters =
+        cs.some((c) => c.honorAffinity) &&
+        (spec.nodeSelector || spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution);
+      if (!affinityMatters && !cs.some((c) => c.honorTaints)) {
+        // Every node with all topology keys is a domain member: start from the cached domain list and
+        // count matching pods through the cluster-wide label index instead of visiting every node.
+        const keys = cs.map((c) => c.topologyKey);
+        counts = handle.snapshot.topologyDomains(keys).map((m) => new Map([...m.keys()].map((k) => [k, 0])));
         for (let i = 0; i < cs.length; i++) {
           const c = cs[i];
-          if (!nodeIncluded(c, pi, n)) continue;
-          const v = l[c.topologyKey];
-          counts[i].set(v, (counts[i].get(v) ?? 0) + countMatching(n, c, pi.namespace));
+          if (cs.length === 1 && c.matcher.singleEq) {
+            // The cache keeps per-value counts for one-equality selectors live.
+            for (const [v, n] of handle.snapshot.eqTopologyCounts(
+              pi.namespace,
+              c.matcher.firstEq!,
+              c.topologyKey,
+            )) {
+              if (counts[i].has(v)) counts[i].set(v, n);
+            }
+            continue;
+          }
+          for (const p of handle.snapshot.podsWithLabel(c.matcher.firstEq)) {
+            if (p.namespace !== pi.namespace || p.pod.metadata.deletionTimestamp || !c.matcher(p.labels))
+              continue;
+            const n = p.node;
+            if (!n || !hasAllKeys(n, cs)) continue;
+            const v = n.labels![c.topologyKey];
+            counts[i].set(v, (counts[i].get(v) ?? 0) + 1);
+          }
+        }
+      } else {
+        counts = cs.map(() => new Map<string, number>());
+        for (const n of nodes) {
+          if (!hasAllKeys(n, cs)) continue;
+          const l = n.labels!;
+          for (let i = 0; i < cs.length; i++) {
+            const c = cs[i];
+            if (!nodeIncluded(c, pi, n)) continue;
+            const v = l[c.topologyKey];
+            counts[i].set(v, (counts[i].get(v) ?? 0) + countMatching(n, c, pi.namespace));
+          }
         }
       }
       state.write(
@@ -186,13 +239,9 @@ export const newPodTopologySpread: PluginFactory = (
       for (let i = 0; i < st.constraints.length; i++) {
         const c = st.constraints[i];
         const v = l[c.topologyKey];
-        if (v === undefined) return Status.unresolvable(ERR_SPREAD_MISSING_LABEL);
-        const m = st.counts[i];
-        let min = Number.POSITIVE_INFINITY;
-        for (const x of m.values()) if (x < min) min = x;
-        if (m.size < c.minDomains || min === Number.POSITIVE_INFINITY) min = 0;
-        const skew = (m.get(v) ?? 0) + st.selfMatch[i] - min;
-        if (skew > c.maxSkew) return Status.unschedulable(ERR_SPREAD);
+        if (v === undefined) return REJECT_SPREAD_MISSING_LABEL;
+        const skew = (st.counts[i].get(v) ?? 0) + st.selfMatch[i] - st.min(i);
+        if (skew > c.maxSkew) return REJECT_SPREAD;
       }
       return null;
     },

@@ -11,6 +11,9 @@ const TOPOLOGY_LABELS = [
   'failure-domain.beta.kubernetes.io/region',
 ];
 
+// Filter results are shared, immutable values: rejecting thousands of nodes allocates nothing.
+const REJECT_VOLUME_ZONE = Status.unresolvable(ERR_VOLUME_ZONE).withPlugin(VolumeZone);
+
 /** A bound PV labelled with zones/regions only mounts on nodes in one of them (`a__b` lists several). */
 export const newVolumeZone: PluginFactory = (_a, handle): FilterPlugin => ({
   name: VolumeZone,
@@ -26,8 +29,7 @@ export const newVolumeZone: PluginFactory = (_a, handle): FilterPlugin => ({
         const want = labels[k];
         if (want === undefined) continue;
         const have = node.labels?.[k];
-        if (have === undefined || !want.split('__').includes(have))
-          return Status.unresolvable(ERR_VOLUME_ZONE);
+        if (have === undefined || !want.split('__').includes(have)) return REJECT_VOLUME_ZONE;
       }
     }
     return null;

@@ -1,0 +1,162 @@
+// The kemu-scheduler command, run as its own process (from source through tsx, so no build is needed).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dir = mkdtempSync(path.join(tmpdir(), 'kemu-sched-cli-'));
+
+function cli(...args: string[]) {
+  const r = spawnSync(
+    process.execPath,
+    ['--conditions=@kemu/source', '--import', 'tsx', path.join(pkg, 'src/cli.ts'), ...args],
+    {
+      cwd: pkg,
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+function file(name: string, text: string): string {
+  const p = path.join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+describe('kemu-scheduler simulate', () => {
+  it('prints one placement per pod, including the preemption it makes', () => {
+    const r = cli('simulate', '--cluster', 'examples/cluster.yaml', '--pods', 'examples/pods.yaml');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const lines = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => [l.pod, l.node, l.reason])).toEqual([
+      ['default/web-1', null, 'Preempted'],
+      ['default/urgent', 'node-b', 'Scheduled'],
+      ['default/huge', null, 'Unschedulable'],
+    ]);
+    expect(lines[1].preempted).toEqual(['default/web-1']);
+    expect(lines[2].message).toBe(
+      '0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.',
+    );
+  });
+
+  it('--explain with an out-of-tree plugin module shows its weighted score', () => {
+    const r = cli(
+      'simulate',
+      '--cluster',
+      'examples/cluster.yaml',
+      '--pods',
+      'examples/pods.yaml',
+      '--plugin',
+      'examples/prefer-label.mjs',
+      '--config',
+      'examples/prefer-label-config.yaml',
+      '--explain',
+      '-o',
+      'json',
+    );
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.out);
+    const b = out[0].scores.find((s: { node: string }) => s.node === 'node-b');
+    expect(b.plugins.PreferLabel).toBe(500);
+    expect(out[2].filters['node-a']).toEqual({
+      plugin: 'NodeResourcesFit',
+      code: 'Unschedulable',
+      reasons: ['Insufficient cpu'],
+    });
+  });
+
+  it('an invalid config names the field and exits 1 without a stack trace', () => {
+    const cfg = file(
+      'bad.yaml',
+      'apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - plugins:\n      score:\n        enabled:\n          - name: NoSuchPlugin\n',
+    );
+    const r = cli(
+      'simulate',
+      '--cluster',
+      'examples/cluster.yaml',
+      '--pods',
+      'examples/pods.yaml',
+      '--config',
+      cfg,
+    );
+    expect(r.code).toBe(1);
+    expect(r.out).toBe('');
+    expect(r.err).toBe(
+      `error: invalid configuration: profiles[0].plugins.score.enabled[0].name: Invalid value: "NoSuchPlugin": plugin is not registered\n`,
+    );
+  });
+
+  it('an out-of-range value in the config file names the field', () => {
+    const cfg = file('pct.yaml', 'percentageOfNodesToScore: 150\n');
+    const r = cli(
+      'simulate',
+      '--cluster',
+      'examples/cluster.yaml',
+      '--pods',
+      'examples/pods.yaml',
+      '--config',
+      cfg,
+    );
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      `error: invalid configuration in ${cfg}: percentageOfNodesToScore: Invalid value: 150: not in valid range [0-100]\n`,
+    );
+  });
+
+  it('missing files and malformed manifests get one line each', () => {
+    const missing = cli('simulate', '--cluster', path.join(dir, 'nope.yaml'), '--pods', 'examples/pods.yaml');
+    expect(missing.code).toBe(1);
+    expect(missing.err).toBe(`error: cannot read --cluster ${path.join(dir, 'nope.yaml')}: no such file\n`);
+    const broken = file('broken.yaml', 'kind: Pod\nmetadata: [\n');
+    const bad = cli('simulate', '--cluster', 'examples/cluster.yaml', '--pods', broken);
+    expect(bad.code).toBe(1);
+    expect(bad.err.split('\n').length).toBe(2);
+    expect(bad.err).toMatch(new RegExp(`^error: --pods ${broken}: `));
+    const notPods = cli('simulate', '--cluster', 'examples/cluster.yaml', '--pods', 'examples/cluster.yaml');
+    expect(notPods.err).toBe(
+      'error: --pods examples/cluster.yaml: expected only Pod objects, found Node "node-a"\n',
+    );
+  });
+
+  it('requires --cluster and --pods', () => {
+    const r = cli('simulate', '--pods', 'examples/pods.yaml');
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("required option '--cluster <file>' not specified");
+  });
+});
+
+describe('kemu-scheduler run', () => {
+  it('schedules loaded pods against a store and prints the events', () => {
+    const r = cli('run', '--load', 'examples/cluster.yaml', '--load', 'examples/pods.yaml', '--once');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const events = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(events).toContainEqual({
+      pod: 'default/huge',
+      type: 'Warning',
+      reason: 'FailedScheduling',
+      message:
+        '0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.',
+    });
+    // All pods are queued before the first cycle, so the high-priority pod goes first and takes node-b.
+    expect(events).toContainEqual({
+      pod: 'default/urgent',
+      type: 'Normal',
+      reason: 'Scheduled',
+      message: 'Successfully assigned default/urgent to node-b',
+    });
+    expect(events.find((e) => e.pod === 'default/web-1')?.reason).toBe('FailedScheduling');
+  });
+});

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 import { main } from '@kemu/cni';
+import { hostLocal } from '@kemu/cni-host-local';
 import { bridge } from './bridge.js';
 
-await main(bridge);
+// kemu-host-local rides along so the common bridge + host-local chain costs one process start, not two.
+await main(bridge, { bundled: [hostLocal] });

@@ -243,6 +243,19 @@ export class DiskStore {
     await writeFile(this.indexPath(id, ifname), ips.join('\n'), { mode: 0o644 });
   }
 
+  /** IPs this attachment holds according to our index (verified against the IP files); never scans. */
+  async indexedByID(id: string, ifname: string): Promise<string[]> {
+    let listed: string[];
+    try {
+      listed = (await readFile(this.indexPath(id, ifname), 'utf8')).split('\n').filter(Boolean);
+    } catch {
+      return [];
+    }
+    const out: string[] = [];
+    for (const ip of listed) if (DiskStore.matches(await this.owner(ip), id, ifname)) out.push(ip);
+    return out;
+  }
+
   /** IPs held by this attachment, from the index (verified), falling back to a scan when there is no index. */
   async getByID(id: string, ifname: string): Promise<string[]> {
     let listed: string[] | undefined;
@@ -338,7 +351,8 @@ async function allocate(ctx: PluginContext, cfg: HostLocalConfig, store: DiskSto
   const ips: CniIPConfig[] = [];
   const taken: string[] = [];
   const requested = [...cfg.requested];
-  const already = await store.getByID(id, ifname);
+  // Only our index is consulted here: a directory scan per ADD is exactly the cost this store avoids.
+  const already = await store.indexedByID(id, ifname);
   try {
     for (const [si, set] of cfg.rangeSets.entries()) {
       for (const ip of already) {

@@ -3,7 +3,7 @@ export { MemoryDatapath } from './datapath-memory.js';
 export { CniError, CniErrorCode, invalidConfig, toCniError } from './errors.js';
 export { withFileLock } from './file-lock.js';
 export * from './ip.js';
-export { datapathFromEnv, main } from './plugin-main.js';
+export { datapathFromEnv, type MainOptions, main } from './plugin-main.js';
 export {
   type CniCommand,
   type CniPlugin,

@@ -1,7 +1,7 @@
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode } from './errors.js';
-import { execDelegate } from './invoke-exec.js';
-import { type CniPlugin, invokePlugin } from './skeleton.js';
+import { execDelegate, findInPath } from './invoke-exec.js';
+import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
 
 /**
  * Picks the datapath for an exec'd plugin: `KEMU_DATAPATH=linux` (default) or `sim` with
@@ -18,8 +18,9 @@ export async function datapathFromEnv(env: Record<string, string | undefined>): 
     if (!statePath) {
       throw new CniError(CniErrorCode.InvalidEnvironment, 'KEMU_DATAPATH=sim needs KEMU_NETSIM_STATE=<state file>');
     }
-    // A variable specifier keeps the simulator optional: it is only resolved when asked for.
-    const specifier = './datapath-sim.js';
+    // Resolved through the package's own exports (works from bundled plugin executables too); a variable
+    // specifier keeps the simulator optional: it is only loaded when asked for.
+    const specifier = '@kemu/cni/datapath-sim';
     let mod: { createSimDatapath?: (o: { statePath: string }) => Datapath | Promise<Datapath> };
     try {
       mod = await import(specifier);
@@ -45,10 +46,33 @@ async function readStdin(): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+export interface MainOptions {
+  /**
+   * Plugins this executable carries and may run in process when asked to delegate to their type (e.g.
+   * kemu-bridge carrying kemu-host-local). The type must still be found on CNI_PATH, as the spec requires,
+   * so configuration errors are reported exactly as with exec; only the second process start is saved.
+   */
+  bundled?: CniPlugin[];
+}
+
 /** Entry point of a plugin executable: env + stdin in, result or error JSON on stdout, exit status. */
-export async function main(plugin: CniPlugin): Promise<void> {
+export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<void> {
   const env = process.env as Record<string, string | undefined>;
   let dp: Promise<Datapath> | undefined;
+  const bundled = new Map((opts.bundled ?? []).map((p) => [p.name, p]));
+  const delegate: Delegate = async (type, command, conf, ctx) => {
+    const p = bundled.get(type);
+    if (!p) return execDelegate(type, command, conf, ctx);
+    findInPath(type, ctx.path);
+    const out = await invokePlugin(p, {
+      env: { ...ctx.env, CNI_COMMAND: command },
+      stdin: JSON.stringify(conf),
+      datapath: ctx.datapath,
+      delegate,
+    });
+    if (out.error) throw out.error;
+    return out.result;
+  };
   const stdin = env.CNI_COMMAND === 'VERSION' && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
   const out = await invokePlugin(plugin, {
     env,
@@ -57,7 +81,7 @@ export async function main(plugin: CniPlugin): Promise<void> {
       dp ??= datapathFromEnv(env);
       return dp;
     },
-    delegate: execDelegate,
+    delegate,
   });
   if (dp) await (await dp.catch(() => undefined))?.close?.();
   if (out.stdout) process.stdout.write(out.stdout);

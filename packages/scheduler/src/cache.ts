@@ -89,7 +89,7 @@ export class SchedulerCache implements Snapshot {
       let all = true;
       for (const key of keys) if (l[key] === undefined) all = false;
       if (!all) continue;
-      keys.forEach((key, i) => out[i].set(l[key], (out[i].get(l[key]) ?? 0) + 1));
+      for (let i = 0; i < keys.length; i++) out[i].set(l[keys[i]], (out[i].get(l[keys[i]]) ?? 0) + 1);
     }
     this.domains.set(k, out);
     return out;

@@ -364,7 +364,10 @@ const canNetns = process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).
 if (!canNetns) console.warn('skipping sim/linux equivalence tests: needs root and iproute2');
 
 interface Normal {
-  links: Record<string, Pick<LinkInfo, 'kind' | 'mtu' | 'up' | 'master' | 'hairpin'> & { peer?: string }>;
+  links: Record<
+    string,
+    Pick<LinkInfo, 'kind' | 'mtu' | 'up' | 'master' | 'hairpin' | 'vxlan'> & { peer?: string }
+  >;
   addrs: string[];
   routes: string[];
   neighs: string[];
@@ -386,6 +389,7 @@ async function normalise(
     const n: Normal['links'][string] = { kind: l.kind, mtu: l.mtu, up: l.up, master: l.master };
     if (l.master) n.hairpin = hairpin?.get(l.name) ?? l.hairpin ?? false;
     if (l.peerIndex !== undefined) n.peer = peerNames.get(l.peerIndex) ?? '?';
+    if (l.vxlan) n.vxlan = l.vxlan;
     links[l.name] = n;
   }
   const addrs = (await dp.listAddrs(netns))
@@ -393,7 +397,7 @@ async function normalise(
     .map((a) => `${a.link} ${a.cidr}`)
     .sort();
   const routeText = (r: RouteInfo) =>
-    `${r.dst} ${r.type ?? 'unicast'}${r.via ? ` via ${r.via}` : ''}${r.dev ? ` dev ${r.dev}` : ''}${r.src ? ` src ${r.src}` : ''}${r.metric ? ` metric ${r.metric}` : ''} scope ${r.scope}`;
+    `${r.dst} ${r.type ?? 'unicast'}${r.via ? ` via ${r.via}` : ''}${r.dev ? ` dev ${r.dev}` : ''}${r.onlink ? ' onlink' : ''}${r.src ? ` src ${r.src}` : ''}${r.metric ? ` metric ${r.metric}` : ''} scope ${r.scope}`;
   const routes = (await dp.listRoutes(netns, { table: 254 }))
     .filter((r) => !r.dst.startsWith('fe80:') && !r.dst.startsWith('ff00:'))
     .map(routeText)
@@ -477,9 +481,42 @@ describe.runIf(canNetns)('sim datapath agrees with the linux datapath', () => {
         permanent: true,
       });
       await dp.setLink(HOST_NETNS, 'kveth-b', { mtu: 1400 });
+      // Flannel-style VXLAN: device on the underlay, /32 address, on-link route, permanent neighbour + FDB.
+      await dp.addLink(HOST_NETNS, {
+        kind: 'vxlan',
+        name: 'kvx0',
+        vxlan: { vni: 42, port: 4789, local: '192.168.77.1', dev: 'kdummy0', learning: false },
+      });
+      await dp.setLink(HOST_NETNS, 'kvx0', { up: true });
+      await dp.addAddr(HOST_NETNS, 'kvx0', '10.202.5.0/32');
+      await dp.setNeigh(HOST_NETNS, {
+        ip: '10.202.6.0',
+        mac: '0a:00:00:00:06:00',
+        dev: 'kvx0',
+        permanent: true,
+      });
+      await dp.setFdb(HOST_NETNS, {
+        mac: '0a:00:00:00:06:00',
+        dev: 'kvx0',
+        dst: '192.168.77.2',
+        permanent: true,
+      });
+      await dp.addRoute(HOST_NETNS, { dst: '10.202.6.0/24', via: '10.202.6.0', dev: 'kvx0', onlink: true });
+      await dp.addLink(HOST_NETNS, { kind: 'vxlan', name: 'kvx1', vxlan: { vni: 43 } });
       await dp.delRoute(b, { dst: '0.0.0.0/0', via: '10.88.0.1', dev: 'eth0' });
     }
     const all = paths.map((p, i) => (i === 0 ? HOST_NETNS : p));
+    // Linux keeps new IPv6 addresses tentative until duplicate address detection is done; wait for it.
+    for (let i = 0; i < 50; i++) {
+      const tentative = names.some(
+        (n) =>
+          spawnSync('ip', ['-n', n, '-6', 'addr', 'show', 'tentative'], {
+            encoding: 'utf8',
+          }).stdout.trim() !== '',
+      );
+      if (!tentative) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const pairs: [NetnsRef, string][] = [
       [a, '10.88.0.3'],
       [a, '10.88.0.1'],
@@ -488,6 +525,9 @@ describe.runIf(canNetns)('sim datapath agrees with the linux datapath', () => {
       [b, '192.168.77.1'],
       [a, '10.88.0.50'],
       [c, '10.99.0.1'],
+      [a, 'fd88::3'],
+      [b, 'fd88::1'],
+      [a, 'fd88::50'],
     ];
     const linuxPing = pairs.map(([from, to]) => {
       const ns = from === HOST_NETNS ? names[0]! : from.slice('/run/netns/'.length);
@@ -497,7 +537,7 @@ describe.runIf(canNetns)('sim datapath agrees with the linux datapath', () => {
     const simPing = [];
     for (const [from, to] of pairs) simPing.push((await sim.ping(from, to, { trace: false })).reachable);
     expect(simPing).toEqual(linuxPing);
-    expect(simPing).toEqual([true, true, true, true, false, false, false]);
+    expect(simPing).toEqual([true, true, true, true, false, false, false, true, true, false]);
 
     const lp = await peerNameMap(linux, all);
     const sp = await peerNameMap(sim, all);

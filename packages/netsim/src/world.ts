@@ -589,9 +589,10 @@ export class World {
         const port = spec.port ?? VXLAN_PORT;
         if (!Number.isInteger(port) || port < 1 || port > 65535)
           throw new NetsimError('EINVAL', `bad vxlan port ${port}`);
-        let mtuDef = 1500;
-        if (spec.dev !== undefined) mtuDef = this.link(ns, spec.dev).mtu - 50;
         const local = spec.local === undefined ? null : mustParseIp(spec.local, 'local address');
+        // Headroom for the outer headers: 50 bytes over IPv4, 70 over IPv6 (only when a lower device caps it).
+        let mtuDef = 1500;
+        if (spec.dev !== undefined) mtuDef = this.link(ns, spec.dev).mtu - (local?.family === 6 ? 70 : 50);
         for (const other of ns.vxSock.get(port) ?? []) {
           if (other.vni === spec.vni)
             throw new NetsimError(
@@ -1972,8 +1973,6 @@ export class World {
           { src: src.bytes, dst: dst.bytes, proto: IPPROTO_UDP, ttl: l.vxTtl, df: false },
           udp,
         );
-        // The kernel sends IPv4 VXLAN without a UDP checksum by default (udpcsum off).
-        outer.writeUInt16BE(0, 20 + 6);
       } else {
         outer = ipv6Packet(
           { src: src.bytes, dst: dst.bytes, nextHeader: IPPROTO_UDP, hopLimit: l.vxTtl },

@@ -78,7 +78,8 @@ export class CniNetwork implements NetworkManager {
   }
 
   async setUp(req: PodNetworkRequest): Promise<PodNetworkResult> {
-    await this.refresh();
+    // The conf dir is re-read on a timer (like containerd's watch); a pod only forces a read when none is loaded.
+    if (!this.list) await this.refresh();
     if (!this.list) throw new Error(`cni plugin not initialized: ${this.lastError}`);
     const result = await this.cni.addNetworkList(this.list, this.rt(req));
     const ips = (result.ips ?? []).map((ip) => ip.address.split('/')[0]);

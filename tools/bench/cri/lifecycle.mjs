@@ -3,8 +3,11 @@
 // RemovePodSandbox with the `sim` backend, N lifecycles with 16 in flight, against `kemu-cri` running as
 // its own process over its unix socket (state persisted to a state dir, as in production).
 //
-//   node tools/bench/cri/lifecycle.mjs [--count 10000] [--concurrency 16] [--runs 3] [--json FILE]
+//   node tools/bench/cri/lifecycle.mjs [--count 10000] [--concurrency 16] [--runs 3] [--network ipam|netsim|both]
+//                                      [--json FILE]
 //
+// --network picks the sim backend's pod network: `ipam` hands out addresses only (the scale path),
+// `netsim` is the built-in default (bridge + host-local + portmap run in process on a simulated datapath).
 // Reports lifecycles/s and per-RPC p50/p99 (medians over runs). The reference measured in the same run
 // is the same lifecycle on the same service objects called in process (no socket, no second process),
 // so the ratio shows what the gRPC hop and process boundary cost.
@@ -77,8 +80,16 @@ async function main() {
       concurrency: { type: 'string', default: '16' },
       runs: { type: 'string', default: '3' },
       json: { type: 'string' },
+      network: { type: 'string', default: 'both' },
     },
   });
+  const networks = values.network === 'both' ? ['ipam', 'netsim'] : [values.network];
+  const all = {};
+  for (const network of networks) all[network] = await benchNetwork(network, values);
+  if (values.json) writeFileSync(values.json, JSON.stringify(all, null, 2));
+}
+
+async function benchNetwork(network, values) {
   const count = Number(values.count);
   const concurrency = Number(values.concurrency);
   const runs = Number(values.runs);
@@ -93,7 +104,7 @@ async function main() {
     const socket = path.join(dir, 'cri.sock');
     const server = spawn(
       process.execPath,
-      ['--conditions=@kemu/source', '--import', 'tsx', path.join(repo, 'packages/cri/src/cli.ts'), '--listen', `unix://${socket}`, '--backend', 'sim', '--state-dir', path.join(dir, 'state'), '--synthetic-images'],
+      ['--conditions=@kemu/source', '--import', 'tsx', path.join(repo, 'packages/cri/src/cli.ts'), '--listen', `unix://${socket}`, '--backend', 'sim', '--state-dir', path.join(dir, 'state'), '--synthetic-images', '--sim-network', network],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';
@@ -120,14 +131,14 @@ async function main() {
 
     // Reference: the same service objects in process, with the same persisted state dir.
     const dir2 = mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-cri-ref-'));
-    const inst = await createCri({ backend: 'sim', stateDir: path.join(dir2, 'state'), syntheticImages: true, streaming: false });
+    const inst = await createCri({ backend: 'sim', stateDir: path.join(dir2, 'state'), syntheticImages: true, streaming: false, simNetwork: network });
     await inst.imageService.PullImage({ image: { image: 'busybox:1.36' } });
     const ref = await runLifecycles((m, r) => inst.runtimeService[m](r), count, concurrency, `p${run}`);
     await inst.close();
     rmSync(dir2, { recursive: true, force: true });
     results.inProcess.push(ref);
     console.error(
-      `run ${run + 1}/${runs}: socket ${socketResult.lifecyclesPerSec.toFixed(0)} lifecycles/s, in-process ${ref.lifecyclesPerSec.toFixed(0)} lifecycles/s`,
+      `[${network}] run ${run + 1}/${runs}: socket ${socketResult.lifecyclesPerSec.toFixed(0)} lifecycles/s, in-process ${ref.lifecyclesPerSec.toFixed(0)} lifecycles/s`,
     );
   }
 
@@ -138,7 +149,8 @@ async function main() {
   const socket = summarize(results.socket);
   const inProcess = summarize(results.inProcess);
   const out = {
-    benchmark: 'cri pod lifecycle (sim backend)',
+    benchmark: `cri pod lifecycle (sim backend, ${network} network)`,
+    loadAverage: os.loadavg(),
     count,
     concurrency,
     runs,
@@ -149,7 +161,7 @@ async function main() {
     target: { lifecyclesPerSec: 1000, p99Ms: 10 },
     meetsTarget: socket.lifecyclesPerSec >= 1000 && RPCS.every((r) => socket.perRpc[r].p99 <= 10),
   };
-  console.log(`\n${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs)`);
+  console.log(`\n[${network} network] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   console.log(`over the socket: ${socket.lifecyclesPerSec.toFixed(0)} lifecycles/s   in process: ${inProcess.lifecyclesPerSec.toFixed(0)} lifecycles/s   ratio ${out.ratioSocketToInProcess.toFixed(2)}`);
   console.log('RPC                  socket p50   socket p99   in-proc p50   in-proc p99  (ms)');
   for (const r of RPCS) {
@@ -158,7 +170,7 @@ async function main() {
     console.log(`${r.padEnd(20)} ${s.p50.toFixed(3).padStart(10)} ${s.p99.toFixed(3).padStart(12)} ${p.p50.toFixed(3).padStart(13)} ${p.p99.toFixed(3).padStart(13)}`);
   }
   console.log(`target (>= 1000 lifecycles/s, p99 <= 10 ms per call): ${out.meetsTarget ? 'met' : 'NOT met'}`);
-  if (values.json) writeFileSync(values.json, JSON.stringify(out, null, 2));
+  return out;
 }
 
 // The packages are TypeScript resolved through the "@kemu/source" export condition; re-run under tsx.

@@ -63,6 +63,28 @@ describe.runIf(haveEtcd)('etcd backend', () => {
     await b.close();
   });
 
+  it('reads large kinds in pages at one revision (lists, watch cache start, pagination)', async () => {
+    const a = await EtcdStore.open({ endpoints: etcd.endpoint, prefix: '/paged/', rangePageSize: 7 });
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => a.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `m${String(i).padStart(2, '0')}`, labels: { odd: String(i % 2) } } })),
+    );
+    const all = await a.list('ConfigMap', { namespace: 'default' });
+    expect(all.items).toHaveLength(40);
+    const odd = await a.list('ConfigMap', { labelSelector: 'odd=1', limit: 15 });
+    expect(odd.items).toHaveLength(15);
+    const rest = await a.list('ConfigMap', { labelSelector: 'odd=1', limit: 15, continue: odd.metadata.continue });
+    expect([...odd.items, ...rest.items].map((i) => i.metadata.name)).toEqual(Array.from({ length: 20 }, (_, i) => `m${String(2 * i + 1).padStart(2, '0')}`));
+    expect(rest.metadata.continue).toBeUndefined();
+    const w = await a.watch('ConfigMap', { namespace: 'default' });
+    let added = 0;
+    for await (const ev of w) {
+      if (ev.type === 'ADDED') added++;
+      if (added === 40) break;
+    }
+    expect(added).toBe(40);
+    await a.close();
+  });
+
   it('reports an unreachable etcd as ServiceUnavailable', async () => {
     const err = await EtcdStore.open({ endpoints: 'http://127.0.0.1:1', clientOptions: { dialTimeout: 500 } }).catch((e) => e);
     expect(err.code).toBe(503);

@@ -7,7 +7,9 @@ import { Etcd3, type IOptions, Range, type Watcher } from 'etcd3';
 import type { KubeObject } from './api-meta.js';
 import { AlreadyExistsError, ConflictError, ExpiredError, InternalError, NotFoundError, ServiceUnavailableError } from './errors.js';
 import { deepFreeze, type HistoryEntry, KindCache, type WatchFilter, WatcherImpl } from './kind-cache.js';
+import { everyField } from './fields.js';
 import type { KindInfo } from './kinds.js';
+import { everything } from './labels.js';
 import { BaseStore, type BaseStoreOptions, type RawPage } from './store-base.js';
 import type { Watch, WatchOptions } from './store.js';
 
@@ -20,6 +22,8 @@ export interface EtcdStoreOptions extends BaseStoreOptions {
   prefix?: string;
   /** Events kept per kind in the watch cache (default 10,000). */
   historySize?: number;
+  /** Keys per etcd range request when reading many objects (default 1,000; gRPC caps messages at 4 MiB). */
+  rangePageSize?: number;
   noBootstrap?: boolean;
 }
 
@@ -41,6 +45,7 @@ export class EtcdStore extends BaseStore {
   readonly client: Etcd3;
   readonly prefix: string;
   private readonly historySize: number;
+  private readonly page: number;
   private readonly kinds = new Map<string, Promise<KindWatch>>();
   private readonly direct = new Set<{ watcher: Watcher; w: WatcherImpl }>();
 
@@ -50,6 +55,7 @@ export class EtcdStore extends BaseStore {
     this.client = new Etcd3({ ...(options.clientOptions ?? {}), hosts });
     this.prefix = options.prefix ?? '/kemu/';
     this.historySize = options.historySize ?? 10_000;
+    this.page = options.rangePageSize ?? 1000;
     this.startBookmarks();
   }
 
@@ -116,9 +122,9 @@ export class EtcdStore extends BaseStore {
     let start = after !== undefined ? `${this.kindPrefix(info)}${after}\0` : base;
     let rev = atRv;
     for (;;) {
-      const batch = limit === undefined ? 0 : Math.max(limit - items.length + 1, 256);
-      let b = this.client.getAll().inRange(new Range(start, end));
-      if (batch) b = b.limit(batch);
+      // Page through etcd at one revision: a single huge range would exceed gRPC's message limit.
+      const batch = limit === undefined ? this.page : Math.min(Math.max(limit - items.length + 1, 256), this.page);
+      let b = this.client.getAll().inRange(new Range(start, end)).limit(batch);
       if (rev !== undefined) b = b.revision(rev);
       let res: Awaited<ReturnType<typeof b.exec>>;
       try {
@@ -234,15 +240,10 @@ export class EtcdStore extends BaseStore {
 
   private async startKindWatch(info: KindInfo): Promise<KindWatch> {
     const prefix = this.kindPrefix(info);
-    let res: Awaited<ReturnType<ReturnType<Etcd3['getAll']>['exec']>>;
-    try {
-      res = await this.client.getAll().prefix(prefix).exec();
-    } catch (e) {
-      throw wrapEtcdError(e);
-    }
-    const rev = Number(res.header.revision);
+    const all = await this.rawList(info, { labels: everything, fields: everyField }, undefined, undefined);
+    const rev = all.rv;
     const cache = new KindCache(info, { historySize: this.historySize, windowStart: rev });
-    for (const kv of res.kvs) cache.restore('ADDED', this.decode(kv.value, kv.mod_revision), rev);
+    for (const o of all.items) cache.restore('ADDED', o, rev);
     cache.windowStart = rev;
     cache.lastRv = rev;
     const watcher = await this.client

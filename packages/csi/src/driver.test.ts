@@ -232,3 +232,83 @@ describe('FileStateStore', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 });
+
+describe('one driver serving several nodes (in-process clusters)', () => {
+  it('places volumes by topology, keeps capacity per node, and lets only the home node attach, stage and publish', async () => {
+    const GiB = 2 ** 30;
+    const d = await createCsiDriver({
+      nodeId: 'n1',
+      extraNodeIds: ['n2', 'n3'],
+      backend: 'sim',
+      enableAttach: true,
+      capacityBytes: 10 * GiB,
+    });
+    const seg = (n: string) => ({ segments: { 'topology.kemu.csi.k8s.io/node': n } });
+    const mount = { mount: {}, accessMode: { mode: 1 } };
+    expect((await d.controller.GetCapacity({})).availableCapacity).toBe(30 * GiB);
+    const v = (
+      await d.controller.CreateVolume({
+        name: 'on-n2',
+        volumeCapabilities: [mount],
+        capacityRange: { requiredBytes: 4 * GiB },
+        accessibilityRequirements: { requisite: [seg('n2'), seg('n3')], preferred: [seg('n2')] },
+      })
+    ).volume!;
+    expect(v.accessibleTopology).toEqual([seg('n2')]);
+    expect((await d.controller.GetCapacity({ accessibleTopology: seg('n2') })).availableCapacity).toBe(
+      6 * GiB,
+    );
+    expect((await d.controller.GetCapacity({ accessibleTopology: seg('n3') })).availableCapacity).toBe(
+      10 * GiB,
+    );
+    expect((await d.controller.GetCapacity({})).availableCapacity).toBe(26 * GiB);
+    await expect(
+      d.controller.CreateVolume({
+        name: 'nowhere',
+        volumeCapabilities: [mount],
+        accessibilityRequirements: { requisite: [seg('n9')] },
+      }),
+    ).rejects.toMatchObject({ code: 8 });
+    await expect(
+      d.controller.CreateVolume({
+        name: 'too-big',
+        volumeCapabilities: [mount],
+        capacityRange: { requiredBytes: 7 * GiB },
+        accessibilityRequirements: { requisite: [seg('n2')] },
+      }),
+    ).rejects.toMatchObject({ code: 8 });
+
+    await expect(
+      d.controller.ControllerPublishVolume({ volumeId: v.volumeId, nodeId: 'n1', volumeCapability: mount }),
+    ).rejects.toMatchObject({ code: 9 });
+    await expect(
+      d.controller.ControllerPublishVolume({ volumeId: v.volumeId, nodeId: 'n9', volumeCapability: mount }),
+    ).rejects.toMatchObject({ code: 5 });
+    await d.controller.ControllerPublishVolume({
+      volumeId: v.volumeId,
+      nodeId: 'n2',
+      volumeCapability: mount,
+    });
+    const stage = {
+      volumeId: v.volumeId,
+      stagingTargetPath: `${ROOT}/plugins/x/globalmount`,
+      volumeCapability: mount,
+    };
+    await expect(d.node.NodeStageVolume(stage)).rejects.toMatchObject({
+      code: 9,
+      message: expect.stringContaining('lives on node n2'),
+    });
+    const n2 = d.nodeServer('n2');
+    expect(await n2.NodeGetInfo({})).toEqual({
+      nodeId: 'n2',
+      maxVolumesPerNode: 0,
+      accessibleTopology: seg('n2'),
+    });
+    await n2.NodeStageVolume(stage);
+    await n2.NodePublishVolume({ ...stage, targetPath: `${ROOT}/pods/p/mount` });
+    expect(
+      (await d.controller.ControllerGetVolume({ volumeId: v.volumeId })).status!.publishedNodeIds,
+    ).toEqual(['n2']);
+    expect(() => d.nodeServer('n9')).toThrow('node n9 is not served by this driver');
+  });
+});

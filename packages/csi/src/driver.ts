@@ -52,12 +52,18 @@ export const MUTABLE_PARAMETERS = new Set(['tier', 'iops', 'throughput']);
 const PASSTHROUGH_PREFIXES = ['csi.storage.k8s.io/', `${DEFAULT_DRIVER_NAME}/`];
 
 export interface DriverOptions {
+  /** the node this driver runs on (NodeGetInfo, default target of node calls) */
   nodeId: string;
+  /**
+   * further nodes served by the same driver state, for one in-process driver behind a whole simulated
+   * cluster; each node has its own topology segment and capacity, and a volume lives on one node
+   */
+  extraNodeIds?: string[];
   backend: Backend;
   store?: StateStore;
   name?: string;
   version?: string;
-  /** total bytes the driver may hand out (default 100Gi) */
+  /** bytes each node may hand out (default 100Gi) */
   capacityBytes?: number;
   /** largest single volume (default: the whole capacity) */
   maxVolumeSizeBytes?: number;
@@ -144,6 +150,8 @@ export class Driver {
   readonly name: string;
   readonly version: string;
   readonly nodeId: string;
+  /** every node this driver serves, its own first */
+  readonly nodeIds: readonly string[];
   readonly backend: Backend;
   readonly capacityBytes: number;
   readonly maxVolumeSizeBytes: number;
@@ -160,6 +168,8 @@ export class Driver {
   constructor(opts: DriverOptions) {
     checkIdentifier('node id', opts.nodeId);
     this.nodeId = opts.nodeId;
+    for (const n of opts.extraNodeIds ?? []) checkIdentifier('node id', n);
+    this.nodeIds = [...new Set([opts.nodeId, ...(opts.extraNodeIds ?? [])])];
     this.backend = opts.backend;
     this.store = opts.store ?? new MemoryStateStore();
     this.name = opts.name ?? DEFAULT_DRIVER_NAME;
@@ -204,11 +214,30 @@ export class Driver {
   }
 
   get segment(): Topology {
-    return { [this.topologyKey]: this.nodeId };
+    return this.segmentOf(this.nodeId);
   }
 
-  private matchesSegment(t: Topology): boolean {
-    return Object.entries(t).every(([k, v]) => this.segment[k] === v);
+  segmentOf(node: string): Topology {
+    return { [this.topologyKey]: node };
+  }
+
+  /** The served node whose segment satisfies a topology (every key of it matches), if any. */
+  private nodeFor(t: Topology): string | undefined {
+    return this.nodeIds.find((n) => Object.entries(t).every(([k, v]) => this.segmentOf(n)[k] === v));
+  }
+
+  private nodeOf(v: VolumeRecord): string {
+    return v.node ?? this.nodeId;
+  }
+
+  /** Node-side calls must come from a served node that can reach the volume. */
+  private checkNode(v: VolumeRecord, node: string): void {
+    if (!this.nodeIds.includes(node)) throw notFound(`node ${node} is not served by this driver`);
+    if (this.nodeOf(v) !== node) {
+      throw precondition(
+        `volume ${v.id} lives on node ${this.nodeOf(v)} and is not accessible from node ${node}`,
+      );
+    }
   }
 
   private volume(id: string): VolumeRecord {
@@ -217,10 +246,14 @@ export class Driver {
     return v;
   }
 
-  private usedBytes(): number {
+  private usedBytes(node: string): number {
     let n = 0;
-    for (const v of Object.values(this.state.volumes)) n += v.capacityBytes;
+    for (const v of Object.values(this.state.volumes)) if (this.nodeOf(v) === node) n += v.capacityBytes;
     return n;
+  }
+
+  private freeBytes(node: string): number {
+    return Math.max(0, this.capacityBytes - this.usedBytes(node));
   }
 
   private checkParameters(params: Record<string, string>, what: string, onlyMutable: boolean): void {
@@ -302,11 +335,19 @@ export class Driver {
     this.checkParameters(mutableParameters, 'mutable parameter', true);
     const source = args.contentSource ?? undefined;
     if (source) requireId(`volume_content_source.${source.type}_id`, source.id);
-    if (args.requisite?.length && !args.requisite.some((t) => this.matchesSegment(t))) {
+    // preferred first, then requisite; without requirements the driver's own node
+    const candidates = [...(args.preferred ?? []), ...(args.requisite ?? [])]
+      .map((t) => this.nodeFor(t))
+      .filter(
+        (n): n is string =>
+          !!n && (!args.requisite?.length || args.requisite.some((t) => this.nodeFor(t) === n)),
+      );
+    if (args.requisite?.length && candidates.length === 0) {
       throw exhausted(
-        `none of the requisite topologies is reachable; this driver serves ${JSON.stringify(this.segment)}`,
+        `none of the requisite topologies is reachable; this driver serves ${this.nodeIds.map((n) => JSON.stringify(this.segmentOf(n))).join(', ')}`,
       );
     }
+    const node = candidates[0] ?? this.nodeId;
 
     return this.locks.with([`volume name ${name}`], 'CreateVolume', async () => {
       let minimum = 0;
@@ -356,10 +397,10 @@ export class Driver {
         return existing;
       }
 
-      const free = this.capacityBytes - this.usedBytes();
+      const free = this.freeBytes(node);
       if (size > free) {
         throw exhausted(
-          `not enough capacity: ${size} bytes requested, ${free} of ${this.capacityBytes} bytes free`,
+          `not enough capacity on node ${node}: ${size} bytes requested, ${free} of ${this.capacityBytes} bytes free`,
         );
       }
       const vol: VolumeRecord = {
@@ -370,7 +411,8 @@ export class Driver {
         parameters,
         mutableParameters,
         contentSource: source,
-        accessibleTopology: [this.segment],
+        accessibleTopology: [this.segmentOf(node)],
+        node,
         createdAt: Date.now(),
         published: {},
         targets: {},
@@ -397,7 +439,7 @@ export class Driver {
       if (nodes.length > 0)
         throw precondition(`volume ${id} is still published to node(s) ${nodes.join(', ')}`);
       if (v.staged || Object.keys(v.targets).length > 0) {
-        throw precondition(`volume ${id} is still staged or published on node ${this.nodeId}`);
+        throw precondition(`volume ${id} is still staged or published on node ${this.nodeOf(v)}`);
       }
       await this.backend.deleteVolume(bv(v));
       delete this.state.volumes[id];
@@ -418,8 +460,14 @@ export class Driver {
       throw unimplemented('ControllerPublish/UnpublishVolume need the driver started with --enable-attach');
     return this.locks.with([`volume ${id}`], 'ControllerPublishVolume', async () => {
       const v = this.volume(id);
-      if (nodeId !== this.nodeId)
-        throw notFound(`node ${nodeId} does not exist (this driver serves ${this.nodeId})`);
+      if (!this.nodeIds.includes(nodeId)) {
+        throw notFound(`node ${nodeId} does not exist (this driver serves ${this.nodeIds.join(', ')})`);
+      }
+      if (this.nodeOf(v) !== nodeId) {
+        throw precondition(
+          `volume ${id} lives on node ${this.nodeOf(v)} and cannot be attached to node ${nodeId}`,
+        );
+      }
       if (cap.accessType !== v.accessType) {
         throw invalid(`volume ${id} is a ${v.accessType} volume; the capability asks for ${cap.accessType}`);
       }
@@ -467,13 +515,10 @@ export class Driver {
       const v = this.state.volumes[id];
       if (!v) return; // nothing to detach
       const nodes = args.nodeId ? [args.nodeId] : Object.keys(v.published);
-      if (
-        nodes.includes(this.nodeId) &&
-        v.published[this.nodeId] &&
-        (v.staged || Object.keys(v.targets).length)
-      ) {
+      const home = this.nodeOf(v);
+      if (nodes.includes(home) && v.published[home] && (v.staged || Object.keys(v.targets).length)) {
         throw precondition(
-          `volume ${id} is still staged or published on node ${this.nodeId}; unpublish and unstage it first`,
+          `volume ${id} is still staged or published on node ${home}; unpublish and unstage it first`,
         );
       }
       let changed = false;
@@ -544,13 +589,16 @@ export class Driver {
     } catch {
       return none; // no capacity for capabilities this driver cannot provide
     }
-    if (args.topology && Object.keys(args.topology).length && !this.matchesSegment(args.topology)) {
-      return none;
+    let nodes = this.nodeIds;
+    if (args.topology && Object.keys(args.topology).length) {
+      const n = this.nodeFor(args.topology);
+      if (!n) return none;
+      nodes = [n];
     }
-    const available = Math.max(0, this.capacityBytes - this.usedBytes());
+    const free = nodes.map((n) => this.freeBytes(n));
     return {
-      available,
-      maximumVolumeSize: Math.min(available, this.maxVolumeSizeBytes),
+      available: free.reduce((a, b) => a + b, 0),
+      maximumVolumeSize: Math.min(Math.max(...free), this.maxVolumeSizeBytes),
       minimumVolumeSize: 1,
     };
   }
@@ -573,7 +621,7 @@ export class Driver {
       }
       const want = this.resolveSize(r, 0);
       if (want <= v.capacityBytes) return { capacityBytes: v.capacityBytes, nodeExpansionRequired: false };
-      const free = this.capacityBytes - this.usedBytes();
+      const free = this.freeBytes(this.nodeOf(v));
       if (want - v.capacityBytes > free) {
         throw outOfRange(
           `cannot grow volume ${id} to ${want} bytes: only ${free} bytes of capacity are free`,
@@ -789,11 +837,13 @@ export class Driver {
 
   // ---------------------------------------------------------------- node
 
-  nodeInfo(): { nodeId: string; maxVolumesPerNode: number; topology: Topology } {
-    return { nodeId: this.nodeId, maxVolumesPerNode: this.maxVolumesPerNode, topology: this.segment };
+  nodeInfo(nodeId = this.nodeId): { nodeId: string; maxVolumesPerNode: number; topology: Topology } {
+    return { nodeId, maxVolumesPerNode: this.maxVolumesPerNode, topology: this.segmentOf(nodeId) };
   }
 
   async nodeStage(args: {
+    /** the calling node (default: this driver's node) */
+    nodeId?: string;
     volumeId?: string;
     stagingPath?: string;
     capability?: Capability | null;
@@ -808,6 +858,8 @@ export class Driver {
     const cap = this.checkCapability(args.capability);
     await this.locks.with([`volume ${id}`], 'NodeStageVolume', async () => {
       const v = this.volume(id);
+      const node = args.nodeId ?? this.nodeId;
+      this.checkNode(v, node);
       if (cap.accessType !== v.accessType) {
         throw invalid(`volume ${id} is a ${v.accessType} volume; the capability asks for ${cap.accessType}`);
       }
@@ -822,17 +874,15 @@ export class Driver {
         await this.backend.stage(bv(v), staging, cap);
         return;
       }
-      if (this.enableAttach && !v.published[this.nodeId]) {
+      if (this.enableAttach && !v.published[node]) {
         throw precondition(
-          `volume ${id} is not published to node ${this.nodeId}; call ControllerPublishVolume first`,
+          `volume ${id} is not published to node ${node}; call ControllerPublishVolume first`,
         );
       }
       if (!this.enableAttach && this.maxVolumesPerNode > 0) {
-        const n = Object.values(this.state.volumes).filter((x) => x.staged).length;
+        const n = Object.values(this.state.volumes).filter((x) => x.staged && this.nodeOf(x) === node).length;
         if (n >= this.maxVolumesPerNode) {
-          throw exhausted(
-            `node ${this.nodeId} already has the maximum of ${this.maxVolumesPerNode} volumes staged`,
-          );
+          throw exhausted(`node ${node} already has the maximum of ${this.maxVolumesPerNode} volumes staged`);
         }
       }
       await this.backend.stage(bv(v), staging, cap);
@@ -847,7 +897,7 @@ export class Driver {
     });
   }
 
-  async nodeUnstage(args: { volumeId?: string; stagingPath?: string }): Promise<void> {
+  async nodeUnstage(args: { nodeId?: string; volumeId?: string; stagingPath?: string }): Promise<void> {
     const id = requireId('volume_id', args.volumeId);
     const staging = checkNodePath(
       'staging_target_path',
@@ -856,6 +906,8 @@ export class Driver {
     );
     await this.locks.with([`volume ${id}`], 'NodeUnstageVolume', async () => {
       const v = this.volume(id);
+      const node = args.nodeId ?? this.nodeId;
+      this.checkNode(v, node);
       if (!v.staged || v.staged.path !== staging) return;
       const targets = Object.keys(v.targets);
       if (targets.length > 0) {
@@ -868,6 +920,8 @@ export class Driver {
   }
 
   async nodePublish(args: {
+    /** the calling node (default: this driver's node) */
+    nodeId?: string;
     volumeId?: string;
     targetPath?: string;
     stagingPath?: string;
@@ -884,6 +938,8 @@ export class Driver {
     );
     await this.locks.with([`volume ${id}`], 'NodePublishVolume', async () => {
       const v = this.volume(id);
+      const node = args.nodeId ?? this.nodeId;
+      this.checkNode(v, node);
       if (cap.accessType !== v.accessType) {
         throw invalid(`volume ${id} is a ${v.accessType} volume; the capability asks for ${cap.accessType}`);
       }
@@ -933,11 +989,13 @@ export class Driver {
     });
   }
 
-  async nodeUnpublish(args: { volumeId?: string; targetPath?: string }): Promise<void> {
+  async nodeUnpublish(args: { nodeId?: string; volumeId?: string; targetPath?: string }): Promise<void> {
     const id = requireId('volume_id', args.volumeId);
     const target = checkNodePath('target_path', requireField('target_path', args.targetPath), this.pathRoots);
     await this.locks.with([`volume ${id}`], 'NodeUnpublishVolume', async () => {
       const v = this.volume(id);
+      const node = args.nodeId ?? this.nodeId;
+      this.checkNode(v, node);
       if (!v.targets[target]) return;
       await this.backend.unpublish(bv(v), target);
       delete v.targets[target];
@@ -951,7 +1009,7 @@ export class Driver {
     throw notFound(`volume ${v.id} is not published or staged at ${p}`);
   }
 
-  async nodeStats(args: { volumeId?: string; volumePath?: string }): Promise<{
+  async nodeStats(args: { nodeId?: string; volumeId?: string; volumePath?: string }): Promise<{
     usage: Awaited<ReturnType<Backend['usage']>>;
     condition: VolumeCondition;
   }> {
@@ -959,8 +1017,14 @@ export class Driver {
     const p = requireField('volume_path', args.volumePath);
     if (p.includes('\0')) throw invalid('volume_path must not contain a NUL byte');
     const v = this.volume(id);
+    const node = args.nodeId ?? this.nodeId;
+    this.checkNode(v, node);
     const where = this.volumePathOf(v, p);
-    const condition = await this.backend.condition(bv(v), where);
+    // a staged block volume has nothing mounted at its staging path; only its data can be checked
+    const condition = await this.backend.condition(
+      bv(v),
+      v.accessType === 'block' && where === v.staged?.path ? undefined : where,
+    );
     if (condition.abnormal) {
       return { usage: { bytes: { total: v.capacityBytes, used: 0, available: 0 } }, condition };
     }
@@ -968,6 +1032,8 @@ export class Driver {
   }
 
   async nodeExpand(args: {
+    /** the calling node (default: this driver's node) */
+    nodeId?: string;
     volumeId?: string;
     volumePath?: string;
     capacityRange?: CapacityRange | null;
@@ -979,6 +1045,8 @@ export class Driver {
     if (args.capability) this.checkCapability(args.capability);
     return this.locks.with([`volume ${id}`], 'NodeExpandVolume', async () => {
       const v = this.volume(id);
+      const node = args.nodeId ?? this.nodeId;
+      this.checkNode(v, node);
       this.volumePathOf(v, p);
       const req = args.capacityRange?.requiredBytes ?? 0;
       if (req < 0 || !Number.isSafeInteger(req))

@@ -6,12 +6,17 @@ import type { UnaryService } from './service-types.js';
 
 export type NodeServer = UnaryService<csi.NodeMethods>;
 
-export function createNodeServer(driver: Driver, logger?: CallLogger): NodeServer {
+/**
+ * The Node service of one node. A driver serving several nodes (`extraNodeIds`) has one of these per
+ * node; without `nodeId` it is the driver's own node.
+ */
+export function createNodeServer(driver: Driver, logger?: CallLogger, nodeId = driver.nodeId): NodeServer {
   const T = csi.NodeServiceCapability_RPC_Type;
   const U = csi.VolumeUsage_Unit;
   const server: NodeServer = {
     async NodeStageVolume(req) {
       await driver.nodeStage({
+        nodeId,
         volumeId: req.volumeId,
         stagingPath: req.stagingTargetPath,
         capability: fromCapability(req.volumeCapability),
@@ -20,11 +25,12 @@ export function createNodeServer(driver: Driver, logger?: CallLogger): NodeServe
       return {};
     },
     async NodeUnstageVolume(req) {
-      await driver.nodeUnstage({ volumeId: req.volumeId, stagingPath: req.stagingTargetPath });
+      await driver.nodeUnstage({ nodeId, volumeId: req.volumeId, stagingPath: req.stagingTargetPath });
       return {};
     },
     async NodePublishVolume(req) {
       await driver.nodePublish({
+        nodeId,
         volumeId: req.volumeId,
         targetPath: req.targetPath,
         stagingPath: req.stagingTargetPath,
@@ -34,11 +40,12 @@ export function createNodeServer(driver: Driver, logger?: CallLogger): NodeServe
       return {};
     },
     async NodeUnpublishVolume(req) {
-      await driver.nodeUnpublish({ volumeId: req.volumeId, targetPath: req.targetPath });
+      await driver.nodeUnpublish({ nodeId, volumeId: req.volumeId, targetPath: req.targetPath });
       return {};
     },
     async NodeGetVolumeStats(req) {
       const { usage, condition } = await driver.nodeStats({
+        nodeId,
         volumeId: req.volumeId,
         volumePath: req.volumePath,
       });
@@ -48,6 +55,7 @@ export function createNodeServer(driver: Driver, logger?: CallLogger): NodeServe
     },
     async NodeExpandVolume(req) {
       return driver.nodeExpand({
+        nodeId,
         volumeId: req.volumeId,
         volumePath: req.volumePath,
         capacityRange: req.capacityRange,
@@ -66,7 +74,7 @@ export function createNodeServer(driver: Driver, logger?: CallLogger): NodeServe
       return { capabilities: types.map((type) => ({ type: 'rpc' as const, rpc: { type } })) };
     },
     async NodeGetInfo() {
-      const info = driver.nodeInfo();
+      const info = driver.nodeInfo(nodeId);
       return {
         nodeId: info.nodeId,
         maxVolumesPerNode: info.maxVolumesPerNode,

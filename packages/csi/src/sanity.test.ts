@@ -922,6 +922,11 @@ describe.each(['sim', 'hostpath'] as const)('sanity: %s backend over the socket'
       if (backend === 'hostpath') expect((await fs.lstat(target)).isFile()).toBe(true);
       const r = await call(c.node, 'NodeGetVolumeStats', { volumeId: v.volumeId, volumePath: target });
       expect(r.usage!.map((u) => u.unit)).toEqual([csi.VolumeUsage_Unit.BYTES]);
+      const atStaging = await call(c.node, 'NodeGetVolumeStats', {
+        volumeId: v.volumeId,
+        volumePath: staging,
+      });
+      expect(atStaging.volumeCondition).toEqual({ abnormal: false, message: 'volume is healthy' });
       await call(c.node, 'NodeUnpublishVolume', { volumeId: v.volumeId, targetPath: target });
       await expect(fs.lstat(target)).rejects.toThrow(/ENOENT/);
     });

@@ -33,6 +33,8 @@ export interface CsiDriver {
   backend: Backend;
   /** give up the state directory (other processes may then use it) */
   release(): Promise<void>;
+  /** the Node service of one of the served nodes (`nodeId`, `extraNodeIds`); `node` is the driver's own */
+  nodeServer(nodeId: string): NodeServer;
   identity: IdentityServer;
   controller: ControllerServer;
   node: NodeServer;
@@ -71,15 +73,26 @@ export async function createCsiDriver(opts: CsiDriverOptions): Promise<CsiDriver
     await lock?.release();
     throw e;
   }
+  const node = createNodeServer(driver, opts.logger);
+  const nodeServers = new Map<string, NodeServer>([[driver.nodeId, node]]);
   return {
     driver,
     backend,
     release: async () => {
       await lock?.release();
     },
+    nodeServer(nodeId: string) {
+      let s = nodeServers.get(nodeId);
+      if (!s) {
+        if (!driver.nodeIds.includes(nodeId)) throw new Error(`node ${nodeId} is not served by this driver`);
+        s = createNodeServer(driver, opts.logger, nodeId);
+        nodeServers.set(nodeId, s);
+      }
+      return s;
+    },
     identity: createIdentityServer(driver, opts.logger),
     controller: createControllerServer(driver, opts.logger),
-    node: createNodeServer(driver, opts.logger),
+    node,
     groupController: createGroupControllerServer(driver, opts.logger),
   };
 }

@@ -56,6 +56,8 @@ export interface VolumeRecord {
   mutableParameters: Record<string, string>;
   contentSource?: ContentSource;
   accessibleTopology: Topology[];
+  /** the node the volume lives on (absent in state written before multi-node serving: the driver's node) */
+  node?: string;
   createdAt: number;
   /** node id -> controller publication */
   published: Record<string, ControllerPublication>;

@@ -110,7 +110,15 @@ const dataFiles = (dir: string) =>
   );
 
 describe.runIf(ok)('kemu-bridge on Linux', () => {
-  it('matches the reference bridge: result, container netns, host side, host-local files', async () => {
+  const variants: [string, Record<string, unknown>][] = [
+    ['gateway + default route + masquerade + hairpin, 1.0.0', {}],
+    [
+      'plain L2 bridge, 0.4.0',
+      { cniVersion: '0.4.0', isGateway: false, isDefaultGateway: false, ipMasq: false, hairpinMode: false, mtu: undefined },
+    ],
+    ['gateway without default route, promiscuous bridge, 0.3.1', { cniVersion: '0.3.1', isDefaultGateway: false, ipMasq: false, hairpinMode: false, promiscMode: true }],
+  ];
+  it.each(variants)('matches the reference bridge (%s): result, container netns, host side, host-local files', async (_name, over) => {
     const sides = [
       { bridgeBin: join(REFERENCE_BIN_DIR, 'bridge'), type: 'bridge', ipam: 'host-local' },
       { bridgeBin: join(bin, 'kemu-bridge'), type: 'kemu-bridge', ipam: 'kemu-host-local' },
@@ -119,8 +127,8 @@ describe.runIf(ok)('kemu-bridge on Linux', () => {
     for (const s of sides) {
       const host = addNetns('host');
       const pod = addNetns('pod');
-      const dataDir = join(tmp, `diff-${s.type}`);
-      const r = await runPlugin(s.bridgeBin, 'ADD', bridgeConf(s.type, s.ipam, dataDir), {
+      const dataDir = join(tmp, `diff-${s.type}-${String(over.cniVersion)}-${String(over.isGateway)}`);
+      const r = await runPlugin(s.bridgeBin, 'ADD', { ...bridgeConf(s.type, s.ipam, dataDir), ...over }, {
         containerId: 'ctr1',
         netns: pod.path,
         ifname: 'eth0',
@@ -150,7 +158,7 @@ describe.runIf(ok)('kemu-bridge on Linux', () => {
     expect(norm(ours.result)).toEqual(norm(ref.result));
     expect(ours.pod).toEqual(ref.pod);
     expect(ours.host).toEqual(ref.host);
-    expect(ours.host.masq).toEqual({ jump: true, acceptSubnet: true, masquerade: true });
+    if (over.ipMasq !== false) expect(ours.host.masq).toEqual({ jump: true, acceptSubnet: true, masquerade: true });
     expect(ours.files).toEqual(ref.files);
   });
 
@@ -194,6 +202,7 @@ describe.runIf(ok)('kemu-bridge on Linux', () => {
       ['{"cniVersion":"1.0.0",', 6, /parsing/],
       [{ ...base, mtu: 'big' }, 7, /"mtu"/],
       [{ ...base, vlan: 100 }, 2, /"vlan"/],
+      [{ ...base, promiscMode: true }, 7, /"hairpinMode" and "promiscMode"/],
       [{ ...base, cniVersion: '9.9.9' }, 1, /incompatible/],
       [{ ...base, ipam: undefined }, 7, /"ipam"/],
       [base, 4, /CNI_IFNAME/, { ...env, ifname: 'way-too-long-ifname0' }],

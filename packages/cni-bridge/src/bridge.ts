@@ -47,6 +47,9 @@ export function loadBridgeConfig(ctx: PluginContext): BridgeConfig {
   const bad = validateIfname(bridge);
   if (bad) throw invalidConfig(`"bridge": ${bad}`);
   const isDefaultGateway = conf.bool(c, 'isDefaultGateway');
+  if (conf.bool(c, 'hairpinMode') && conf.bool(c, 'promiscMode')) {
+    throw invalidConfig('cannot set "hairpinMode" and "promiscMode" at the same time');
+  }
   const ipam = conf.obj(c, 'ipam');
   const ipamType = ipam ? conf.str(ipam, 'type') : undefined;
   return {

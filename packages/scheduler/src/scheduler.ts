@@ -148,6 +148,9 @@ export class Scheduler {
       now: this.now,
     });
     queueRef.q = this.queue;
+    // Bind the nominator straight to the queue: the filter hot path calls it for every node.
+    nominator.nominatedPodsForNode = this.queue.nominatedPodsForNode.bind(this.queue);
+    nominator.hasNominatedPods = this.queue.hasNominatedPods.bind(this.queue);
   }
 
   /** True when this scheduler has a profile for the pod's schedulerName. */

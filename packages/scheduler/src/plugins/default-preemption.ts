@@ -32,8 +32,12 @@ export function moreImportant(a: PodInfo, b: PodInfo): boolean {
   return a.startTime < b.startTime;
 }
 
+function byImportance(a: PodInfo, b: PodInfo): number {
+  return moreImportant(a, b) ? -1 : moreImportant(b, a) ? 1 : 0;
+}
+
 function sortByImportance(pods: PodInfo[]): void {
-  pods.sort((a, b) => (moreImportant(a, b) ? -1 : moreImportant(b, a) ? 1 : 0));
+  if (pods.length > 1) pods.sort(byImportance);
 }
 
 /** Histogram message in the scheduler's format: `0/N nodes are available: 2 reason, 3 other.` */
@@ -44,10 +48,25 @@ export function nodesAvailableMessage(numAll: number, statuses: Iterable<Status>
   return `0/${numAll} nodes are available: ${parts.join(', ')}.`;
 }
 
+const NO_VICTIMS = Status.unresolvable(MSG_NO_VICTIMS).withPlugin(DefaultPreemption);
+
+function removeFromNode(fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, victim: PodInfo): void {
+  n.removePod(victim.key);
+  const pfs = fw.preFilterPlugins;
+  for (let i = 0; i < pfs.length; i++) pfs[i].removePod?.(state, pi, victim, n);
+}
+
+function addToNode(fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, p: PodInfo): void {
+  n.addPod(p);
+  const pfs = fw.preFilterPlugins;
+  for (let i = 0; i < pfs.length; i++) pfs[i].addPod?.(state, pi, p, n);
+}
+
 function splitByPDB(
   pods: PodInfo[],
   pdbs: PodDisruptionBudget[],
 ): { violating: PodInfo[]; nonViolating: PodInfo[] } {
+  if (pdbs.length === 0) return { violating: [], nonViolating: pods };
   const allowed = pdbs.map((p) => p.status?.disruptionsAllowed ?? 0);
   const violating: PodInfo[] = [];
   const nonViolating: PodInfo[] = [];
@@ -72,15 +91,6 @@ export const newDefaultPreemption: PluginFactory = (
   const pct = args?.minCandidateNodesPercentage ?? 10;
   const abs = args?.minCandidateNodesAbsolute ?? 100;
 
-  const removeFrom = (fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, victim: PodInfo) => {
-    n.removePod(victim.key);
-    for (const pl of fw.preFilterPlugins) pl.removePod?.(state, pi, victim, n);
-  };
-  const addTo = (fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, p: PodInfo) => {
-    n.addPod(p);
-    for (const pl of fw.preFilterPlugins) pl.addPod?.(state, pi, p, n);
-  };
-
   const selectVictims = (
     fw: Framework,
     state: CycleState,
@@ -88,26 +98,28 @@ export const newDefaultPreemption: PluginFactory = (
     n: NodeInfo,
     pdbs: PodDisruptionBudget[],
   ): { victims: PodInfo[]; violations: number; status: Status | null } => {
-    const potential = n.pods.filter((p) => p.priority < pi.priority);
-    if (potential.length === 0)
-      return { victims: [], violations: 0, status: Status.unresolvable(MSG_NO_VICTIMS) };
-    for (const p of potential) removeFrom(fw, state, pi, n, p);
+    const potential: PodInfo[] = [];
+    for (const p of n.pods) if (p.priority < pi.priority) potential.push(p);
+    if (potential.length === 0) return { victims: [], violations: 0, status: NO_VICTIMS };
+    for (const p of potential) removeFromNode(fw, state, pi, n, p);
     const s = fw.runFilterWithNominatedPods(state, pi, n);
     if (s) return { victims: [], violations: 0, status: s };
     sortByImportance(potential);
     const { violating, nonViolating } = splitByPDB(potential, pdbs);
     const victims: PodInfo[] = [];
     let violations = 0;
-    const reprieve = (p: PodInfo, isViolating: boolean) => {
-      addTo(fw, state, pi, n, p);
-      if (fw.runFilterWithNominatedPods(state, pi, n)) {
-        removeFrom(fw, state, pi, n, p);
-        victims.push(p);
-        if (isViolating) violations++;
+    // Reprieve as many as still fit, PDB-protected pods first.
+    for (let round = 0; round < 2; round++) {
+      const list = round === 0 ? violating : nonViolating;
+      for (const p of list) {
+        addToNode(fw, state, pi, n, p);
+        if (fw.runFilterWithNominatedPods(state, pi, n)) {
+          removeFromNode(fw, state, pi, n, p);
+          victims.push(p);
+          if (round === 0) violations++;
+        }
       }
-    };
-    for (const p of violating) reprieve(p, true);
-    for (const p of nonViolating) reprieve(p, false);
+    }
     sortByImportance(victims);
     return { victims, violations, status: null };
   };

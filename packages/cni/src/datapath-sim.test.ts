@@ -697,3 +697,114 @@ describe.runIf(canNetns)('kemu plugins give the same network on the linux and th
     ]);
   }, 60_000);
 });
+
+describe.runIf(canNetns)('VXLAN between two nodes: linux and sim agree', () => {
+  const tag = `kemu-test-${process.pid}-vx`;
+  const names = [`${tag}-n1`, `${tag}-n2`];
+  const paths = names.map((n) => `/run/netns/${n}`);
+  let linux: Datapath;
+  let sim: SimDatapath;
+
+  beforeAll(async () => {
+    for (const n of names) {
+      const r = spawnSync('ip', ['netns', 'add', n]);
+      if (r.status !== 0) throw new Error(`ip netns add ${n}: ${r.stderr}`);
+    }
+    const { createLinuxDatapath } = await import('./datapath-linux.js');
+    linux = createLinuxDatapath({ hostNetns: paths[0] });
+    sim = createSimDatapath({ hostNetns: paths[0] });
+    await sim.addNetns(paths[1]!);
+  });
+
+  afterAll(async () => {
+    await linux?.close?.();
+    for (const n of names) spawnSync('ip', ['netns', 'delete', n]);
+  });
+
+  it('an L2 overlay with a flood entry per remote carries ARP and pings; learned state matches', async () => {
+    const n2 = paths[1]!;
+    for (const dp of [linux, sim]) {
+      await dp.addLink(HOST_NETNS, { kind: 'veth', name: 'under0', peer: { name: 'under0', netns: n2 } });
+      for (const [ns, i] of [
+        [HOST_NETNS, 1],
+        [n2, 2],
+      ] as const) {
+        await dp.setLink(ns, 'lo', { up: true });
+        await dp.setLink(ns, 'under0', { up: true });
+        await dp.addAddr(ns, 'under0', `192.168.90.${i}/24`);
+        await dp.addLink(ns, {
+          kind: 'vxlan',
+          name: 'vx7',
+          vxlan: { vni: 7, port: 4789, local: `192.168.90.${i}`, dev: 'under0' },
+        });
+        await dp.setLink(ns, 'vx7', { up: true });
+        await dp.addAddr(ns, 'vx7', `10.30.0.${i}/24`);
+        // The kernel refuses "replace" for flood entries, so setFdb cannot program one on either datapath...
+        expect(
+          await code(dp.setFdb(ns, { mac: '00:00:00:00:00:00', dev: 'vx7', dst: `192.168.90.${3 - i}` })),
+        ).toBe('ENOTSUP');
+      }
+    }
+    // ...and they are appended the way `bridge fdb append` does it.
+    for (const [ns, i] of [
+      [HOST_NETNS, 1],
+      [n2, 2],
+    ] as const) {
+      const name = ns === HOST_NETNS ? names[0]! : names[1]!;
+      const r = spawnSync('ip', [
+        'netns',
+        'exec',
+        name,
+        'bridge',
+        'fdb',
+        'append',
+        '00:00:00:00:00:00',
+        'dev',
+        'vx7',
+        'dst',
+        `192.168.90.${3 - i}`,
+      ]);
+      expect(r.status).toBe(0);
+      await sim.withWorld(
+        (w) =>
+          w.addFdb(
+            ns === HOST_NETNS ? 'host' : ns,
+            'vx7',
+            { mac: '00:00:00:00:00:00', dst: `192.168.90.${3 - i}` },
+            'append',
+          ),
+        {
+          write: true,
+        },
+      );
+    }
+    const pairs: [NetnsRef, string][] = [
+      [HOST_NETNS, '10.30.0.2'],
+      [n2, '10.30.0.1'],
+      [HOST_NETNS, '10.30.0.9'],
+    ];
+    const linuxPing = pairs.map(([from, to]) => {
+      const ns = from === HOST_NETNS ? names[0]! : names[1]!;
+      return spawnSync('ip', ['netns', 'exec', ns, 'ping', '-c', '1', '-W', '1', to]).status === 0;
+    });
+    const simPing = [];
+    for (const [from, to] of pairs) simPing.push((await sim.ping(from, to, { trace: false })).reachable);
+    expect(simPing).toEqual(linuxPing);
+    expect(simPing).toEqual([true, true, false]);
+    const all = [HOST_NETNS, n2];
+    const lp = await peerNameMap(linux, all);
+    const sp = await peerNameMap(sim, all);
+    for (const ns of all) {
+      const want = await normalise(linux, ns, lp);
+      const got = await normalise(sim, ns, sp);
+      expect({ ns, ...got }).toEqual({ ns, ...want });
+    }
+    // Both learned the remote VTEP of the peer's VXLAN MAC (kernel learning is on by default).
+    const learned = async (dp: Datapath, ns: NetnsRef, peerNs: NetnsRef) => {
+      const peerMac = (await dp.getLink(peerNs, 'vx7'))!.mac;
+      return (await dp.listFdb(ns, 'vx7')).find((e) => e.mac === peerMac)?.dst;
+    };
+    expect(await learned(sim, HOST_NETNS, n2)).toBe('192.168.90.2');
+    expect(await learned(linux, HOST_NETNS, n2)).toBe('192.168.90.2');
+  }, 60_000);
+});

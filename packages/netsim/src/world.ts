@@ -1299,13 +1299,12 @@ export class World {
       );
       if (mode === 'append' && !groupMac)
         throw new NetsimError('EINVAL', 'append is only for all-zeros or multicast entries');
+      // The kernel never lets "replace" create or change a flood (all-zeros / multicast) entry.
+      if (mode === 'replace' && groupMac)
+        throw new NetsimError('ENOTSUP', 'Cannot replace an existing non-unicast fdb entry');
       if (cur) {
         if (mode === 'add' || (mode === 'append' && same))
           throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
-        if (mode === 'replace' && groupMac) {
-          if (same) return;
-          throw new NetsimError('ENOTSUP', 'Cannot replace an existing non-unicast fdb entry');
-        }
         if (mode === 'append') {
           cur.dsts.push(dst);
           return;

@@ -589,12 +589,4 @@ describe('resources', () => {
     expect(by.get('p')?.node).toBe('warm');
     expect(by.get('p')!.scores!.find((s) => s.node === 'warm')!.plugins.ImageLocality).toBeGreaterThan(0);
   });
-
-  it('spec.nodeName on a pending pod restricts it to that node', async () => {
-    const { by } = await place(
-      [makeNode('a'), makeNode('b')],
-      [makePod('p', { spec: { nodeName: undefined, affinity: undefined } })],
-    );
-    expect(by.get('p')?.node).not.toBeNull();
-  });
 });

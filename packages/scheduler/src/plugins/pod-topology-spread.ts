@@ -248,37 +248,40 @@ export const newPodTopologySpread: PluginFactory = (
     preScore(state, pi, nodes) {
       const cs = constraintsOf(pi, 'ScheduleAnyway');
       if (cs.length === 0) return Status.skip();
+      // The pod's own constraints need every topology key on a node; system defaults score whatever
+      // keys a node has (clusters without zones still spread by hostname).
+      const requireAll = (pi.pod.spec.topologySpreadConstraints ?? []).length > 0;
       const counts = cs.map(() => new Map<string, number>());
-      const ignored = nodes.map((n) => !hasAllKeys(n, cs));
+      const ignored = nodes.map((n) => requireAll && !hasAllKeys(n, cs));
       const sizes = cs.map(() => 0);
       for (let j = 0; j < nodes.length; j++) {
         if (ignored[j]) continue;
-        const l = nodes[j].labels!;
+        const l = nodes[j].labels ?? {};
         for (let i = 0; i < cs.length; i++) {
+          const v = l[cs[i].topologyKey];
+          if (v === undefined) continue;
           if (cs[i].topologyKey === HOSTNAME_LABEL) sizes[i]++;
-          else if (!counts[i].has(l[cs[i].topologyKey])) {
-            counts[i].set(l[cs[i].topologyKey], 0);
+          else if (!counts[i].has(v)) {
+            counts[i].set(v, 0);
             sizes[i]++;
           }
         }
       }
-      const needAll = cs.some((c) => c.topologyKey !== HOSTNAME_LABEL);
-      if (needAll) {
+      if (cs.some((c) => c.topologyKey !== HOSTNAME_LABEL && counts[cs.indexOf(c)].size > 0)) {
         for (const n of handle.snapshot.list()) {
           const l = n.labels;
-          if (!l || n.pods.length === 0 || !hasAllKeys(n, cs)) continue;
+          if (!l || n.pods.length === 0 || (requireAll && !hasAllKeys(n, cs))) continue;
           for (let i = 0; i < cs.length; i++) {
             const c = cs[i];
+            const v = l[c.topologyKey];
             if (
               c.topologyKey === HOSTNAME_LABEL ||
-              !counts[i].has(l[c.topologyKey]) ||
+              v === undefined ||
+              !counts[i].has(v) ||
               !nodeIncluded(c, pi, n)
             )
               continue;
-            counts[i].set(
-              l[c.topologyKey],
-              counts[i].get(l[c.topologyKey])! + countMatching(n, c, pi.namespace),
-            );
+            counts[i].set(v, counts[i].get(v)! + countMatching(n, c, pi.namespace));
           }
         }
       }
@@ -299,10 +302,10 @@ export const newPodTopologySpread: PluginFactory = (
       let score = 0;
       for (let i = 0; i < st.constraints.length; i++) {
         const c = st.constraints[i];
+        const v = n.labels?.[c.topologyKey];
+        if (v === undefined) continue;
         const cnt =
-          c.topologyKey === HOSTNAME_LABEL
-            ? countMatching(n, c, pi.namespace)
-            : (st.counts[i].get(n.labels![c.topologyKey]) ?? 0);
+          c.topologyKey === HOSTNAME_LABEL ? countMatching(n, c, pi.namespace) : (st.counts[i].get(v) ?? 0);
         score += cnt * st.weights[i] + (c.maxSkew - 1);
       }
       return Math.round(score);

@@ -1,0 +1,163 @@
+// Plugin behaviour that the end-to-end placement tests cannot reach directly.
+import { describe, expect, it } from 'vitest';
+import { MemoryClient } from './client-memory.js';
+import { CycleState } from './framework.js';
+import { NodeInfo } from './node-info.js';
+import { newPodInfo } from './pod-info.js';
+import { Scheduler } from './scheduler.js';
+import { simulate } from './simulate.js';
+import { makeNode, makePod } from './testing.js';
+
+describe('NodeName', () => {
+  it('only the node named in spec.nodeName passes', () => {
+    const sched = new Scheduler({ client: new MemoryClient() });
+    const pl = sched.profiles.get('default-scheduler')!.plugins.get('NodeName')!;
+    const filter = (
+      pl as unknown as { filter: (s: CycleState, pi: unknown, n: NodeInfo) => { message: string } | null }
+    ).filter;
+    const pi = newPodInfo(makePod('p', { spec: { nodeName: 'b' } }));
+    expect(filter(new CycleState(), pi, new NodeInfo(makeNode('b')))).toBeNull();
+    expect(filter(new CycleState(), pi, new NodeInfo(makeNode('a')))?.message).toBe(
+      "node(s) didn't match the requested node name",
+    );
+  });
+});
+
+describe('InterPodAffinity scoring', () => {
+  it('hardPodAffinityWeight pulls a pod toward existing pods whose required affinity it satisfies', async () => {
+    const sticky = makePod('sticky', {
+      nodeName: 'b',
+      spec: {
+        affinity: {
+          podAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              { labelSelector: { matchLabels: { role: 'cache' } }, topologyKey: 'kubernetes.io/hostname' },
+            ],
+          },
+        },
+      },
+    });
+    const cluster = [makeNode('a'), makeNode('b'), sticky];
+    const pod = makePod('cache', { labels: { role: 'cache' } });
+    const withWeight = await simulate(cluster, [pod], { explain: true });
+    const b = withWeight.placements[0].scores!.find((s) => s.node === 'b')!;
+    expect(b.plugins.InterPodAffinity).toBe(200);
+    expect(withWeight.placements[0].node).toBe('b');
+    const config = {
+      profiles: [{ pluginConfig: [{ name: 'InterPodAffinity', args: { hardPodAffinityWeight: 0 } }] }],
+    };
+    const without = await simulate(cluster, [pod], { explain: true, config });
+    expect(without.placements[0].scores!.find((s) => s.node === 'b')!.plugins.InterPodAffinity).toBe(0);
+  });
+});
+
+describe('PodTopologySpread system defaults', () => {
+  it('spreads pods owned by a ReplicaSet across nodes without explicit constraints', async () => {
+    const owned = (n: string, nodeName?: string) =>
+      makePod(n, {
+        nodeName,
+        labels: { app: 'web' },
+        spec: {},
+      });
+    const withOwner = (p: ReturnType<typeof owned>) => ({
+      ...p,
+      metadata: {
+        ...p.metadata,
+        ownerReferences: [
+          { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web', uid: 'rs', controller: true },
+        ],
+      },
+    });
+    const cluster = [makeNode('a'), makeNode('b'), withOwner(owned('w1', 'a')), withOwner(owned('w2', 'a'))];
+    const r = await simulate(cluster, [withOwner(owned('w3'))], { explain: true });
+    const a = r.placements[0].scores!.find((s) => s.node === 'a')!;
+    const bb = r.placements[0].scores!.find((s) => s.node === 'b')!;
+    expect(bb.plugins.PodTopologySpread).toBeGreaterThan(a.plugins.PodTopologySpread);
+    // Without an owner the defaults do not apply.
+    const plain = await simulate([makeNode('a'), makeNode('b'), owned('w1', 'a')], [owned('w3')], {
+      explain: true,
+    });
+    expect(plain.placements[0].scores![0].plugins.PodTopologySpread).toBeUndefined();
+  });
+});
+
+describe('VolumeBinding PreBind', () => {
+  it('pre-binds the chosen static PV and annotates dynamically provisioned claims with the node', async () => {
+    const client = new MemoryClient();
+    const sched = new Scheduler({ client, random: () => 0 });
+    client.onPodChange = (p) => sched.onPodUpsert(p);
+    for (const o of [
+      {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: 'local' },
+        provisioner: 'kubernetes.io/no-provisioner',
+        volumeBindingMode: 'WaitForFirstConsumer',
+      },
+      {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: 'csi' },
+        provisioner: 'hostpath.csi.kemu.dev',
+        volumeBindingMode: 'WaitForFirstConsumer',
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolume',
+        metadata: { name: 'pv-b' },
+        spec: {
+          capacity: { storage: '5Gi' },
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: 'local',
+          nodeAffinity: {
+            required: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: ['b'] }] },
+              ],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'static', namespace: 'default', uid: 'u1' },
+        spec: {
+          storageClassName: 'local',
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+        },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        metadata: { name: 'dyn', namespace: 'default', uid: 'u2' },
+        spec: {
+          storageClassName: 'csi',
+          accessModes: ['ReadWriteOnce'],
+          resources: { requests: { storage: '1Gi' } },
+        },
+      },
+    ]) {
+      sched.onObject(o as never, 'Add');
+    }
+    sched.onNodeAdd(makeNode('a'));
+    sched.onNodeAdd(makeNode('b'));
+    const pod = makePod('p', {
+      spec: {
+        volumes: [
+          { name: 's', persistentVolumeClaim: { claimName: 'static' } },
+          { name: 'd', persistentVolumeClaim: { claimName: 'dyn' } },
+        ],
+      },
+    });
+    client.pods.set('default/p', pod);
+    sched.onPodUpsert(pod);
+    const [r] = await sched.drain();
+    expect(r.node).toBe('b');
+    const pv = client.objects.get('PersistentVolume//pv-b');
+    expect(pv?.spec.claimRef).toMatchObject({ name: 'static', namespace: 'default', uid: 'u1' });
+    const dyn = client.objects.get('PersistentVolumeClaim/default/dyn');
+    expect(dyn?.metadata.annotations?.['volume.kubernetes.io/selected-node']).toBe('b');
+  });
+});

@@ -373,7 +373,7 @@ export class LinuxDatapath implements Datapath {
       await nlCall(`set link ${name}`, () => s.setLink(data, attrs));
     }
     const current = c.name ?? name;
-    if (c.hairpin !== undefined) await this.run(netns, 'bridge', ['link', 'set', 'dev', current, 'hairpin', c.hairpin ? 'on' : 'off']);
+    if (c.hairpin !== undefined) await this.setHairpin(s, current, index, c.hairpin);
     if (c.up !== undefined) {
       await nlCall(`set link ${current} ${c.up ? 'up' : 'down'}`, () =>
         s.setLink({ index, flags: c.up ? { up: true } : {}, change: { up: true } }),
@@ -388,6 +388,27 @@ export class LinuxDatapath implements Datapath {
         closeSync(fd);
       }
     }
+  }
+
+  /**
+   * Bridge port hairpin mode: RTM_SETLINK for AF_BRIDGE with a *nested* IFLA_PROTINFO holding
+   * IFLA_BRPORT_MODE (built by hand: a non-nested PROTINFO would be read as an old-style port state).
+   */
+  private async setHairpin(s: NL.RtNetlinkSocket, name: string, index: number, on: boolean): Promise<void> {
+    const { nl } = loadNative();
+    const IFLA_PROTINFO = 12;
+    const NLA_F_NESTED = 0x8000;
+    const IFLA_BRPORT_MODE = 4;
+    const inner = Buffer.alloc(8);
+    inner.writeUInt16LE(5, 0);
+    inner.writeUInt16LE(IFLA_BRPORT_MODE, 2);
+    inner.writeUInt8(on ? 1 : 0, 4);
+    const outer = Buffer.alloc(4);
+    outer.writeUInt16LE(4 + inner.length, 0);
+    outer.writeUInt16LE(IFLA_PROTINFO | NLA_F_NESTED, 2);
+    const hdr = nl.rt.formatLink({ family: AF_BRIDGE, index });
+    const RTM_SETLINK = 19;
+    await nlCall(`set hairpin on ${name}`, () => s.request(RTM_SETLINK, [hdr, outer, inner]));
   }
 
   async delLink(netns: NetnsRef, name: string): Promise<void> {

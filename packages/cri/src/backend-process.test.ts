@@ -268,6 +268,8 @@ describe.runIf(canRun)('process backend', () => {
     const ip = (await shim.call('PodSandboxStatus', { podSandboxId: pod.id })).status!.network!.ip!;
     expect(await waitFor(() => httpGet(ip, 8080).catch(() => undefined))).toBe('hello from the image\n');
     expect(await httpGet(gateway, 30000 + n)).toBe('hello from the image\n');
+    // What critest checks: the host port answers on the node's loopback address too.
+    expect(await httpGet('127.0.0.1', 30000 + n)).toBe('hello from the image\n');
 
     const { url } = await shim.call('PortForward', { podSandboxId: pod.id, port: [8080] });
     const body = await new Promise<string>((resolve, reject) => {
@@ -333,6 +335,40 @@ describe.runIf(canRun)('process backend', () => {
     const hostLinks = spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout.split('\n').length;
     const inside = (await execOut(cid, ['ip', '-o', 'link'])).out.split('\n').length;
     expect(inside).toBe(hostLinks);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
+  it('reopens a rotated log, reports pod stats and metrics, and streams events for real processes', async () => {
+    const events: cri.ContainerEventResponse[] = [];
+    const stream = shim.rt.GetContainerEvents({});
+    stream.on('data', (e: cri.ContainerEventResponse) => events.push(e));
+    stream.on('error', () => {});
+    const pod = await runPod({ labels: { app: 'ticker' } });
+    const cid = await runContainer(pod, { metadata: { name: 'ticker' }, logPath: 'ticker.log', command: ['sh', '-c', 'while true; do echo tick; sleep 0.1; done'] });
+    const logPath = (await status(cid)).logPath!;
+    await waitFor(() => (fs.existsSync(logPath) && fs.readFileSync(logPath, 'utf8').includes('tick') ? true : undefined));
+    fs.renameSync(logPath, `${logPath}.1`);
+    await shim.call('ReopenContainerLog', { containerId: cid });
+    await waitFor(() => (fs.existsSync(logPath) && parseCriLog(fs.readFileSync(logPath, 'utf8')).length > 0 ? true : undefined));
+    const rotated = fs.readFileSync(`${logPath}.1`, 'utf8');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fs.readFileSync(`${logPath}.1`, 'utf8')).toBe(rotated);
+
+    const lps = await shim.call('ListPodSandboxStats', { filter: { labelSelector: { app: 'ticker' } } });
+    expect(lps.stats!.map((s) => s.attributes!.id)).toEqual([pod.id]);
+    expect(lps.stats![0].linux!.containers!.map((c) => c.attributes!.id)).toEqual([cid]);
+    expect(lps.stats![0].linux!.cpu!.usageCoreNanoSeconds!.value).toBeGreaterThan(0);
+    const metrics = await shim.call('ListPodSandboxMetrics', {});
+    const mine = metrics.podMetrics!.find((m) => m.podSandboxId === pod.id)!;
+    expect(mine.containerMetrics![0].metrics!.find((m) => m.name === 'container_start_time_seconds')!.value!.value).toBeGreaterThan(1e9);
+    await shim.call('StopContainer', { containerId: cid, timeout: 5 });
+    await waitFor(() => events.some((e) => e.containerId === cid && e.containerEventType === cri.ContainerEventType.CONTAINER_STOPPED_EVENT) || undefined);
+    expect(events.filter((e) => e.containerId === cid).map((e) => e.containerEventType).slice(0, 3)).toEqual([
+      cri.ContainerEventType.CONTAINER_CREATED_EVENT,
+      cri.ContainerEventType.CONTAINER_STARTED_EVENT,
+      cri.ContainerEventType.CONTAINER_STOPPED_EVENT,
+    ]);
+    stream.cancel();
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
   });
 

@@ -126,8 +126,7 @@ export class FileStateStore implements StateStore {
     this.dirty.clear();
   }
 
-  private append(entry: object): void {
-    const line = `${JSON.stringify(entry)}\n`;
+  private append(line: string): void {
     fs.writeSync(this.journalFd, line);
     this.journalBytes += line.length;
     if (!this.timer) {
@@ -140,14 +139,15 @@ export class FileStateStore implements StateStore {
     const data = JSON.stringify(record);
     this.cache[kind].set(id, data);
     this.dirty.set(`${kind}/${id}`, { kind, id, data });
-    this.append({ k: kind, i: id, r: record });
+    // The record is serialised once; kind and id are plain identifiers, safe to splice in.
+    this.append(`{"k":"${kind}","i":${JSON.stringify(id)},"r":${data}}\n`);
   }
 
   async remove(kind: RecordKind, id: string): Promise<void> {
     if (!this.cache[kind].has(id) && !this.dirty.has(`${kind}/${id}`)) return;
     this.cache[kind].delete(id);
     this.dirty.set(`${kind}/${id}`, { kind, id, data: null });
-    this.append({ k: kind, i: id, d: 1 });
+    this.append(`{"k":"${kind}","i":${JSON.stringify(id)},"d":1}\n`);
   }
 
   /** Writes the changed objects' files, then drops the journal that described those changes. */

@@ -12,7 +12,7 @@
 // is the same lifecycle on the same service objects called in process (no socket, no second process),
 // so the ratio shows what the gRPC hop and process boundary cost.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +26,13 @@ const RPCS = ['RunPodSandbox', 'CreateContainer', 'StartContainer', 'StopPodSand
 function quantile(sorted, q) {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 function median(xs) {
@@ -119,7 +126,13 @@ async function benchNetwork(network, values) {
     const rt = new cri.RuntimeServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
     const img = new cri.ImageServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
     await unaryCall(img, 'PullImage', { image: { image: 'busybox:1.36' } });
+    const cpu0 = cpuSeconds(server.pid);
+    const clientCpu0 = process.cpuUsage();
     const socketResult = await runLifecycles((m, r) => unaryCall(rt, m, r), count, concurrency, `s${run}`);
+    // CPU per lifecycle does not depend on what else the machine runs: 1000 / ms is what one core sustains.
+    socketResult.serverCpuMsPerLifecycle = ((cpuSeconds(server.pid) - cpu0) * 1000) / count;
+    const cu = process.cpuUsage(clientCpu0);
+    socketResult.clientCpuMsPerLifecycle = (cu.user + cu.system) / 1000 / count;
     const left = await unaryCall(rt, 'ListPodSandbox', {});
     if (left.items.length !== 0) throw new Error(`${left.items.length} sandboxes left behind`);
     rt.close();
@@ -133,7 +146,10 @@ async function benchNetwork(network, values) {
     const dir2 = mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-cri-ref-'));
     const inst = await createCri({ backend: 'sim', stateDir: path.join(dir2, 'state'), syntheticImages: true, streaming: false, simNetwork: network });
     await inst.imageService.PullImage({ image: { image: 'busybox:1.36' } });
+    const refCpu0 = process.cpuUsage();
     const ref = await runLifecycles((m, r) => inst.runtimeService[m](r), count, concurrency, `p${run}`);
+    const rc = process.cpuUsage(refCpu0);
+    ref.serverCpuMsPerLifecycle = (rc.user + rc.system) / 1000 / count;
     await inst.close();
     rmSync(dir2, { recursive: true, force: true });
     results.inProcess.push(ref);
@@ -144,6 +160,8 @@ async function benchNetwork(network, values) {
 
   const summarize = (rs) => ({
     lifecyclesPerSec: median(rs.map((r) => r.lifecyclesPerSec)),
+    serverCpuMsPerLifecycle: median(rs.map((r) => r.serverCpuMsPerLifecycle)),
+    ...(rs[0].clientCpuMsPerLifecycle !== undefined ? { clientCpuMsPerLifecycle: median(rs.map((r) => r.clientCpuMsPerLifecycle)) } : {}),
     perRpc: Object.fromEntries(RPCS.map((rpc) => [rpc, { p50: median(rs.map((r) => r.perRpc[rpc].p50)), p99: median(rs.map((r) => r.perRpc[rpc].p99)) }])),
   });
   const socket = summarize(results.socket);
@@ -163,6 +181,9 @@ async function benchNetwork(network, values) {
   };
   console.log(`\n[${network} network] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   console.log(`over the socket: ${socket.lifecyclesPerSec.toFixed(0)} lifecycles/s   in process: ${inProcess.lifecyclesPerSec.toFixed(0)} lifecycles/s   ratio ${out.ratioSocketToInProcess.toFixed(2)}`);
+  console.log(
+    `CPU per lifecycle: kemu-cri ${socket.serverCpuMsPerLifecycle.toFixed(3)} ms (one core sustains ~${(1000 / socket.serverCpuMsPerLifecycle).toFixed(0)} lifecycles/s), client ${socket.clientCpuMsPerLifecycle.toFixed(3)} ms; in process ${inProcess.serverCpuMsPerLifecycle.toFixed(3)} ms`,
+  );
   console.log('RPC                  socket p50   socket p99   in-proc p50   in-proc p99  (ms)');
   for (const r of RPCS) {
     const s = socket.perRpc[r];

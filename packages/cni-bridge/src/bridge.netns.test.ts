@@ -351,4 +351,43 @@ describe.runIf(ok)('in-process invoker on the linux datapath', () => {
     expect(vethsLeft.length).toBe(1);
     expect(readdirSync(join(tmp, 'cache-inproc', 'results'))).toEqual(['scale-s3-eth0']);
   });
+
+  it('programs NAT inside the node namespace, not the real host (masquerade + port map, in process)', async () => {
+    const host = addNetns('host');
+    const pod = addNetns('pod');
+    const local = createLinuxDatapath({ hostNetns: host.path });
+    try {
+      const invoker = new InProcessInvoker({ plugins: [bridge, hostLocal, portmap], datapath: local });
+      const list = parseConfList(
+        Buffer.from(
+          JSON.stringify({
+            cniVersion: '1.0.0',
+            name: 'natnet',
+            plugins: [
+              { ...bridgeConf('kemu-bridge', 'kemu-host-local', join(tmp, 'nat')), name: undefined },
+              { type: 'kemu-portmap', capabilities: { portMappings: true } },
+            ],
+          }),
+        ),
+      );
+      const rt = new CniRuntime({ binDirs: [bin], cacheDir: join(tmp, 'cache-nat'), invoker });
+      const realBefore = spawnSync('iptables', ['-w', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout;
+      const att = {
+        containerId: 'natpod',
+        netns: pod.path,
+        ifname: 'eth0',
+        capabilityArgs: { portMappings: [{ hostPort: 18081, containerPort: 81, protocol: 'udp' }] },
+      };
+      await rt.addNetworkList(list, att);
+      const nat = inNetns(host.name, 'iptables', ['-w', '-t', 'nat', '-S']).stdout;
+      expect(nat).toMatch(/-A POSTROUTING -s 10\.61\.0\.2\/32 .*-j KEMU-MASQ-/);
+      expect(nat).toMatch(/-A KEMU-DN-\S+ -p udp -m udp --dport 18081 .*--to-destination 10\.61\.0\.2:81/);
+      expect(spawnSync('iptables', ['-w', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout).toBe(realBefore);
+      expect(inNetns(host.name, 'sysctl', ['-n', 'net.ipv4.ip_forward']).stdout.trim()).toBe('1');
+      await rt.delNetworkList(list, att);
+      expect(inNetns(host.name, 'iptables', ['-w', '-t', 'nat', '-S']).stdout).not.toMatch(/KEMU-(MASQ|DN|SN)-/);
+    } finally {
+      await local.close();
+    }
+  });
 });

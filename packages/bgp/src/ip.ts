@@ -114,11 +114,18 @@ export function prefixContains(prefix: Prefix, ip: { afi: Afi; bytes: Uint8Array
   return m.every((v, i) => v === prefix.addr[i]);
 }
 
+const idCache = new Map<string, number>();
+
 /** Router IDs are dotted quads; returns the 32-bit value. */
 export function routerIdToNumber(s: string): number | undefined {
+  const hit = idCache.get(s);
+  if (hit !== undefined) return hit;
   const b = parseIPv4(s);
   if (!b) return undefined;
-  return ((b[0]! << 24) >>> 0) + (b[1]! << 16) + (b[2]! << 8) + b[3]!;
+  const n = ((b[0]! << 24) >>> 0) + (b[1]! << 16) + (b[2]! << 8) + b[3]!;
+  // The decision process compares the same few thousand identifiers over and over.
+  if (idCache.size < 100_000) idCache.set(s, n);
+  return n;
 }
 
 export function numberToRouterId(n: number): string {
@@ -127,6 +134,10 @@ export function numberToRouterId(n: number): string {
 
 /** Compares two addresses as unsigned byte strings (IPv4 sorts before IPv6). */
 export function compareAddresses(a: string, b: string): number {
+  if (a === b) return 0;
+  const na = routerIdToNumber(a);
+  const nb = routerIdToNumber(b);
+  if (na !== undefined && nb !== undefined) return na - nb;
   const pa = parseIP(a);
   const pb = parseIP(b);
   if (!pa || !pb) return a < b ? -1 : a > b ? 1 : 0;

@@ -149,6 +149,7 @@ export interface CodecContext {
 // Header and framing
 
 const MARKER = Buffer.alloc(16, 0xff);
+const EMPTY = Buffer.alloc(0);
 
 function header(type: number, bodyLength: number): Buffer {
   const b = Buffer.allocUnsafe(HEADER_LENGTH + bodyLength);
@@ -182,7 +183,7 @@ export class MessageReader {
   }
 
   /** Returns the next whole message's type and body, or undefined when more bytes are needed. */
-  next(): { type: number; body: Buffer; raw: Buffer } | undefined {
+  next(): { type: number; body: Buffer } | undefined {
     if (this.buf.length < HEADER_LENGTH) return undefined;
     const b = this.buf;
     for (let i = 0; i < 16; i++) {
@@ -223,12 +224,16 @@ export class MessageReader {
       );
     }
     if (b.length < length) return undefined;
-    const raw = b.subarray(0, length);
     if (type === MessageType.RouteRefresh && length !== 23) {
-      throw new BgpError(ErrorCode.RouteRefreshMessage, RouteRefreshSubcode.InvalidMessageLength, raw);
+      throw new BgpError(
+        ErrorCode.RouteRefreshMessage,
+        RouteRefreshSubcode.InvalidMessageLength,
+        b.subarray(0, length),
+      );
     }
-    this.buf = b.subarray(length);
-    return { type, body: raw.subarray(HEADER_LENGTH), raw };
+    const body = b.subarray(HEADER_LENGTH, length);
+    this.buf = b.length === length ? EMPTY : b.subarray(length);
+    return { type, body };
   }
 }
 
@@ -422,16 +427,24 @@ function writePrefix(b: Buffer, off: number, p: Prefix): number {
   return off + 1 + n;
 }
 
-function readPrefixes(b: Buffer, start: number, end: number, afi: Afi, err: () => BgpError): Prefix[] {
+function readPrefixes(
+  b: Buffer,
+  start: number,
+  end: number,
+  afi: Afi,
+  subcode: number = UpdateSubcode.InvalidNetworkField,
+  errData?: Uint8Array,
+): Prefix[] {
   const out: Prefix[] = [];
   const max = afi === 4 ? 32 : 128;
   const size = afi === 4 ? 4 : 16;
   let p = start;
   while (p < end) {
     const len = b[p]!;
-    if (len > max) throw err();
     const n = (len + 7) >> 3;
-    if (p + 1 + n > end) throw err();
+    if (len > max || p + 1 + n > end) {
+      throw updateError(subcode, errData, `bad IPv${afi} prefix (length ${len})`);
+    }
     const addr = new Uint8Array(size);
     for (let i = 0; i < n; i++) addr[i] = b[p + 1 + i]!;
     // Trailing bits beyond the prefix length are ignored on receipt, as RFC 4271 §4.3 lets us.
@@ -467,15 +480,15 @@ function updateError(subcode: number, data?: Uint8Array, detail?: string): BgpEr
   return new BgpError(ErrorCode.UpdateMessage, subcode, data, detail);
 }
 
-function decodeAsPath(v: Buffer, asSize: 2 | 4): AsPathSegment[] | undefined {
+function decodeAsPath(v: Buffer, start: number, end: number, asSize: 2 | 4): AsPathSegment[] | undefined {
   const segs: AsPathSegment[] = [];
-  let p = 0;
-  while (p < v.length) {
-    if (p + 2 > v.length) return undefined;
+  let p = start;
+  while (p < end) {
+    if (p + 2 > end) return undefined;
     const type = v[p]!;
     const count = v[p + 1]!;
     if (type < 1 || type > 4 || count === 0) return undefined;
-    if (p + 2 + count * asSize > v.length) return undefined;
+    if (p + 2 + count * asSize > end) return undefined;
     const asns: number[] = new Array(count);
     for (let i = 0; i < count; i++) {
       asns[i] = asSize === 4 ? v.readUInt32BE(p + 2 + i * 4) : v.readUInt16BE(p + 2 + i * 2);
@@ -484,6 +497,28 @@ function decodeAsPath(v: Buffer, asSize: 2 | 4): AsPathSegment[] | undefined {
     p += 2 + count * asSize;
   }
   return segs;
+}
+
+/** Fixed or modular lengths of recognised attributes (RFC 4271 §6.3 Attribute Length Error). */
+function lengthOk(type: number, len: number, as4: boolean): boolean {
+  switch (type) {
+    case AttrType.Origin:
+      return len === 1;
+    case AttrType.NextHop:
+    case AttrType.Med:
+    case AttrType.LocalPref:
+    case AttrType.OriginatorId:
+      return len === 4;
+    case AttrType.AtomicAggregate:
+      return len === 0;
+    case AttrType.Aggregator:
+      return len === (as4 ? 8 : 6);
+    case AttrType.Communities:
+    case AttrType.ClusterList:
+      return len % 4 === 0;
+    default:
+      return true;
+  }
 }
 
 function isUsableUnicastV4(b: Buffer, off: number): boolean {
@@ -505,10 +540,11 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
       undefined,
       'total path attribute length too large',
     );
-  const netErr = () => updateError(UpdateSubcode.InvalidNetworkField);
-  const withdrawn = readPrefixes(body, 2, 2 + wl, 4, netErr);
+  const withdrawn = readPrefixes(body, 2, 2 + wl, 4);
   const attributes: PathAttributes = {};
-  const seen = new Set<number>();
+  // Attribute types seen so far: a bitmask for the usual ones, a set only for exotic types.
+  let seenLow = 0;
+  let seenHigh: Set<number> | undefined;
   let p = 4 + wl;
   const aend = p + tal;
   while (p < aend) {
@@ -528,20 +564,31 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
         `attribute ${type} runs past the attribute list`,
       );
     }
-    const whole = body.subarray(p, vstart + len);
-    const v = body.subarray(vstart, vstart + len);
+    const astart = p;
     p = vstart + len;
-    if (seen.has(type))
-      throw updateError(UpdateSubcode.MalformedAttributeList, undefined, `attribute ${type} repeated`);
-    seen.add(type);
+    if (type < 32) {
+      if (seenLow & (1 << type))
+        throw updateError(UpdateSubcode.MalformedAttributeList, undefined, `attribute ${type} repeated`);
+      seenLow |= 1 << type;
+    } else {
+      seenHigh ??= new Set();
+      if (seenHigh.has(type))
+        throw updateError(UpdateSubcode.MalformedAttributeList, undefined, `attribute ${type} repeated`);
+      seenHigh.add(type);
+    }
+    const o = vstart;
     const want = expectedFlags[type];
     if (want === undefined) {
       if ((flags & AttrFlag.Optional) === 0) {
-        throw updateError(UpdateSubcode.UnrecognizedWellKnownAttribute, whole, `attribute type ${type}`);
+        throw updateError(
+          UpdateSubcode.UnrecognizedWellKnownAttribute,
+          body.subarray(astart, p),
+          `attribute type ${type}`,
+        );
       }
       if (flags & AttrFlag.Transitive) {
         attributes.unknown ??= [];
-        attributes.unknown.push({ flags, type, value: Uint8Array.from(v) });
+        attributes.unknown.push({ flags, type, value: Uint8Array.from(body.subarray(o, o + len)) });
       }
       continue;
     }
@@ -552,94 +599,104 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
     ) {
       throw updateError(
         UpdateSubcode.AttributeFlagsError,
-        whole,
+        body.subarray(astart, p),
         `attribute ${type} flags 0x${flags.toString(16)}`,
       );
     }
-    const lenErr = () =>
-      updateError(UpdateSubcode.AttributeLengthError, whole, `attribute ${type} length ${len}`);
+    if (!lengthOk(type, len, ctx.as4)) {
+      throw updateError(
+        UpdateSubcode.AttributeLengthError,
+        body.subarray(astart, p),
+        `attribute ${type} length ${len}`,
+      );
+    }
     switch (type) {
       case AttrType.Origin:
-        if (len !== 1) throw lenErr();
-        if (v[0]! > 2) throw updateError(UpdateSubcode.InvalidOriginAttribute, whole, `origin ${v[0]}`);
-        attributes.origin = v[0]!;
+        if (body[o]! > 2)
+          throw updateError(
+            UpdateSubcode.InvalidOriginAttribute,
+            body.subarray(astart, p),
+            `origin ${body[o]}`,
+          );
+        attributes.origin = body[o]!;
         break;
       case AttrType.AsPath: {
-        const segs = decodeAsPath(v, ctx.as4 ? 4 : 2);
+        const segs = decodeAsPath(body, o, o + len, ctx.as4 ? 4 : 2);
         if (!segs) throw updateError(UpdateSubcode.MalformedAsPath);
         attributes.asPath = segs;
         break;
       }
       case AttrType.NextHop:
-        if (len !== 4) throw lenErr();
-        if (!isUsableUnicastV4(v, 0))
-          throw updateError(UpdateSubcode.InvalidNextHopAttribute, whole, formatIPv4(v));
-        attributes.nextHop = formatIPv4(v);
+        if (!isUsableUnicastV4(body, o)) {
+          throw updateError(
+            UpdateSubcode.InvalidNextHopAttribute,
+            body.subarray(astart, p),
+            formatIPv4(body, o),
+          );
+        }
+        attributes.nextHop = formatIPv4(body, o);
         break;
       case AttrType.Med:
-        if (len !== 4) throw lenErr();
-        attributes.med = v.readUInt32BE(0);
+        attributes.med = body.readUInt32BE(o);
         break;
       case AttrType.LocalPref:
-        if (len !== 4) throw lenErr();
-        attributes.localPref = v.readUInt32BE(0);
+        attributes.localPref = body.readUInt32BE(o);
         break;
       case AttrType.AtomicAggregate:
-        if (len !== 0) throw lenErr();
         attributes.atomicAggregate = true;
         break;
       case AttrType.Aggregator: {
         const asSize = ctx.as4 ? 4 : 2;
-        if (len !== asSize + 4) throw lenErr();
         attributes.aggregator = {
-          as: asSize === 4 ? v.readUInt32BE(0) : v.readUInt16BE(0),
-          address: formatIPv4(v, asSize),
+          as: asSize === 4 ? body.readUInt32BE(o) : body.readUInt16BE(o),
+          address: formatIPv4(body, o + asSize),
         };
         break;
       }
       case AttrType.Communities:
-        if (len % 4 !== 0) throw lenErr();
         attributes.communities = [];
-        for (let i = 0; i < len; i += 4) attributes.communities.push(v.readUInt32BE(i));
+        for (let i = 0; i < len; i += 4) attributes.communities.push(body.readUInt32BE(o + i));
         break;
       case AttrType.OriginatorId:
-        if (len !== 4) throw lenErr();
-        attributes.originatorId = formatIPv4(v);
+        attributes.originatorId = formatIPv4(body, o);
         break;
       case AttrType.ClusterList:
-        if (len % 4 !== 0) throw lenErr();
         attributes.clusterList = [];
-        for (let i = 0; i < len; i += 4) attributes.clusterList.push(formatIPv4(v, i));
+        for (let i = 0; i < len; i += 4) attributes.clusterList.push(formatIPv4(body, o + i));
         break;
       case AttrType.MpReachNlri:
-        attributes.mpReach = decodeMpReach(v, whole);
+        attributes.mpReach = decodeMpReach(body.subarray(o, o + len), body.subarray(astart, p));
         break;
       case AttrType.MpUnreachNlri: {
+        const v = body.subarray(o, o + len);
         if (len < 3)
-          throw updateError(UpdateSubcode.OptionalAttributeError, whole, 'MP_UNREACH_NLRI too short');
+          throw updateError(
+            UpdateSubcode.OptionalAttributeError,
+            body.subarray(astart, p),
+            'MP_UNREACH_NLRI too short',
+          );
         const afi = v.readUInt16BE(0);
         const safi = v[2]!;
         const fam = afi === AFI_IPV4 ? 4 : afi === AFI_IPV6 ? 6 : undefined;
         const withdrawnMp = fam
-          ? readPrefixes(v, 3, v.length, fam, () =>
-              updateError(UpdateSubcode.OptionalAttributeError, whole, 'bad MP_UNREACH_NLRI prefix'),
-            )
+          ? readPrefixes(v, 3, v.length, fam, UpdateSubcode.OptionalAttributeError, body.subarray(astart, p))
           : [];
         attributes.mpUnreach = { afi, safi, withdrawn: withdrawnMp };
         break;
       }
       case AttrType.As4Path: {
-        const segs = decodeAsPath(v, 4);
+        const segs = decodeAsPath(body, o, o + len, 4);
         // RFC 6793 §6: a malformed AS4_PATH is discarded, not a session error.
         if (segs) attributes.as4Path = segs;
         break;
       }
       case AttrType.As4Aggregator:
-        if (len === 8) attributes.as4Aggregator = { as: v.readUInt32BE(0), address: formatIPv4(v, 4) };
+        if (len === 8)
+          attributes.as4Aggregator = { as: body.readUInt32BE(o), address: formatIPv4(body, o + 4) };
         break;
     }
   }
-  const nlri = readPrefixes(body, aend, total, 4, netErr);
+  const nlri = readPrefixes(body, aend, total, 4);
   const hasReach = nlri.length > 0 || attributes.mpReach !== undefined;
   if (hasReach) {
     const missing =
@@ -680,7 +737,7 @@ function decodeMpReach(v: Buffer, whole: Buffer): PathAttributes['mpReach'] {
   }
   // One reserved octet (formerly SNPA count) follows the next hop.
   const start = 4 + nhLen + 1;
-  const nlri = fam ? readPrefixes(v, start, v.length, fam, () => err('bad MP_REACH_NLRI prefix')) : [];
+  const nlri = fam ? readPrefixes(v, start, v.length, fam, UpdateSubcode.OptionalAttributeError, whole) : [];
   return { afi, safi, nextHops, nlri };
 }
 

@@ -16,10 +16,10 @@ export interface InstalledRoute {
 }
 
 export interface RouteSink {
-  /** Adds the route or replaces the one for the same prefix. */
-  install(route: InstalledRoute): Promise<void>;
+  /** Adds the route or replaces the one for the same prefix (synchronous sinks may return nothing). */
+  install(route: InstalledRoute): Promise<void> | void;
   /** Removes the route for `route.prefix` (already gone is not an error). */
-  remove(route: InstalledRoute): Promise<void>;
+  remove(route: InstalledRoute): Promise<void> | void;
 }
 
 export interface TunnelOptions {
@@ -95,12 +95,12 @@ export class MemoryRouteSink implements RouteSink {
   installs = 0;
   removals = 0;
   constructor(private readonly onChange?: (prefix: string, route: InstalledRoute | undefined) => void) {}
-  async install(r: InstalledRoute): Promise<void> {
+  install(r: InstalledRoute): void {
     this.routes.set(r.prefix, r);
     this.installs++;
     this.onChange?.(r.prefix, r);
   }
-  async remove(r: InstalledRoute): Promise<void> {
+  remove(r: InstalledRoute): void {
     this.routes.delete(r.prefix);
     this.removals++;
     this.onChange?.(r.prefix, undefined);

@@ -131,9 +131,12 @@ export class BgpSpeaker extends EventEmitter {
   /** Adj-RIBs-In by prefix: every candidate route, keyed by session (null for our own routes). */
   private readonly candidates = new Map<string, Map<Session | null, Route>>();
   private readonly locRibMap = new Map<string, Route>();
-  private readonly sinkChains = new Map<string, Promise<void>>();
   private listener?: Listener;
   private flushScheduled = false;
+  /** Sessions with something in `pending`, so a flush does not walk every neighbour. */
+  private readonly dirty = new Set<Session>();
+  private readonly sinkDesired = new Map<string, { op: 'install' | 'remove'; route: InstalledRoute }>();
+  private readonly sinkBusy = new Set<string>();
   private started = false;
   private readonly localSource: RouteSource;
 
@@ -207,7 +210,7 @@ export class BgpSpeaker extends EventEmitter {
     for (const s of this.sessions.values()) s.stop(CeaseSubcode.AdministrativeShutdown);
     await this.listener?.close();
     this.listener = undefined;
-    await Promise.all(this.sinkChains.values());
+    await this.settled();
   }
 
   /** Drops everything without NOTIFICATIONs (a crash, for simulations). */
@@ -394,7 +397,7 @@ export class BgpSpeaker extends EventEmitter {
 
   /** Resolves once every sink operation queued so far has finished. */
   async settled(): Promise<void> {
-    await Promise.all(this.sinkChains.values());
+    while (this.sinkBusy.size > 0) await new Promise((r) => setTimeout(r, 1));
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -434,6 +437,7 @@ export class BgpSpeaker extends EventEmitter {
     };
     rib.adjOut.clear();
     for (const p of this.locRibMap.keys()) rib.pending.add(p);
+    this.dirty.add(s);
     this.scheduleFlush();
   }
 
@@ -457,20 +461,11 @@ export class BgpSpeaker extends EventEmitter {
     const n = s.negotiated;
     if (!rib?.source || !n) return;
     const affected: string[] = [];
-    const withdraw = (p: Prefix) => {
-      const key = formatPrefix(p);
-      if (rib.adjIn.delete(key)) {
-        const c = this.candidates.get(key);
-        c?.delete(s);
-        if (c?.size === 0) this.candidates.delete(key);
-        affected.push(key);
-      }
-    };
-    for (const p of m.withdrawn) if (n.families.has(4)) withdraw(p);
+    if (n.families.has(4)) for (const p of m.withdrawn) this.withdrawIn(s, rib, p, affected);
     const un = m.attributes.mpUnreach;
     if (un && un.safi === SAFI_UNICAST) {
       const f: Afi | undefined = un.afi === AFI_IPV4 ? 4 : un.afi === AFI_IPV6 ? 6 : undefined;
-      if (f && n.families.has(f)) for (const p of un.withdrawn) withdraw(p);
+      if (f && n.families.has(f)) for (const p of un.withdrawn) this.withdrawIn(s, rib, p, affected);
     }
     const a = m.attributes;
     const reach: { afi: Afi; nextHop: string; nlri: Prefix[] }[] = [];
@@ -492,7 +487,7 @@ export class BgpSpeaker extends EventEmitter {
       for (const r of reach) {
         for (const p of r.nlri) {
           if (looped) {
-            withdraw(p);
+            this.withdrawIn(s, rib, p, affected);
             continue;
           }
           const key = formatPrefix(p);
@@ -522,6 +517,16 @@ export class BgpSpeaker extends EventEmitter {
     for (const p of affected) this.decide(p);
   }
 
+  private withdrawIn(s: Session, rib: PeerRib, p: Prefix, affected: string[]): void {
+    const key = formatPrefix(p);
+    if (rib.adjIn.delete(key)) {
+      const c = this.candidates.get(key);
+      c?.delete(s);
+      if (c?.size === 0) this.candidates.delete(key);
+      affected.push(key);
+    }
+  }
+
   private onRouteRefresh(s: Session, m: RouteRefreshMessage): void {
     const f: Afi | undefined =
       m.safi !== SAFI_UNICAST ? undefined : m.afi === AFI_IPV4 ? 4 : m.afi === AFI_IPV6 ? 6 : undefined;
@@ -531,6 +536,7 @@ export class BgpSpeaker extends EventEmitter {
     this.log(`peer ${s.id}: route refresh for IPv${f}`);
     for (const [p, o] of rib.adjOut) if (o.afi === f) rib.adjOut.delete(p);
     for (const [p, r] of this.locRibMap) if (r.afi === f) rib.pending.add(p);
+    this.dirty.add(s);
     this.scheduleFlush();
   }
 
@@ -542,45 +548,68 @@ export class BgpSpeaker extends EventEmitter {
     if (best === old) return;
     if (best) this.locRibMap.set(prefix, best);
     else this.locRibMap.delete(prefix);
-    for (const [s, rib] of this.ribs) if (s.state === 'Established' && rib.source) rib.pending.add(prefix);
+    for (const [s, rib] of this.ribs) {
+      if (s.state !== 'Established' || !rib.source) continue;
+      // Skip neighbours that could get neither the old nor the new route (iBGP-learned, not reflecting).
+      if (!this.mayExport(s, old) && !this.mayExport(s, best)) continue;
+      rib.pending.add(prefix);
+      this.dirty.add(s);
+    }
     this.scheduleFlush();
     this.toSink(prefix, old, best);
-    this.emit('route', { prefix, route: best ? toRibEntry(best) : undefined } satisfies RibChange);
+    if (this.listenerCount('route') > 0) {
+      this.emit('route', { prefix, route: best ? toRibEntry(best) : undefined } satisfies RibChange);
+    }
+  }
+
+  private mayExport(s: Session, r: Route | undefined): boolean {
+    if (!r) return false;
+    return !(s.isIbgp && r.source.ibgp && !this.isRouteReflector);
   }
 
   private toSink(prefix: string, old: Route | undefined, best: Route | undefined): void {
     const sink = this.options.routeSink;
     if (!sink) return;
-    const toInstalled = (r: Route): InstalledRoute => ({
-      prefix,
-      afi: r.afi,
-      nextHop: r.nextHop,
-      asPath: r.asPath.flatMap((x) => x.asns),
-      peer: r.source.address!,
-    });
-    let op: (() => Promise<void>) | undefined;
+    let next: { op: 'install' | 'remove'; route: InstalledRoute } | undefined;
     if (best?.source.address) {
-      if (old?.source.address && old.nextHop === best.nextHop) {
-        // Same forwarding entry; only attributes changed.
-        op = undefined;
-      } else {
-        const r = toInstalled(best);
-        op = () => sink.install(r);
-      }
+      // Same forwarding entry when only attributes changed: nothing to program.
+      if (!(old?.source.address && old.nextHop === best.nextHop))
+        next = { op: 'install', route: installed(best) };
     } else if (old?.source.address) {
-      const r = toInstalled(old);
-      op = () => sink.remove(r);
+      next = { op: 'remove', route: installed(old) };
     }
-    if (!op) return;
-    const run = op;
-    const prev = this.sinkChains.get(prefix) ?? Promise.resolve();
-    const next = prev
-      .then(run)
-      .catch((e: Error) => this.log(`route ${prefix}: programming failed: ${e.message}`))
-      .finally(() => {
-        if (this.sinkChains.get(prefix) === next) this.sinkChains.delete(prefix);
-      });
-    this.sinkChains.set(prefix, next);
+    if (!next) return;
+    this.sinkDesired.set(prefix, next);
+    if (!this.sinkBusy.has(prefix)) this.runSink(sink, prefix);
+  }
+
+  /** Applies the latest wanted state of one prefix; one operation in flight per prefix, in order. */
+  private runSink(sink: RouteSink, prefix: string): void {
+    this.sinkBusy.add(prefix);
+    for (;;) {
+      const w = this.sinkDesired.get(prefix);
+      if (!w) break;
+      this.sinkDesired.delete(prefix);
+      let r: Promise<void> | void;
+      try {
+        r = w.op === 'install' ? sink.install(w.route) : sink.remove(w.route);
+      } catch (e) {
+        this.log(`route ${prefix}: programming failed: ${(e as Error).message}`);
+        continue;
+      }
+      if (r && typeof r.then === 'function') {
+        // An asynchronous sink: continue with whatever is wanted by the time this one finishes.
+        r.then(
+          () => this.runSink(sink, prefix),
+          (e: Error) => {
+            this.log(`route ${prefix}: programming failed: ${e.message}`);
+            this.runSink(sink, prefix);
+          },
+        );
+        return;
+      }
+    }
+    this.sinkBusy.delete(prefix);
   }
 
   private scheduleFlush(): void {
@@ -594,8 +623,11 @@ export class BgpSpeaker extends EventEmitter {
 
   /** Sends every neighbour the difference between what it should have and its Adj-RIB-Out. */
   private flush(): void {
-    for (const [s, rib] of this.ribs) {
-      if (rib.pending.size === 0) continue;
+    const dirty = [...this.dirty];
+    this.dirty.clear();
+    for (const s of dirty) {
+      const rib = this.ribs.get(s);
+      if (!rib || rib.pending.size === 0) continue;
       if (s.state !== 'Established' || !rib.source) {
         rib.pending.clear();
         continue;
@@ -715,6 +747,12 @@ export class BgpSpeaker extends EventEmitter {
     best.exportCache.set(cls, out);
     return out;
   }
+}
+
+function installed(r: Route): InstalledRoute {
+  const asPath: number[] = [];
+  for (const seg of r.asPath) for (const a of seg.asns) asPath.push(a);
+  return { prefix: r.prefix, afi: r.afi, nextHop: r.nextHop, asPath, peer: r.source.address! };
 }
 
 function prependAs(path: AsPathSegment[], as: number): AsPathSegment[] {

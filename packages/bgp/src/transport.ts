@@ -141,7 +141,8 @@ class MemorySocket implements BgpSocket {
 
   write(data: Uint8Array): void {
     if (this.closed || this.blackholed) return;
-    this.peer.deliver(Buffer.from(data));
+    // No copy: senders never reuse a buffer they wrote (encodings are fresh or shared read-only).
+    this.peer.deliver(Buffer.isBuffer(data) ? data : Buffer.from(data));
   }
 
   private deliver(b: Buffer): void {

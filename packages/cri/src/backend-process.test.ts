@@ -423,3 +423,52 @@ describe.runIf(canRun)('process backend without a CNI config', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: host.podSandboxId });
   });
 });
+
+describe.runIf(canRun)('process backend when the CNI chain fails', () => {
+  let shim: TestShim;
+  let dir: string;
+  const failBridge = `kf${process.pid % 100000}br`;
+
+  beforeAll(async () => {
+    dir = tempDir('kemu-cri-cnifail-');
+    fs.mkdirSync(path.join(dir, 'net.d'));
+    fs.writeFileSync(
+      path.join(dir, 'net.d', '10-broken.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: `kemu-broken-${process.pid}`,
+        plugins: [
+          { type: 'bridge', bridge: failBridge, ipam: { type: 'host-local', ranges: [[{ subnet: `10.215.${n}.0/24` }]], dataDir: path.join(dir, 'ipam') } },
+          { type: 'kemu-no-such-plugin' },
+        ],
+      }),
+    );
+    shim = await startTestShim(
+      {
+        backend: 'process',
+        syntheticImages: true,
+        cni: { confDir: path.join(dir, 'net.d'), binDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cache') },
+        process: { netnsPrefix: `kemu-f${process.pid}-` },
+      },
+      dir,
+    );
+  });
+
+  afterAll(async () => {
+    await shim?.close();
+    spawnSync('ip', ['link', 'del', failBridge]);
+  });
+
+  it('fails RunPodSandbox with the plugin error and leaks no IP, netns or pause process', async () => {
+    const err = await grpcError(shim.call('RunPodSandbox', { config: podConfig(dir) }));
+    expect(err.code).toBe(grpc.status.UNKNOWN);
+    expect(err.details).toMatch(/failed to setup network for sandbox "[0-9a-f]{64}": .*kemu-no-such-plugin/);
+    expect(netnsList()).not.toContain(`kemu-f${process.pid}-`);
+    const ipamDir = path.join(dir, 'ipam', `kemu-broken-${process.pid}`);
+    const held = fs.existsSync(ipamDir) ? fs.readdirSync(ipamDir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)) : [];
+    expect(held).toEqual([]);
+    expect((await shim.call('ListPodSandbox', {})).items).toEqual([]);
+    expect(spawnSync('pgrep', ['-f', `kemu-f${process.pid}-`]).status).toBe(1);
+    expect((await shim.call('Version', {})).runtimeName).toBe('kemu');
+  });
+});

@@ -65,9 +65,12 @@ export function loadBridgeConfig(ctx: PluginContext): BridgeConfig {
   };
 }
 
-/** A stable host-side name: DEL can find it even when the container netns is gone. */
+/**
+ * A stable host-side name: DEL can find it even when the container netns is gone. 11 hex digits (44 bits,
+ * the most IFNAMSIZ allows after "veth") keep collisions unlikely even with tens of thousands of pods.
+ */
 export function hostVethName(network: string, containerId: string, ifname: string): string {
-  return `veth${createHash('sha256').update(`${network}\0${containerId}\0${ifname}`).digest('hex').slice(0, 8)}`;
+  return `veth${createHash('sha256').update(`${network}\0${containerId}\0${ifname}`).digest('hex').slice(0, 11)}`;
 }
 
 const natOwner = (ctx: PluginContext): string => `bridge ${ctx.conf.name} ${ctx.containerId}`;

@@ -47,6 +47,13 @@ describe('manifests', () => {
     expect(err.causes.map((c) => c.field)).toEqual(['spec.containers[0].image', 'spec.containers[0].imagePullPolicy']);
   });
 
+  it('is all or nothing: a bad second document fails the whole parse', () => {
+    const bad = `${good}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n`;
+    expect(() => parseManifests(bad, { source: 'app.yaml' })).toThrow(
+      /^error validating "app.yaml \(document 3\)": ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/,
+    );
+  });
+
   it('rejects unknown kinds, missing fields and YAML syntax errors', () => {
     expect(() => parseManifests('apiVersion: v1\nkind: Pood\nmetadata: {name: x}\n', { source: 'f.yaml' })).toThrow(
       'error: resource mapping not found for kind "Pood" in "f.yaml": no matches for kind "Pood" in version "v1"',

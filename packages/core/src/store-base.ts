@@ -33,6 +33,16 @@ export interface RawPage {
   remaining?: number;
 }
 
+/** An object admission relied on, which must be unchanged when the write commits. */
+export interface AdmissionGuard {
+  info: KindInfo;
+  key: string;
+  rv: string;
+}
+
+/** The guard of a create changed between admission and commit: admit again from a live read. */
+export class StaleAdmissionError extends Error {}
+
 export interface BaseStoreOptions {
   /** Interval of BOOKMARK events for watches that allow them (ms). Default 60 s, as the API server. */
   bookmarkIntervalMs?: number;
@@ -105,8 +115,11 @@ export abstract class BaseStore implements Store {
   protected abstract rawGet(info: KindInfo, key: string): Promise<KubeObject | undefined>;
   /** Matching objects in key order after `after`, at most `limit` (all when undefined). */
   protected abstract rawList(info: KindInfo, filter: WatchFilter, limit: number | undefined, after: string | undefined, atRv?: number): Promise<RawPage>;
-  /** Store a new object (rv assigned by the backend); AlreadyExists when the key is taken. */
-  protected abstract rawCreate(info: KindInfo, key: string, obj: KubeObject): Promise<KubeObject>;
+  /**
+   * Store a new object (rv assigned by the backend); AlreadyExists when the key is taken;
+   * StaleAdmissionError when `guard` (an object admission relied on) no longer has resourceVersion `rv`.
+   */
+  protected abstract rawCreate(info: KindInfo, key: string, obj: KubeObject, guard?: AdmissionGuard): Promise<KubeObject>;
   /** Replace the object if its resourceVersion is still `expectedRv`; Conflict/NotFound otherwise. */
   protected abstract rawUpdate(info: KindInfo, key: string, obj: KubeObject, expectedRv: string): Promise<KubeObject>;
   /** Remove the object if its resourceVersion is still `expectedRv`; returns it at the deletion rv. */
@@ -192,9 +205,13 @@ export abstract class BaseStore implements Store {
   }
 
   // ---- admission ----
-  private async admit(info: KindInfo, obj: KubeObject): Promise<void> {
+  /** Admission; returns the namespace it was checked against (its rv guards the write). */
+  private async admit(info: KindInfo, obj: KubeObject, live: boolean): Promise<KubeObject | undefined> {
+    let ns: KubeObject | undefined;
     if (info.namespaced) {
-      const ns = await this.admissionGet(kindInfo('Namespace'), obj.metadata.namespace!);
+      const nsInfo = kindInfo('Namespace');
+      const name = obj.metadata.namespace!;
+      ns = live ? await this.rawGet(nsInfo, name) : await this.admissionGet(nsInfo, name);
       if (!ns) throw new NotFoundError({ resource: 'namespaces', group: '', name: obj.metadata.namespace! });
       if (ns.metadata.deletionTimestamp || ns.status?.phase === 'Terminating') {
         throw new ForbiddenError(
@@ -211,6 +228,7 @@ export abstract class BaseStore implements Store {
         .sort((a, b) => (b.metadata.creationTimestamp ?? '').localeCompare(a.metadata.creationTimestamp ?? ''));
       if (defaults.length) obj.spec.storageClassName = defaults[0].metadata.name;
     }
+    return ns;
   }
 
   private async admitPriority(pod: Pod): Promise<void> {
@@ -267,13 +285,21 @@ export abstract class BaseStore implements Store {
     applyDefaults(obj);
     initialStatus(obj);
     assertValid(obj);
-    await this.admit(info, obj);
-    if (opts.dryRun) {
-      if (await this.rawGet(info, storageKey(m.namespace, m.name!))) throw new AlreadyExistsError(this.ref(info, m.name!));
-      return obj as Stored<T>;
+    for (let live = false; ; live = true) {
+      const ns = await this.admit(info, obj, live);
+      if (opts.dryRun) {
+        if (await this.rawGet(info, storageKey(m.namespace, m.name!))) throw new AlreadyExistsError(this.ref(info, m.name!));
+        return obj as Stored<T>;
+      }
+      // The write only lands if the namespace is still as admission saw it (a cached view may lag).
+      const guard = ns ? { info: kindInfo('Namespace'), key: ns.metadata.name!, rv: ns.metadata.resourceVersion! } : undefined;
+      try {
+        const stored = await this.rawCreate(info, storageKey(m.namespace, m.name!), obj, guard);
+        return clone(stored) as Stored<T>;
+      } catch (e) {
+        if (!(e instanceof StaleAdmissionError) || live) throw e;
+      }
     }
-    const stored = await this.rawCreate(info, storageKey(m.namespace, m.name!), obj);
-    return clone(stored) as Stored<T>;
   }
 
   async get<K extends string>(kind: K, namespace: string | undefined, name: string): Promise<ObjectOf<K>> {

@@ -10,7 +10,7 @@ import { deepFreeze, type HistoryEntry, KindCache, type WatchFilter, WatcherImpl
 import { everyField } from './fields.js';
 import type { KindInfo } from './kinds.js';
 import { everything } from './labels.js';
-import { BaseStore, type BaseStoreOptions, type RawPage } from './store-base.js';
+import { type AdmissionGuard, BaseStore, type BaseStoreOptions, type RawPage, StaleAdmissionError } from './store-base.js';
 import type { Watch, WatchOptions } from './store.js';
 
 export interface EtcdStoreOptions extends BaseStoreOptions {
@@ -158,15 +158,20 @@ export class EtcdStore extends BaseStore {
     }
   }
 
-  protected async rawCreate(info: KindInfo, key: string, obj: KubeObject): Promise<KubeObject> {
+  protected async rawCreate(info: KindInfo, key: string, obj: KubeObject, guard?: AdmissionGuard): Promise<KubeObject> {
     const k = this.key(info, key);
     let res: Awaited<ReturnType<ReturnType<Etcd3['if']>['commit']>>;
     try {
-      res = await this.client.if(k, 'Create', '==', 0).then(this.client.put(k).value(this.encode(obj))).commit();
+      let txn = this.client.if(k, 'Create', '==', 0);
+      if (guard) txn = txn.and(this.key(guard.info, guard.key), 'Mod', '==', Number(guard.rv));
+      res = await txn.then(this.client.put(k).value(this.encode(obj))).else(this.client.get(k)).commit();
     } catch (e) {
       throw wrapEtcdError(e);
     }
-    if (!res.succeeded) throw new AlreadyExistsError(this.ref(info, obj.metadata.name!));
+    if (!res.succeeded) {
+      if (res.responses[0]?.response_range?.kvs?.length) throw new AlreadyExistsError(this.ref(info, obj.metadata.name!));
+      throw new StaleAdmissionError(`${guard?.info.kind} ${guard?.key} changed during admission`);
+    }
     obj.metadata.resourceVersion = String(res.header.revision);
     return deepFreeze(obj);
   }

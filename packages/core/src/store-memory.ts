@@ -4,7 +4,7 @@ import type { KubeObject } from './api-meta.js';
 import { AlreadyExistsError, ConflictError, ExpiredError, NotFoundError } from './errors.js';
 import { deepFreeze, KindCache, storageKey, type WatchFilter } from './kind-cache.js';
 import { type KindInfo, kindInfo } from './kinds.js';
-import { BaseStore, type BaseStoreOptions, type RawPage } from './store-base.js';
+import { type AdmissionGuard, BaseStore, type BaseStoreOptions, type RawPage, StaleAdmissionError } from './store-base.js';
 import type { Watch, WatchOptions } from './store.js';
 
 export interface MemoryStoreOptions extends BaseStoreOptions {
@@ -148,8 +148,11 @@ export class MemoryStore extends BaseStore {
     return { items, rv: this.rv, nextKey: more ? keyed[end - 1][0] : undefined, remaining: more ? keyed.length - end : undefined };
   }
 
-  protected async rawCreate(info: KindInfo, key: string, obj: KubeObject): Promise<KubeObject> {
+  protected async rawCreate(info: KindInfo, key: string, obj: KubeObject, guard?: AdmissionGuard): Promise<KubeObject> {
     if (this.caches.get(info.kind)?.objects.has(key)) throw new AlreadyExistsError(this.ref(info, obj.metadata.name!));
+    if (guard && this.caches.get(guard.info.kind)?.objects.get(guard.key)?.metadata.resourceVersion !== guard.rv) {
+      throw new StaleAdmissionError(`${guard.info.kind} ${guard.key} changed during admission`);
+    }
     const p = this.commit(info, 'ADDED', key, obj, undefined);
     if (p) await p;
     return obj;

@@ -40,6 +40,8 @@ export class CycleState {
   skipScore = new Set<string>();
   /** Node names a PreFilter narrowed the search to (null: all nodes). */
   nodeNames: Set<string> | null = null;
+  /** Filter plugins not skipped by PreFilter (computed on first use). */
+  activeFilters: FilterPlugin[] | null = null;
 
   read<T>(key: string): T | undefined {
     return this.data.get(key) as T | undefined;
@@ -59,6 +61,7 @@ export class CycleState {
       );
     }
     c.skipFilter = new Set(this.skipFilter);
+    c.activeFilters = this.activeFilters;
     c.skipScore = new Set(this.skipScore);
     c.nodeNames = this.nodeNames;
     return c;
@@ -375,11 +378,15 @@ export class Framework {
   }
 
   runFilter(state: CycleState, pi: PodInfo, node: NodeInfo): MaybeStatus {
-    const fps = this.filterPlugins;
-    const skip = state.skipFilter;
+    // The filters left after PreFilter skips, resolved once per cycle.
+    let fps = state.activeFilters;
+    if (fps === null) {
+      const skip = state.skipFilter;
+      fps = skip.size === 0 ? this.filterPlugins : this.filterPlugins.filter((p) => !skip.has(p.name));
+      state.activeFilters = fps;
+    }
     for (let i = 0; i < fps.length; i++) {
       const pl = fps[i];
-      if (skip.size > 0 && skip.has(pl.name)) continue;
       let s: MaybeStatus;
       try {
         s = pl.filter(state, pi, node);

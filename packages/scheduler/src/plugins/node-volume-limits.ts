@@ -1,4 +1,4 @@
-import type { FilterPlugin, PluginFactory } from '../framework.js';
+import type { FilterPlugin, PluginFactory, PreFilterPlugin } from '../framework.js';
 import type { PodInfo } from '../pod-info.js';
 import { Status } from '../status.js';
 import { NodeVolumeLimits } from './names.js';
@@ -9,7 +9,7 @@ export const ERR_MAX_VOLUME_COUNT = 'node(s) exceed max volume count';
 const REJECT_MAX_VOLUME_COUNT = Status.unschedulable(ERR_MAX_VOLUME_COUNT).withPlugin(NodeVolumeLimits);
 
 /** Counts unique CSI volumes per driver against the CSINode's allocatable count. */
-export const newNodeVolumeLimits: PluginFactory = (_a, handle): FilterPlugin => {
+export const newNodeVolumeLimits: PluginFactory = (_a, handle): PreFilterPlugin & FilterPlugin => {
   const cluster = handle.cluster;
   const csiVolumes = (pi: PodInfo, out: Map<string, Set<string>>) => {
     for (const v of pi.pod.spec.volumes ?? []) {
@@ -41,6 +41,9 @@ export const newNodeVolumeLimits: PluginFactory = (_a, handle): FilterPlugin => 
   };
   return {
     name: NodeVolumeLimits,
+    preFilter(_s, pi) {
+      return (pi.pod.spec.volumes ?? []).some((v) => v.csi || v.persistentVolumeClaim) ? null : Status.skip();
+    },
     filter(_s, pi, node) {
       const csiNode = cluster.csiNodes.get(node.name);
       if (!csiNode) return null;

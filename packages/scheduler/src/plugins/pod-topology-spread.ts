@@ -13,7 +13,7 @@ import { Status } from '../status.js';
 import type { LabelSelector, Pod, TopologySpreadConstraint } from '../types.js';
 import { podMatchesNodeSelectorAndAffinity } from './node-affinity.js';
 import { PodTopologySpread } from './names.js';
-import { untoleratedTaint } from './taint-toleration.js';
+import { NO_SCHEDULE_ONLY, untoleratedTaint } from './taint-toleration.js';
 
 export const ERR_SPREAD = "node(s) didn't match pod topology spread constraints";
 export const ERR_SPREAD_MISSING_LABEL =
@@ -72,7 +72,7 @@ function countMatching(n: NodeInfo, c: Constraint, ns: string): number {
 
 function nodeIncluded(c: Constraint, pi: PodInfo, n: NodeInfo): boolean {
   if (c.honorAffinity && !podMatchesNodeSelectorAndAffinity(pi, n)) return false;
-  if (c.honorTaints && untoleratedTaint(n.node.spec?.taints, pi.pod.spec.tolerations, ['NoSchedule']))
+  if (c.honorTaints && untoleratedTaint(n.node.spec?.taints, pi.pod.spec.tolerations, NO_SCHEDULE_ONLY))
     return false;
   return true;
 }

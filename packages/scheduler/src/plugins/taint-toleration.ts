@@ -12,12 +12,16 @@ export function tolerates(t: Toleration, taint: Taint): boolean {
   return (t.value ?? '') === (taint.value ?? '');
 }
 
+const HARD_EFFECTS = ['NoSchedule', 'NoExecute'];
+export const NO_SCHEDULE_ONLY = ['NoSchedule'];
+
 export function untoleratedTaint(
   taints: Taint[] | undefined,
   tolerations: Toleration[] | undefined,
   effects: string[],
 ): Taint | undefined {
-  for (const taint of taints ?? []) {
+  if (taints === undefined || taints.length === 0) return undefined;
+  for (const taint of taints) {
     if (!effects.includes(taint.effect)) continue;
     if (!(tolerations ?? []).some((t) => tolerates(t, taint))) return taint;
   }
@@ -30,10 +34,7 @@ type Plugin = FilterPlugin & PreScorePlugin & ScorePlugin;
 export const newTaintToleration: PluginFactory = (): Plugin => ({
   name: TaintToleration,
   filter(_s, pi, node) {
-    const taint = untoleratedTaint(node.node.spec?.taints, pi.pod.spec.tolerations, [
-      'NoSchedule',
-      'NoExecute',
-    ]);
+    const taint = untoleratedTaint(node.node.spec?.taints, pi.pod.spec.tolerations, HARD_EFFECTS);
     if (!taint) return null;
     return Status.unresolvable(`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`);
   },

@@ -1,4 +1,4 @@
-import type { FilterPlugin, PluginFactory } from '../framework.js';
+import type { FilterPlugin, PluginFactory, PreFilterPlugin } from '../framework.js';
 import { Status } from '../status.js';
 import { VolumeZone } from './names.js';
 
@@ -15,8 +15,11 @@ const TOPOLOGY_LABELS = [
 const REJECT_VOLUME_ZONE = Status.unresolvable(ERR_VOLUME_ZONE).withPlugin(VolumeZone);
 
 /** A bound PV labelled with zones/regions only mounts on nodes in one of them (`a__b` lists several). */
-export const newVolumeZone: PluginFactory = (_a, handle): FilterPlugin => ({
+export const newVolumeZone: PluginFactory = (_a, handle): PreFilterPlugin & FilterPlugin => ({
   name: VolumeZone,
+  preFilter(_s, pi) {
+    return (pi.pod.spec.volumes ?? []).some((v) => v.persistentVolumeClaim) ? null : Status.skip();
+  },
   filter(_s, pi, node) {
     for (const v of pi.pod.spec.volumes ?? []) {
       const name = v.persistentVolumeClaim?.claimName;

@@ -154,6 +154,8 @@ export async function startCriServer(cfg: CriRuntimeConfig & { listen: string })
     socketPath,
     server,
     async close() {
+      // End event streams first so a watching client does not hold the graceful shutdown open.
+      instance.runtime.events.emit('close');
       await shutdownServer(server, 2000);
       await instance.close();
       fs.rmSync(socketPath, { force: true });

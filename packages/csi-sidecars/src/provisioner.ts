@@ -212,8 +212,8 @@ export class ExternalProvisioner {
     const selectedNode = claim.metadata.annotations?.[ANN_SELECTED_NODE];
     if (cls.volumeBindingMode === 'WaitForFirstConsumer' && !selectedNode) return undefined;
     const pvName = this.volumeName(claim);
-    const existing = this.pvInformer.lister.get(undefined, pvName) ?? (await this.store.get('PersistentVolume', '', pvName).catch(() => undefined));
-    if (existing) {
+    // A PV the cache has not seen yet is caught when creating it (AlreadyExists), and CreateVolume is idempotent.
+    if (this.pvInformer.lister.get(undefined, pvName)) {
       this.inProgress.delete(key);
       return undefined;
     }

@@ -21,7 +21,7 @@ import {
   Reasons,
 } from './annotations.js';
 import { EventRecorder } from './events.js';
-import { checkVolumeSatisfyClaim, claimClass, findBestMatchForClaim, isVolumeBoundToClaim } from './pv-matching.js';
+import { checkVolumeSatisfyClaim, claimClass, findBestMatchForClaim, isVolumeBoundToClaim, volumeClass } from './pv-matching.js';
 
 export interface PVBinderOptions {
   store: Store;
@@ -39,6 +39,8 @@ export interface PVBinderOptions {
 }
 
 const YES = 'yes';
+const CLAIM_REF_INDEX = 'spec.claimRef';
+const UNCLAIMED_CLASS_INDEX = 'unclaimed-class';
 
 function ann(o: KubeObject, k: string): string | undefined {
   return o.metadata.annotations?.[k];
@@ -68,6 +70,8 @@ export class PersistentVolumeBinder {
   /** Our own latest writes, newer than the informer cache until it catches up (upstream's local cache). */
   private readonly newerPV = new Map<string, PersistentVolume>();
   private readonly newerPVC = new Map<string, PersistentVolumeClaim>();
+  /** Volumes a worker is binding right now, so concurrent claims do not all race for the same one. */
+  private readonly reserved = new Set<string>();
 
   constructor(opts: PVBinderOptions) {
     this.store = opts.store;
@@ -77,6 +81,11 @@ export class PersistentVolumeBinder {
     this.pvcInformer = this.factory.informer('PersistentVolumeClaim');
     this.pvInformer = this.factory.informer('PersistentVolume');
     this.classInformer = this.factory.informer('StorageClass');
+    // Candidates for a claim are the volumes pre-bound to it and the unclaimed volumes of its class.
+    this.pvInformer.addIndexers({
+      [CLAIM_REF_INDEX]: (pv: PersistentVolume) => (pv.spec.claimRef?.name ? [`${pv.spec.claimRef.namespace ?? ''}/${pv.spec.claimRef.name}`] : []),
+      [UNCLAIMED_CLASS_INDEX]: (pv: PersistentVolume) => (pv.spec.claimRef ? [] : [volumeClass(pv)]),
+    });
     const queue = () =>
       new RateLimitingQueue<string>(new ItemExponentialFailureRateLimiter(opts.retryBaseMs ?? 5, opts.retryMaxMs ?? 30_000));
     const informers = [this.pvcInformer, this.pvInformer, this.classInformer];
@@ -165,8 +174,27 @@ export class PersistentVolumeBinder {
     return cached;
   }
 
-  private listPVs(): PersistentVolume[] {
-    return this.pvInformer.lister.list().map((v) => this.getPV(v.metadata.name!) ?? v);
+  /** Volumes that could serve the claim, at their newest known state. */
+  private candidateVolumes(claim: PersistentVolumeClaim): PersistentVolume[] {
+    const seen = new Set<string>();
+    const out: PersistentVolume[] = [];
+    const add = (v: PersistentVolume) => {
+      if (seen.has(v.metadata.name!)) return;
+      seen.add(v.metadata.name!);
+      out.push(this.getPV(v.metadata.name!) ?? v);
+    };
+    for (const v of this.pvInformer.lister.byIndex(CLAIM_REF_INDEX, `${claim.metadata.namespace}/${claim.metadata.name}`)) add(v);
+    for (const v of this.pvInformer.lister.byIndex(UNCLAIMED_CLASS_INDEX, claimClass(claim))) add(v);
+    // Our own writes the cache has not caught up with yet.
+    for (const [name, v] of this.newerPV) {
+      const cached = this.pvInformer.lister.get(undefined, name);
+      if (cached && this.rvNum(cached) >= this.rvNum(v)) {
+        this.newerPV.delete(name);
+        continue;
+      }
+      if (!v.spec.claimRef || isVolumeBoundToClaim(v, claim)) add(v);
+    }
+    return out;
   }
 
   private async writePV(pv: PersistentVolume, status: boolean): Promise<PersistentVolume> {
@@ -247,7 +275,7 @@ export class PersistentVolumeBinder {
   private async syncUnboundClaim(claim: PersistentVolumeClaim): Promise<void> {
     if (!claim.spec.volumeName) {
       const delayBinding = isDelayBindingMode(claim, { get: (n) => this.classInformer.lister.get(undefined, n) });
-      const volume = findBestMatchForClaim(claim, this.listPVs(), { delayBinding });
+      const volume = findBestMatchForClaim(claim, this.candidateVolumes(claim), { delayBinding, excluded: this.reserved });
       if (!volume) {
         const selectedNode = ann(claim, ANN_SELECTED_NODE);
         if (delayBinding && !selectedNode) {
@@ -260,7 +288,12 @@ export class PersistentVolumeBinder {
         await this.claimPhase(claim, 'Pending');
         return;
       }
-      await this.bind(volume, claim);
+      this.reserved.add(volume.metadata.name!);
+      try {
+        await this.bind(volume, claim);
+      } finally {
+        this.reserved.delete(volume.metadata.name!);
+      }
       return;
     }
     // The user asked for a particular volume.
@@ -296,13 +329,13 @@ export class PersistentVolumeBinder {
       return claim;
     }
     const prov = cls.provisioner;
+    if (ann(claim, ANN_STORAGE_PROVISIONER) === prov && ann(claim, ANN_BETA_STORAGE_PROVISIONER) === prov) return claim;
     this.event(
       claim,
       'Normal',
       Reasons.ExternalProvisioning,
       `Waiting for a volume to be created either by the external provisioner '${prov}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.`,
     );
-    if (ann(claim, ANN_STORAGE_PROVISIONER) === prov && ann(claim, ANN_BETA_STORAGE_PROVISIONER) === prov) return claim;
     const next = deepCopy(claim);
     setAnn(next, ANN_STORAGE_PROVISIONER, prov);
     setAnn(next, ANN_BETA_STORAGE_PROVISIONER, prov);

@@ -158,6 +158,24 @@ describe('Driver core', () => {
   });
 });
 
+describe('CreateVolume repeats', () => {
+  it('answer from the existing volume even after its source snapshot was deleted', async () => {
+    const { d } = await driver();
+    const src = await d.createVolume({ name: 'src', capabilities: [cap] });
+    const snap = await d.createSnapshot({ name: 's', sourceVolumeId: src.id });
+    const req = {
+      name: 'restored',
+      capabilities: [cap],
+      contentSource: { type: 'snapshot' as const, id: snap.id },
+    };
+    const a = await d.createVolume(req);
+    await d.deleteSnapshot(snap.id);
+    expect((await d.createVolume(req)).id).toBe(a.id);
+    await d.deleteVolume(a.id);
+    expect(await codeOf(d.createVolume(req))).toBe(5);
+  });
+});
+
 describe('in-process service objects', () => {
   it('serve the same answers without a socket, and refuse attach RPCs honestly when attach is off', async () => {
     const d = await createCsiDriver({ nodeId: 'n1', backend: 'sim' });
@@ -284,6 +302,13 @@ describe('one driver serving several nodes (in-process clusters)', () => {
     await expect(
       d.controller.ControllerPublishVolume({ volumeId: v.volumeId, nodeId: 'n9', volumeCapability: mount }),
     ).rejects.toMatchObject({ code: 5 });
+    const spill = await d.controller.CreateVolume({
+      name: 'spills-to-n3',
+      volumeCapabilities: [mount],
+      capacityRange: { requiredBytes: 7 * GiB },
+      accessibilityRequirements: { requisite: [seg('n2'), seg('n3')], preferred: [seg('n2')] },
+    });
+    expect(spill.volume!.accessibleTopology).toEqual([seg('n3')]);
     await d.controller.ControllerPublishVolume({
       volumeId: v.volumeId,
       nodeId: 'n2',

@@ -163,6 +163,8 @@ export class Driver {
   private readonly store: StateStore;
   private state!: DriverState;
   private readonly locks = new OperationLocks();
+  /** name -> id, so CreateVolume's idempotency check does not scan every volume */
+  private readonly volumeByName = new Map<string, string>();
   private ready = false;
 
   constructor(opts: DriverOptions) {
@@ -186,6 +188,7 @@ export class Driver {
   /** Load persisted state and drop backing data that no record refers to (a crash mid-create). */
   async start(): Promise<void> {
     this.state = await this.store.load();
+    for (const v of Object.values(this.state.volumes)) this.volumeByName.set(v.name, v.id);
     await this.backend.reconcile?.(
       new Set(Object.keys(this.state.volumes)),
       new Set(Object.keys(this.state.snapshots)),
@@ -347,9 +350,31 @@ export class Driver {
         `none of the requisite topologies is reachable; this driver serves ${this.nodeIds.map((n) => JSON.stringify(this.segmentOf(n))).join(', ')}`,
       );
     }
-    const node = candidates[0] ?? this.nodeId;
+    if (candidates.length === 0) candidates.push(this.nodeId);
 
     return this.locks.with([`volume name ${name}`], 'CreateVolume', async () => {
+      // a repeat answers from what exists, even if its source has gone since
+      const existingId = this.volumeByName.get(name);
+      const existing = existingId ? this.state.volumes[existingId] : undefined;
+      if (existing) {
+        const lim = args.capacityRange?.limitBytes ?? 0;
+        const req = args.capacityRange?.requiredBytes ?? 0;
+        const fits = existing.capacityBytes >= req && (lim === 0 || existing.capacityBytes <= lim);
+        const sameSource =
+          (existing.contentSource?.type ?? '') === (source?.type ?? '') &&
+          (existing.contentSource?.id ?? '') === (source?.id ?? '');
+        if (
+          !fits ||
+          existing.accessType !== accessType ||
+          !sameSource ||
+          !sameMap(existing.parameters, parameters)
+        ) {
+          throw alreadyExists(
+            `volume "${name}" already exists (${existing.id}, ${existing.capacityBytes} bytes, ${existing.accessType}) and is incompatible with this request`,
+          );
+        }
+        return existing;
+      }
       let minimum = 0;
       let src: { snapshotId: string } | { volume: BackendVolume } | undefined;
       if (source?.type === 'snapshot') {
@@ -376,31 +401,11 @@ export class Driver {
       }
       const size = this.resolveSize(args.capacityRange, minimum);
 
-      const existing = Object.values(this.state.volumes).find((v) => v.name === name);
-      if (existing) {
-        const lim = args.capacityRange?.limitBytes ?? 0;
-        const req = args.capacityRange?.requiredBytes ?? 0;
-        const fits = existing.capacityBytes >= req && (lim === 0 || existing.capacityBytes <= lim);
-        const sameSource =
-          (existing.contentSource?.type ?? '') === (source?.type ?? '') &&
-          (existing.contentSource?.id ?? '') === (source?.id ?? '');
-        if (
-          !fits ||
-          existing.accessType !== accessType ||
-          !sameSource ||
-          !sameMap(existing.parameters, parameters)
-        ) {
-          throw alreadyExists(
-            `volume "${name}" already exists (${existing.id}, ${existing.capacityBytes} bytes, ${existing.accessType}) and is incompatible with this request`,
-          );
-        }
-        return existing;
-      }
-
-      const free = this.freeBytes(node);
-      if (size > free) {
+      const node = candidates.find((n) => this.freeBytes(n) >= size);
+      if (!node) {
+        const free = this.freeBytes(candidates[0]!);
         throw exhausted(
-          `not enough capacity on node ${node}: ${size} bytes requested, ${free} of ${this.capacityBytes} bytes free`,
+          `not enough capacity on node ${candidates[0]}: ${size} bytes requested, ${free} of ${this.capacityBytes} bytes free`,
         );
       }
       const vol: VolumeRecord = {
@@ -419,10 +424,12 @@ export class Driver {
       };
       await this.backend.createVolume(bv(vol), src);
       this.state.volumes[vol.id] = vol;
+      this.volumeByName.set(name, vol.id);
       try {
         await this.persist();
       } catch (e) {
         delete this.state.volumes[vol.id];
+        this.volumeByName.delete(name);
         await this.backend.deleteVolume(bv(vol)).catch(() => {});
         throw e;
       }
@@ -443,6 +450,7 @@ export class Driver {
       }
       await this.backend.deleteVolume(bv(v));
       delete this.state.volumes[id];
+      this.volumeByName.delete(v.name);
       await this.persist();
     });
   }

@@ -49,11 +49,14 @@ async function main() {
       'hostpath-count': { type: 'string', default: '1000' },
       concurrency: { type: 'string', default: '16' },
       runs: { type: 'string', default: '3' },
+      // process: kemu-csi as its own process (the real deployment); same-process: the socket server runs
+      // in the benchmark's process, which on a crowded machine avoids a process wake-up per call
+      driver: { type: 'string', default: 'process' },
       json: { type: 'string', default: path.join(repo, '.bench-out', 'csi-lifecycle.json') },
     },
   });
   const { csi, grpc, unaryCall } = await import('@kemu/proto');
-  const { createCsiDriver } = await import('@kemu/csi');
+  const { createCsiDriver, serveCsiDriver } = await import('@kemu/csi');
   const concurrency = Number(values.concurrency);
   const runs = Number(values.runs);
   const backends = values.backend === 'both' ? ['sim', 'hostpath'] : [values.backend];
@@ -133,29 +136,43 @@ async function main() {
     const kubelet = path.join(root, 'kubelet');
     const sock = path.join(root, 'csi.sock');
     const cli = path.join(repo, 'packages/csi/src/cli.ts');
-    const proc = spawn(
-      process.execPath,
-      [
-        '--conditions=@kemu/source',
-        '--import',
-        'tsx',
-        cli,
-        '--endpoint',
-        `unix://${sock}`,
-        '--node-id',
-        NODE,
-        '--backend',
-        backend,
-        '--state-dir',
-        path.join(root, 'state'),
-        '--enable-attach',
-        '--path-root',
-        kubelet,
-        '--capacity',
-        '1Ti',
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
+    const inline =
+      values.driver === 'same-process'
+        ? await serveCsiDriver({
+            endpoint: `unix://${sock}`,
+            nodeId: NODE,
+            backend,
+            stateDir: path.join(root, 'state'),
+            enableAttach: true,
+            pathRoots: [kubelet],
+            capacityBytes: 2 ** 40,
+          })
+        : null;
+    const proc = inline
+      ? null
+      : spawn(
+          process.execPath,
+          [
+            '--conditions=@kemu/source',
+            '--import',
+            'tsx',
+            cli,
+            '--endpoint',
+            `unix://${sock}`,
+            '--node-id',
+            NODE,
+            '--backend',
+            backend,
+            '--state-dir',
+            path.join(root, 'state'),
+            '--enable-attach',
+            '--path-root',
+            kubelet,
+            '--capacity',
+            '1Ti',
+          ],
+          { stdio: ['ignore', 'ignore', 'inherit'] },
+        );
     const creds = grpc.credentials.createInsecure();
     const clients = {
       controller: new csi.ControllerClient(`unix://${sock}`, creds),
@@ -184,8 +201,11 @@ async function main() {
       );
     } finally {
       for (const c of Object.values(clients)) c.close();
-      proc.kill('SIGTERM');
-      await new Promise((r) => proc.once('exit', r));
+      if (proc) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.once('exit', r));
+      }
+      await inline?.close();
       rmSync(root, { recursive: true, force: true });
     }
   }
@@ -219,7 +239,13 @@ async function main() {
     return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   };
   const report = {
-    machine: { cpus: os.cpus().length, node: process.version, root: process.getuid?.() === 0 },
+    machine: {
+      cpus: os.cpus().length,
+      node: process.version,
+      root: process.getuid?.() === 0,
+      loadavg: os.loadavg(),
+    },
+    driver: values.driver,
     concurrency,
     runs,
     results: {},
@@ -253,7 +279,7 @@ async function main() {
       socketOverInProcessRatio: rate / ref,
       perCall,
     };
-    console.log(`\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight`);
+    console.log(`\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}`);
     console.log(
       `  over the socket: ${rate.toFixed(0)} lifecycles/s (median)   in process (reference): ${ref.toFixed(0)} lifecycles/s   ratio ${(rate / ref).toFixed(2)}`,
     );

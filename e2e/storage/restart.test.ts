@@ -94,7 +94,7 @@ describe.runIf(haveEtcd)('provisioner processes on etcd', () => {
     );
     const newLeader = ((await store.get('Lease', 'kube-system', leaseName)) as Lease).spec?.holderIdentity;
     expect(newLeader).not.toBe(lease);
-    const vols = (await conn.controller.ListVolumes({ maxEntries: 0, startingToken: '' })).entries;
+    const vols = (await conn.controller.ListVolumes({ maxEntries: 0, startingToken: '' })).entries ?? [];
     expect(vols).toHaveLength(1);
     const pvs = (await store.list('PersistentVolume')).items;
     expect(pvs).toHaveLength(1);

@@ -92,6 +92,18 @@ describe('PersistentVolumeBinder', () => {
     expect(ev.message).toContain("external provisioner 'test.csi.k8s.io'");
   });
 
+  it('hands a claim without a class to the default class provisioner (DefaultStorageClass)', async () => {
+    await store.create(sc('other'));
+    await store.create(sc('standard', { metadata: { name: 'standard', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } }, provisioner: 'default.csi.k8s.io' }));
+    await store.create(makePVC('c'));
+    const c = await until('annotated', async () => {
+      const c = await pvc('c');
+      return c.metadata.annotations?.['volume.kubernetes.io/storage-provisioner'] ? c : undefined;
+    });
+    expect(c.spec.storageClassName).toBe('standard');
+    expect(c.metadata.annotations?.['volume.kubernetes.io/storage-provisioner']).toBe('default.csi.k8s.io');
+  });
+
   it('reports a missing class', async () => {
     await store.create(makePVC('c', { storageClassName: 'nope' }));
     const ev = await until('event', async () => (await events(store, 'c')).find((e) => e.reason === 'ProvisioningFailed'));

@@ -270,9 +270,9 @@ export class FileStore extends MemoryStore {
   }
 
   private async flushLoop(): Promise<void> {
-    // Let writes issued in the same tick join this batch.
-    await new Promise((r) => setImmediate(r));
     while (this.pending.length || this.snapshotWaiters.length) {
+      // Let writes issued in the same tick (or released by the previous batch's ack) join this batch.
+      await new Promise((r) => setImmediate(r));
       const batch = this.pending;
       this.pending = [];
       if (batch.length) {

@@ -1,6 +1,7 @@
 // One benchmark run in its own process (see store.mjs). Loaded under tsx: imports @kemu/core from source.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -116,6 +117,22 @@ export async function runChild(backend, { nodes, pods, watchers, events, pct }) 
       const r0 = performance.now();
       await pool(n, concurrency, (i) => c.put(`/bench-ref/pods/default/pod-${i}`).value(JSON.stringify(pod(i, nodes))).exec());
       reference = { name: 'raw etcd3 puts', perSec: n / ((performance.now() - r0) / 1000) };
+    }
+
+    if (backend === 'file') {
+      // The floor for a durable local store: the same JSON appended to a file, fdatasync'ed per batch of
+      // `concurrency` records (what group commit achieves at best).
+      const fh = await open(path.join(dir, 'reference.log'), 'a');
+      const n = pods;
+      const r0 = performance.now();
+      for (let i = 0; i < n; i += concurrency) {
+        const batch = [];
+        for (let j = i; j < Math.min(n, i + concurrency); j++) batch.push(`${JSON.stringify(pod(j, nodes))}\n`);
+        await fh.write(batch.join(''));
+        await fh.datasync();
+      }
+      await fh.close();
+      reference = { name: 'append + fdatasync per 64 records', perSec: n / ((performance.now() - r0) / 1000) };
     }
 
     // 1. creates

@@ -4,11 +4,14 @@
 // with N lifecycles in flight, against the kemu-csi command over its unix socket.
 //
 //   node tools/bench/csi/lifecycle.mjs [--backend sim|hostpath|both] [--count N] [--hostpath-count N]
-//                                      [--concurrency 16] [--runs 3] [--json FILE]
+//                                      [--concurrency 16] [--runs 3] [--driver process|same-process]
+//                                      [--json FILE]
 //
-// Reports lifecycles/s (median over runs) and p50/p99 per call (median over runs). The reference measured
-// in the same run is the same lifecycle on the same service objects called in process (no socket, no
-// second process), so the ratio shows what the gRPC hop costs.
+// Reports lifecycles/s (median over runs) and p50/p99 per call (median over runs). Two references are
+// measured in the same run: a bare grpc-js unary echo with the same concurrency and process layout (the
+// ceiling any gRPC server in Node reaches on this machine; a lifecycle is 8 calls), and the same
+// lifecycle on the same service objects called in process (no socket), so the ratios show what the
+// driver adds over gRPC itself and what the gRPC hop costs.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -210,6 +213,85 @@ async function main() {
     }
   }
 
+  /**
+   * Ceiling reference: a bare grpc-js unary echo (no protobuf, no driver) over a unix socket with the same
+   * concurrency and the same process layout, as calls/s. A lifecycle is 8 calls.
+   */
+  async function grpcEcho(calls) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-csi-bench-echo-'));
+    const sock = path.join(dir, 'echo.sock');
+    const serverCode = `
+      import * as grpc from '@grpc/grpc-js';
+      const id = (b) => b;
+      const def = { Echo: { path: '/bench.Echo/Echo', requestStream: false, responseStream: false,
+        requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } };
+      const server = new grpc.Server();
+      server.addService(def, { Echo: (call, cb) => cb(null, call.request) });
+      server.bindAsync('unix://${sock}', grpc.ServerCredentials.createInsecure(), (e) => { if (e) throw e; });`;
+    const id = (b) => b;
+    const def = {
+      Echo: {
+        path: '/bench.Echo/Echo',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: id,
+        requestDeserialize: id,
+        responseSerialize: id,
+        responseDeserialize: id,
+      },
+    };
+    let proc = null;
+    let server = null;
+    if (values.driver === 'same-process') {
+      server = new grpc.Server();
+      server.addService(def, { Echo: (call, cb) => cb(null, call.request) });
+      await new Promise((res, rej) =>
+        server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) =>
+          e ? rej(e) : res(),
+        ),
+      );
+    } else {
+      proc = spawn(process.execPath, ['--input-type=module', '-e', serverCode], {
+        cwd: repo,
+        stdio: 'inherit',
+      });
+    }
+    const Client = grpc.makeGenericClientConstructor(def, 'Echo');
+    const client = new Client(`unix://${sock}`, grpc.credentials.createInsecure());
+    const echo = () =>
+      new Promise((res, rej) => client.Echo(Buffer.from('lifecycle'), (e, v) => (e ? rej(e) : res(v))));
+    try {
+      for (let i = 0; ; i++) {
+        try {
+          await echo();
+          break;
+        } catch (e) {
+          if (i > 300) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      let n = 0;
+      const t0 = performance.now();
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (n < calls) {
+            n++;
+            await echo();
+          }
+        }),
+      );
+      return calls / ((performance.now() - t0) / 1000);
+    } finally {
+      client.close();
+      server?.forceShutdown();
+      if (proc) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.once('exit', r));
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
   async function inProcess(backend, count, run) {
     const root = mkdtempSync(path.join(os.tmpdir(), `kemu-csi-bench-inproc-${backend}-`));
     const kubelet = path.join(root, 'kubelet');
@@ -254,13 +336,17 @@ async function main() {
     const count = backend === 'sim' ? Number(values.count) : Number(values['hostpath-count']);
     const socketRuns = [];
     const refRuns = [];
+    const echoRuns = [];
     for (let r = 0; r < runs; r++) {
       socketRuns.push(await overSocket(backend, count, r));
       refRuns.push(await inProcess(backend, count, r));
+      echoRuns.push(await grpcEcho(Math.min(count, 2000) * CALLS.length));
       process.stderr.write(
-        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process\n`,
+        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process, bare grpc-js echo ${echoRuns.at(-1).toFixed(0)} calls/s\n`,
       );
     }
+    const echo = median(echoRuns);
+    const ceiling = echo / CALLS.length;
     const rate = median(socketRuns.map((x) => x.rate));
     const ref = median(refRuns.map((x) => x.rate));
     const perCall = Object.fromEntries(
@@ -277,11 +363,19 @@ async function main() {
       lifecyclesPerSecond: rate,
       inProcessLifecyclesPerSecond: ref,
       socketOverInProcessRatio: rate / ref,
+      bareGrpcEchoCallsPerSecond: echo,
+      grpcCeilingLifecyclesPerSecond: ceiling,
+      socketOverGrpcCeilingRatio: rate / ceiling,
       perCall,
     };
-    console.log(`\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}`);
+    console.log(
+      `\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}`,
+    );
     console.log(
       `  over the socket: ${rate.toFixed(0)} lifecycles/s (median)   in process (reference): ${ref.toFixed(0)} lifecycles/s   ratio ${(rate / ref).toFixed(2)}`,
+    );
+    console.log(
+      `  bare grpc-js echo (reference): ${echo.toFixed(0)} calls/s = ceiling of ${ceiling.toFixed(0)} lifecycles/s   ratio ${(rate / ceiling).toFixed(2)}`,
     );
     console.log('  call                        p50 ms   p99 ms');
     for (const c of CALLS)

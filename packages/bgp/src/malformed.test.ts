@@ -37,7 +37,7 @@ function open(as: number, id: string, holdTime = 90): Buffer {
 async function established(local: string, as: number, port: number): Promise<Raw> {
   const r = await connectRaw(local, port);
   r.sock.write(open(as, local));
-  await until(() => r.messages.some((m) => m.type === 4), 'KEEPALIVE from the speaker', 5000);
+  await until(() => r.messages.some((m) => m.type === 4), 'KEEPALIVE from the speaker', 15_000);
   r.sock.write(encodeKeepalive());
   return r;
 }
@@ -45,7 +45,7 @@ async function established(local: string, as: number, port: number): Promise<Raw
 async function notification(r: Raw): Promise<[number, number, string]> {
   await Promise.race([
     r.closed,
-    new Promise((_, rej) => setTimeout(() => rej(new Error('socket not closed')), 5000)),
+    new Promise((_, rej) => setTimeout(() => rej(new Error('socket not closed')), 15_000)),
   ]);
   const n = r.messages.find((m) => m.type === 3);
   if (!n) throw new Error(`no NOTIFICATION; got types ${r.messages.map((m) => m.type)}`);

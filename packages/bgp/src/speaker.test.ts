@@ -8,7 +8,7 @@ afterEach(async () => {
   await Promise.all(speakers.splice(0).map((s) => s.destroy()));
 });
 
-async function until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
+async function until(cond: () => boolean, what: string, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -148,10 +148,10 @@ describe('two speakers over the in-memory transport', () => {
     await Promise.all([a.start(), b.start()]);
     await until(() => a.locRibSize === 1, 'route');
     net.failLink('10.0.0.1', '10.0.0.2', 'silent');
-    await until(() => a.locRibSize === 0, 'hold timer expiry', 6000);
+    await until(() => a.locRibSize === 0, 'hold timer expiry', 20_000);
     expect(a.peer('10.0.0.2')!.lastError).toMatchObject({ direction: 'sent', code: 4 });
     net.healLink('10.0.0.1', '10.0.0.2');
-    await until(() => a.locRibSize === 1, 'recovery', 5000);
+    await until(() => a.locRibSize === 1, 'recovery', 15_000);
   });
 
   it('rejects bad configuration with the field path', () => {

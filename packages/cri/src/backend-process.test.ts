@@ -225,9 +225,12 @@ describe.runIf(canRun)('process backend', () => {
     expect(await status(stubborn)).toMatchObject({ state: cri.ContainerState.CONTAINER_EXITED, exitCode: 137 });
     const polite = await runContainer(pod, {
       metadata: { name: 'polite' },
-      command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 0.1; done'],
+      logPath: 'polite.log',
+      command: ['sh', '-c', 'trap "exit 0" TERM; echo ready; while true; do sleep 0.1; done'],
     });
-    await new Promise((r) => setTimeout(r, 200));
+    // Only once the trap is set does SIGTERM end it (PID 1 ignores signals it has no handler for).
+    const politeLog = (await status(polite)).logPath!;
+    await waitFor(() => (fs.existsSync(politeLog) && fs.readFileSync(politeLog, 'utf8').includes('ready') ? true : undefined));
     const t1 = Date.now();
     await shim.call('StopContainer', { containerId: polite, timeout: 30 });
     expect(Date.now() - t1).toBeLessThan(10_000);

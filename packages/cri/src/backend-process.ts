@@ -359,7 +359,7 @@ export class ProcessBackend implements Backend {
       init = await Promise.race([descend(child.pid!, depth), spawnError]);
     } catch (err) {
       // The wrappers ended before we saw the command: either it ran and exited at once, or it never ran.
-      await Promise.race([l.exited, new Promise((r) => setTimeout(r, 2000))]);
+      await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
       if (!earlyExit) throw err;
     } finally {
       holder.kill('SIGKILL');
@@ -368,12 +368,13 @@ export class ProcessBackend implements Backend {
       cgroup?.addProcess(init);
       c.backend.pid = init;
       c.backend.pidStart = procStartTime(init);
+      // Until unshare has exec'd the command we cannot tell "started" from "not executable".
+      if (!(await waitForExec(init, UNSHARE))) await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
     }
     if (cgroup) c.backend.cgroupFiles = cgroup.apply(c.resources);
     c.backend.wrapperPid = child.pid;
     c.startedAt = nowNs();
     // A command that cannot be executed makes unshare exit 126/127 at once: that is a start error.
-    await new Promise((r) => setTimeout(r, 20));
     const early = earlyExit as { code: number | null; signal: NodeJS.Signals | null } | undefined;
     if (early && [126, 127].includes(exitCodeOf(early.code, early.signal))) {
       await l.exited;
@@ -668,6 +669,22 @@ export class ProcessBackend implements Backend {
       (l.child?.stdin as unknown as { unref?: () => void })?.unref?.();
     }
   }
+}
+
+/** True once `pid` runs something other than `wrapper`; false if it ended first. */
+async function waitForExec(pid: number, wrapper: string, timeoutMs = 10_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    let exe: string;
+    try {
+      exe = fs.readlinkSync(`/proc/${pid}/exe`);
+    } catch {
+      return false; // gone (or a zombie): it exited
+    }
+    if (exe !== wrapper) return true;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  return true;
 }
 
 const RELAY_SCRIPT = `

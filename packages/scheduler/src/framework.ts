@@ -404,6 +404,17 @@ export class Framework {
     return null;
   }
 
+  /**
+   * Whether a PreFilter plugin that tracks added/removed pods is active this cycle; without one, dry
+   * runs can share the cycle state instead of copying it.
+   */
+  hasPreFilterState(state: CycleState): boolean {
+    for (const pl of this.preFilterPlugins) {
+      if ((pl.addPod || pl.removePod) && !state.skipFilter.has(pl.name)) return true;
+    }
+    return false;
+  }
+
   /** Filters, also counting pods nominated to the node with priority ≥ the pod's (they will land there). */
   runFilterWithNominatedPods(state: CycleState, pi: PodInfo, node: NodeInfo): MaybeStatus {
     const nominator = this.handle.nominator;
@@ -415,7 +426,7 @@ export class Framework {
         if (np.uid === pi.uid || np.priority < pi.priority) continue;
         if (!withNominated) {
           withNominated = node.clone();
-          st = state.clone();
+          st = this.hasPreFilterState(state) ? state.clone() : state;
         }
         withNominated.addPod(np);
         for (const pl of this.preFilterPlugins) pl.addPod?.(st!, pi, np, withNominated);

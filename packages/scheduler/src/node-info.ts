@@ -84,7 +84,13 @@ export class NodeInfo {
   }
 
   removePod(key: string): PodInfo | undefined {
-    const i = this.pods.findIndex((p) => p.key === key);
+    let i = -1;
+    for (let j = 0; j < this.pods.length; j++) {
+      if (this.pods[j].key === key) {
+        i = j;
+        break;
+      }
+    }
     if (i < 0) return undefined;
     const pi = this.pods[i];
     this.pods.splice(i, 1);

@@ -121,4 +121,27 @@ describe('preemption', () => {
       '0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: x}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.',
     );
   });
+
+  it("evicts a lower-priority pod that the incoming pod's anti-affinity rules out", async () => {
+    const cluster = [
+      makeNode('only'),
+      makePod('noisy', { nodeName: 'only', priority: 1, labels: { app: 'noisy' } }),
+      makePod('quiet', { nodeName: 'only', priority: 1, labels: { app: 'quiet' } }),
+    ];
+    const pod = makePod('picky', {
+      priority: 100,
+      spec: {
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              { labelSelector: { matchLabels: { app: 'noisy' } }, topologyKey: 'kubernetes.io/hostname' },
+            ],
+          },
+        },
+      },
+    });
+    const { by } = await run(cluster, [pod]);
+    expect(by.get('picky')?.preempted).toEqual(['default/noisy']);
+    expect(by.get('picky')?.node).toBe('only');
+  });
 });

@@ -7,7 +7,7 @@
 //   PreemptionBasic           5,000 full nodes (20,000 low-priority pods), 2,000 measured high-priority pods
 //
 //   node tools/bench/scheduler/scheduler_perf.mjs [--workload NAME|all] [--runs 3] [--backend memory|store|both]
-//                                                 [--nodes N] [--scale F] [--json FILE]
+//                                                 [--nodes N] [--scale F] [--dist] [--json FILE]
 //
 // Reports pods/s (measured pods / wall time from the first measured pod queued to the last one bound), pods
 // per CPU-second of this process (steadier than wall time on a shared machine), and
@@ -207,9 +207,11 @@ async function main() {
       nodes: { type: 'string', default: '5000' },
       scale: { type: 'string', default: '1' },
       json: { type: 'string', default: path.join(repo, '.bench-out', 'scheduler-perf.json') },
+      dist: { type: 'boolean', default: false },
     },
   });
-  const lib = await import('@kemu/scheduler');
+  // --dist measures the published build (tsup output) instead of the TypeScript sources under tsx.
+  const lib = values.dist ? await import(path.join(repo, 'packages/scheduler/dist/index.js')) : await import('@kemu/scheduler');
   const core = await import('@kemu/core');
   const cliProgress = (await import('cli-progress')).default;
   const runs = Number(values.runs);

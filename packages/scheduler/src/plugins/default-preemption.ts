@@ -199,12 +199,13 @@ export const newDefaultPreemption: PluginFactory = (
       const want = Math.min(potential.length, Math.max(Math.ceil((potential.length * pct) / 100), abs));
       const offset = Math.floor(handle.random() * potential.length);
       const pdbs = [...handle.cluster.pdbs.values()];
+      const stateful = fw.hasPreFilterState(state);
       const cands: Candidate[] = [];
       let nonViolating = 0;
       for (let i = 0; i < potential.length && !(nonViolating > 0 && cands.length >= want); i++) {
         const n = potential[(offset + i) % potential.length];
         const copy = n.clone();
-        const st = state.clone();
+        const st = stateful ? state.clone() : state;
         const r = selectVictims(fw, st, pi, copy, pdbs);
         if (!r.status && r.victims.length > 0) {
           cands.push({ node: n.name, victims: r.victims, pdbViolations: r.violations });

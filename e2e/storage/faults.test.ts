@@ -114,6 +114,16 @@ describe('provisioning faults', () => {
     expect((await stack.getClaim('big')).status?.phase).toBe('Pending');
   });
 
+  it('refuses to provision for a claim with a selector, as upstream', async () => {
+    s = await new Stack({ backend: 'sim' }).start();
+    const stack = s;
+    await stack.storageClass('sc');
+    await stack.claim('picky', { storageClassName: 'sc', selector: { matchLabels: { disk: 'ssd' } } });
+    const ev = await until('event', async () => (await stack.events('picky')).find((e) => e.reason === 'ProvisioningFailed'));
+    expect(ev.message).toBe('failed to provision volume with StorageClass "sc": claim Selector is not supported');
+    expect((stack.driver!.backend as SimBackend).calls.createVolume ?? 0).toBe(0);
+  });
+
   it('rejects a class with an unknown reserved parameter with a clear event and creates nothing', async () => {
     s = await new Stack({ backend: 'sim' }).start();
     const stack = s;

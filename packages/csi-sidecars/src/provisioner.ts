@@ -244,6 +244,8 @@ export class ExternalProvisioner {
       throw new ProvisionError(msg);
     };
     this.recorder.event(claim, 'Normal', 'Provisioning', `External provisioner is provisioning volume for claim "${key}"`);
+    // A selector asks for an existing volume; a new one could never be guaranteed to match it.
+    if (claim.spec.selector) return fail('claim Selector is not supported');
     let params: ParsedParameters;
     try {
       params = parseClassParameters(cls.parameters);

@@ -44,7 +44,7 @@ describe('kemu-scheduler simulate', () => {
     ]);
     expect(lines[1].preempted).toEqual(['default/web-1']);
     expect(lines[2].message).toBe(
-      '0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.',
+      '0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod..',
     );
   });
 
@@ -148,7 +148,7 @@ describe('kemu-scheduler run', () => {
       type: 'Warning',
       reason: 'FailedScheduling',
       message:
-        '0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.',
+        '0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod..',
     });
     // All pods are queued before the first cycle, so the high-priority pod goes first and takes node-b.
     expect(events).toContainEqual({

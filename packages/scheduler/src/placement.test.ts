@@ -29,7 +29,7 @@ describe('nodeSelector', () => {
     );
     expect(by.get('p')?.node).toBeNull();
     expect(by.get('p')?.message).toBe(
-      "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.",
+      "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling..",
     );
   });
 });
@@ -465,7 +465,7 @@ describe('resources', () => {
     ];
     const { by } = await place(nodes, [makePod('big', { cpu: '2' })]);
     expect(by.get('big')?.message).toBe(
-      '0/5 nodes are available: 2 node(s) had untolerated taint {k: v}, 3 Insufficient cpu. preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod.',
+      '0/5 nodes are available: 2 node(s) had untolerated taint {k: v}, 3 Insufficient cpu. preemption: 0/5 nodes are available: 2 Preemption is not helpful for scheduling, 3 No preemption victims found for incoming pod..',
     );
   });
 

@@ -62,7 +62,7 @@ describe('preemption', () => {
     expect(by.get('polite')?.node).toBeNull();
     expect(by.get('polite')?.preempted).toBeUndefined();
     expect(by.get('polite')?.message).toBe(
-      '0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.',
+      '0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never..',
     );
   });
 
@@ -73,7 +73,7 @@ describe('preemption', () => {
     ];
     const { by } = await run(cluster, [makePod('p', { cpu: '2', priority: 100 })]);
     expect(by.get('p')?.message).toBe(
-      '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.',
+      '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..',
     );
   });
 
@@ -118,7 +118,7 @@ describe('preemption', () => {
     ];
     const { by } = await run(cluster, [makePod('p', { cpu: '2', priority: 100 })]);
     expect(by.get('p')?.message).toBe(
-      '0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: x}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.',
+      '0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: x}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..',
     );
   });
 

@@ -150,7 +150,7 @@ describe('bad input', () => {
     const [r] = await sched.drain();
     expect(r.node).toBeNull();
     expect(r.message).toBe(
-      '0/1 nodes are available: persistentvolumeclaim "data" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.',
+      '0/1 nodes are available: persistentvolumeclaim "data" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..',
     );
     expect(pod('p').status?.conditions?.[0]).toMatchObject({
       type: 'PodScheduled',
@@ -308,7 +308,7 @@ describe('run against a @kemu/core store', () => {
     const cond = big?.status?.conditions?.find((c) => c.type === 'PodScheduled');
     expect(cond).toMatchObject({ status: 'False', reason: 'Unschedulable' });
     expect(cond?.message).toBe(
-      '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.',
+      '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..',
     );
     await new Promise((r) => setTimeout(r, 50));
     const events = (await store.list('Event', { namespace: 'default' })).items as {

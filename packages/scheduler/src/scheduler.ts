@@ -510,7 +510,8 @@ export class Scheduler {
         await this.writeCondition(pi.pod, 'SchedulerError', result.message).catch(() => {});
         return result;
       }
-      if (pf.status?.message) message += ` ${pf.status.message}`;
+      // Same separator as the reference (` %v.`), which doubles the final period of the preemption text.
+      if (pf.status?.message) message += ` ${pf.status.message}.`;
       if (pf.nominatedNodeName) {
         result.nominatedNodeName = pf.nominatedNodeName;
         result.preempted = (pf.victims ?? []).map(

@@ -141,7 +141,7 @@ describe('VolumeBinding', () => {
       [withClaim('p', 'claim')],
     );
     expect(by.get('p')?.message).toBe(
-      '0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.',
+      '0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling..',
     );
   });
 

@@ -189,7 +189,7 @@ describe('PersistentVolumeBinder', () => {
   it('binds 50 claims to 50 volumes one-to-one', async () => {
     for (let i = 0; i < 50; i++) await store.create(makePV(`v${i}`, { capacity: { storage: `${i + 1}Gi` } }));
     for (let i = 0; i < 50; i++) await store.create(makePVC(`c${i}`, { resources: { requests: { storage: `${i + 1}Gi` } } }));
-    await until('all bound', async () => (await store.list('PersistentVolumeClaim')).items.every((c) => c.status?.phase === 'Bound'), 10_000);
+    await until('all bound', async () => (await store.list('PersistentVolumeClaim')).items.every((c) => c.status?.phase === 'Bound'), 25_000);
     const claims = (await store.list('PersistentVolumeClaim')).items;
     const used = new Set(claims.map((c) => c.spec.volumeName));
     expect(used.size).toBe(50);

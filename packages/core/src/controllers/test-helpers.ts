@@ -2,7 +2,7 @@
 import type { PersistentVolume, PersistentVolumeClaim } from '../api-core.js';
 import type { Store } from '../store.js';
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000): Promise<T> {
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

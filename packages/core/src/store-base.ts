@@ -54,6 +54,7 @@ const SYSTEM_PRIORITY_CLASSES: [string, number, string][] = [
   ['system-cluster-critical', 2000000000, 'Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.'],
 ];
 const DEFAULT_SC_ANNOTATION = 'storageclass.kubernetes.io/is-default-class';
+const FOREGROUND_FINALIZER = 'foregroundDeletion';
 const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 
 export function encodeContinue(rv: number, start: string): string {
@@ -500,6 +501,20 @@ export abstract class BaseStore implements Store {
       // Pods not on a node, or already finished, go at once; running ones wait for their kubelet.
       grace = !pod.spec.nodeName || terminal ? 0 : (opts.gracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30);
     }
+    if (policy === 'Foreground' && !cur.metadata.deletionTimestamp && !opts.dryRun) {
+      const deps = await this.findDependents(cur.metadata.uid!);
+      if (deps.length) {
+        // Foreground: the owner stays (deletionTimestamp + foregroundDeletion finalizer) until its
+        // dependents are gone.
+        const marked = clone(cur);
+        marked.metadata.deletionTimestamp = rfc3339();
+        marked.metadata.deletionGracePeriodSeconds = 0;
+        marked.metadata.finalizers = [...(marked.metadata.finalizers ?? []), FOREGROUND_FINALIZER];
+        const updated = await this.rawUpdate(info, key, marked, cur.metadata.resourceVersion!);
+        this.track(this.foreground(info, updated));
+        return clone(updated);
+      }
+    }
     const next = clone(cur);
     const m = next.metadata;
     if (grace > 0) {
@@ -546,6 +561,28 @@ export abstract class BaseStore implements Store {
         else await this.delete(dep.kind, dep.metadata.namespace, dep.metadata.name!, { preconditions: { uid: dep.metadata.uid } });
       } catch (e) {
         if (!isNotFound(e) && !isConflict(e)) throw e;
+      }
+    }
+  }
+
+  /** Delete the dependents of an owner in foreground deletion, then release its finalizer. */
+  private async foreground(info: KindInfo, owner: KubeObject): Promise<void> {
+    const uid = owner.metadata.uid!;
+    await this.collect(uid);
+    for (let round = 0; !this.closed; round++) {
+      if ((await this.findDependents(uid)).length === 0) break;
+      await new Promise((r) => setTimeout(r, Math.min(1000, 20 * 2 ** Math.min(round, 6))).unref());
+    }
+    if (this.closed) return;
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const cur = await this.rawGet(info, storageKey(owner.metadata.namespace, owner.metadata.name!));
+      if (!cur || cur.metadata.uid !== uid) return;
+      const finalizers = (cur.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_FINALIZER);
+      try {
+        await this.update({ ...clone(cur), metadata: { ...clone(cur.metadata), finalizers } });
+        return;
+      } catch (e) {
+        if (!isConflict(e)) throw e;
       }
     }
   }

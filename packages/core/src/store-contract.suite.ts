@@ -386,6 +386,26 @@ export function storeContract(backend: string, open: () => Promise<ContractHarne
       });
     });
 
+    it('foreground deletion keeps the owner until its dependents are gone', async () => {
+      const ns = await freshNamespace(store);
+      const owner = await store.create(cm(ns, 'fg-owner'));
+      const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'fg-owner', uid: owner.metadata.uid!, blockOwnerDeletion: true };
+      await store.create({ ...cm(ns, 'fg-dep'), metadata: { name: 'fg-dep', namespace: ns, ownerReferences: [ref], finalizers: ['kemu.dev/hold'] } });
+      const marked = await store.delete('ConfigMap', ns, 'fg-owner', { propagationPolicy: 'Foreground' });
+      expect(marked.metadata.finalizers).toEqual(['foregroundDeletion']);
+      expect(marked.metadata.deletionTimestamp).toBeDefined();
+      // The dependent is being deleted but its own finalizer holds it, so the owner stays too.
+      await eventually(async () => {
+        expect((await store.get('ConfigMap', ns, 'fg-dep')).metadata.deletionTimestamp).toBeDefined();
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await store.get('ConfigMap', ns, 'fg-owner')).metadata.uid).toBe(owner.metadata.uid);
+      await store.patch('ConfigMap', ns, 'fg-dep', { metadata: { finalizers: null } }, 'merge');
+      await eventually(async () => {
+        await expect(store.get('ConfigMap', ns, 'fg-owner')).rejects.toBeInstanceOf(NotFoundError);
+      });
+    });
+
     it('deleting a namespace removes its contents, then the namespace', async () => {
       const ns = await freshNamespace(store);
       await store.create(cm(ns, 'a'));

@@ -107,7 +107,6 @@ export class MemoryStore extends BaseStore {
       const o = this.caches.get(kind)?.objects.get(key);
       if (o) out.push(o);
     }
-    this.owners.delete(uid);
     return out;
   }
 

@@ -166,6 +166,10 @@ describe('kemu-csi', () => {
     ],
     [['--endpoint', 'unix:///tmp/x.sock', '--node-id', '../n'], /--node-id "\.\.\/n" must not contain "\/"/],
     [
+      ['--endpoint', 'unix:///tmp/x.sock', '--node-id', 'n', '--drivername', '-bad-'],
+      /^kemu-csi: driver name "-bad-" must be at most 63 characters/,
+    ],
+    [
       ['--endpoint', 'unix:///tmp/x.sock', '--node-id', 'n', '--sim-fail', 'explode'],
       /--sim-fail "explode": use op=CODE\[:times\]/,
     ],

@@ -6,7 +6,7 @@ import { parseCode } from './errors.js';
 import { stderrLogger } from './logging.js';
 import { parseSize } from './quantity.js';
 import { serveCsiDriver } from './server.js';
-import { checkIdentifier } from './validate.js';
+import { checkDriverName, checkIdentifier } from './validate.js';
 
 const size = (v: string) => {
   try {
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   if (!endpoint) fail('no endpoint: pass --endpoint unix:///path/csi.sock or set CSI_ENDPOINT');
   try {
     checkIdentifier('--node-id', o.nodeId);
-    checkIdentifier('--drivername', o.drivername);
+    checkDriverName(o.drivername);
   } catch (e) {
     fail((e as Error).message);
   }

@@ -28,6 +28,7 @@ import {
 } from './types.js';
 import {
   SUPPORTED_FS_TYPES,
+  checkDriverName,
   checkIdentifier,
   checkMountFlags,
   checkNodePath,
@@ -175,6 +176,7 @@ export class Driver {
     this.backend = opts.backend;
     this.store = opts.store ?? new MemoryStateStore();
     this.name = opts.name ?? DEFAULT_DRIVER_NAME;
+    checkDriverName(this.name);
     this.version = opts.version ?? DRIVER_VERSION;
     this.capacityBytes = opts.capacityBytes ?? 100 * GiB;
     this.maxVolumeSizeBytes = opts.maxVolumeSizeBytes ?? this.capacityBytes;

@@ -85,3 +85,12 @@ export function checkMountFlags(flags: readonly string[]): void {
 
 /** File system types the hostpath backend can present (it serves directories, so this is a label). */
 export const SUPPORTED_FS_TYPES = new Set(['', 'ext4', 'ext3', 'xfs', 'btrfs', 'tmpfs']);
+
+/** The spec's rule for a plugin name: domain-name notation, at most 63 characters. */
+export function checkDriverName(name: string): void {
+  if (!/^[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$/.test(name)) {
+    throw new Error(
+      `driver name "${name}" must be at most 63 characters of letters, digits, "-", "_" and ".", starting and ending with a letter or digit (e.g. kemu.csi.k8s.io)`,
+    );
+  }
+}

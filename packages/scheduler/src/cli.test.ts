@@ -127,6 +127,17 @@ describe('kemu-scheduler simulate', () => {
     );
   });
 
+  it('a node with a malformed quantity is named', () => {
+    const cluster = file(
+      'badnode.yaml',
+      'apiVersion: v1\nkind: Node\nmetadata: { name: n1 }\nstatus: { allocatable: { cpu: four } }\n',
+    );
+    const r = cli('simulate', '--cluster', cluster, '--pods', 'examples/pods.yaml');
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^error: Node "n1": invalid quantity "four"/);
+    expect(r.err.trim().split('\n')).toHaveLength(1);
+  });
+
   it('requires --cluster and --pods', () => {
     const r = cli('simulate', '--pods', 'examples/pods.yaml');
     expect(r.code).toBe(1);

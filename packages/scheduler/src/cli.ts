@@ -9,7 +9,7 @@ import { Command } from 'commander';
 import { ConfigError, parseConfig, type SchedulerConfig } from './config.js';
 import type { PluginFactory } from './framework.js';
 import { Scheduler } from './scheduler.js';
-import { simulate } from './simulate.js';
+import { SimulationInputError, simulate } from './simulate.js';
 import type { KubeObject, Pod } from './types.js';
 
 class CliError extends Error {}
@@ -187,7 +187,10 @@ program
   });
 
 program.parseAsync(process.argv).catch((err) => {
-  const msg = err instanceof CliError ? err.message : `internal error: ${(err as Error).message}`;
+  const msg =
+    err instanceof CliError || err instanceof SimulationInputError
+      ? err.message
+      : `internal error: ${(err as Error).message}`;
   process.stderr.write(`error: ${msg}\n`);
   process.exit(1);
 });

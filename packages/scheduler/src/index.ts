@@ -59,6 +59,7 @@ export {
 } from './scheduler.js';
 export {
   type Placement,
+  SimulationInputError,
   seededRandom,
   type SimulateOptions,
   type SimulationResult,

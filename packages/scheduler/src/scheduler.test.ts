@@ -386,3 +386,19 @@ describe('incremental indexes stay consistent', () => {
     expect(r4.node).toBe('z3');
   });
 });
+
+describe('unreadable specs', () => {
+  it('a pending pod with a malformed quantity is reported on the pod and the next pod still schedules', async () => {
+    const { sched, add, pod, client } = harness();
+    sched.onNodeAdd(makeNode('n'));
+    add(makePod('bad', { cpu: 'lots' }));
+    add(makePod('good'));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(pod('bad').status?.conditions?.[0]).toMatchObject({ reason: 'SchedulerError' });
+    expect(pod('bad').status?.conditions?.[0].message).toMatch(/^invalid pod spec: invalid quantity "lots"/);
+    expect(client.events.find((e) => e.pod === 'default/bad')?.reason).toBe('FailedScheduling');
+    const [r] = await sched.drain();
+    expect(r.pod).toBe('default/good');
+    expect(r.node).toBe('n');
+  });
+});

@@ -95,6 +95,8 @@ export class Scheduler {
   private bindings = new Set<Promise<void>>();
   private running = false;
   private loop: Promise<void> | null = null;
+  /** Pending pods whose spec could not be read, with the reason (cleared when fixed or deleted). */
+  readonly invalidPods = new Map<string, string>();
   /** Last PodScheduled condition written per pod, to avoid rewriting identical status. */
   private lastCondition = new Map<string, string>();
 
@@ -245,13 +247,29 @@ export class Scheduler {
         this.onPodDelete(pod);
         return;
       }
-      this.cache.addPod(pod);
+      try {
+        this.cache.addPod(pod);
+      } catch (err) {
+        this.invalidPods.set(key, `invalid pod spec: ${err instanceof Error ? err.message : String(err)}`);
+        return;
+      }
       if (!wasKnown) this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Add' });
       return;
     }
     if (!this.responsibleFor(pod) || pod.metadata.deletionTimestamp) return;
-    if (this.cache.isAssumed(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`)) return;
-    this.queue.add(pod);
+    const key = `${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`;
+    if (this.cache.isAssumed(key)) return;
+    try {
+      this.queue.add(pod);
+    } catch (err) {
+      // A spec the scheduler cannot read (e.g. a malformed quantity): say so on the pod, keep going.
+      const message = `invalid pod spec: ${err instanceof Error ? err.message : String(err)}`;
+      this.invalidPods.set(key, message);
+      this.client.event(pod, 'Warning', 'FailedScheduling', message);
+      void this.writeCondition(pod, 'SchedulerError', message).catch(() => {});
+      return;
+    }
+    this.invalidPods.delete(key);
     const gated = this.queue.gatedMessage(pod);
     if (gated) {
       const reason = gated.plugin === 'SchedulingGates' ? 'SchedulingGated' : 'Unschedulable';
@@ -272,6 +290,7 @@ export class Scheduler {
       this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Delete' });
     }
     this.queue.delete(pod);
+    this.invalidPods.delete(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`);
     this.lastCondition.delete(`${pod.metadata.namespace ?? 'default'}/${pod.metadata.name}`);
   }
 
@@ -311,7 +330,11 @@ export class Scheduler {
     const r = this.schedulePod(fw, state, pi);
     if (r.status) return this.handleFailure(fw, state, qpi, cycle, r);
     const node = r.node!;
-    this.cache.assumePod(pi, node);
+    try {
+      this.cache.assumePod(pi, node);
+    } catch (err) {
+      return this.handleFailure(fw, state, qpi, cycle, { result: r.result, status: Status.error(err) });
+    }
     let s = fw.runReserve(state, pi, node);
     if (!s) s = fw.runPermit(state, pi, node);
     if (s && s.code !== Code.Wait) {

@@ -30,6 +30,11 @@ export interface Placement {
   filters?: Record<string, FilterRecord>;
 }
 
+/** The cluster or pod manifests cannot be simulated (names the object and the problem). */
+export class SimulationInputError extends Error {
+  override name = 'SimulationInputError';
+}
+
 export interface SimulationResult {
   placements: Placement[];
   events: RecordedEvent[];
@@ -80,13 +85,23 @@ export async function simulate(
   };
   const pending: Pod[] = [];
   for (const o of cluster) if (o.kind !== 'Node' && o.kind !== 'Pod') sched.onObject(o, 'Add');
-  for (const o of cluster) if (o.kind === 'Node') sched.onNodeAdd(o as Node);
+  for (const o of cluster) {
+    if (o.kind !== 'Node') continue;
+    try {
+      sched.onNodeAdd(o as Node);
+    } catch (err) {
+      throw new SimulationInputError(`Node "${o.metadata?.name}": ${(err as Error).message}`);
+    }
+  }
   for (const o of cluster) {
     if (o.kind !== 'Pod') continue;
     const p = normalise(o as Pod);
     client.pods.set(keyOf(p), p);
-    if (p.spec.nodeName) sched.onPodUpsert(p);
-    else pending.push(p);
+    if (p.spec.nodeName) {
+      sched.onPodUpsert(p);
+      const bad = sched.invalidPods.get(keyOf(p));
+      if (bad) throw new SimulationInputError(`Pod "${keyOf(p)}": ${bad}`);
+    } else pending.push(p);
   }
 
   const placements = new Map<string, Placement>();
@@ -122,6 +137,17 @@ export async function simulate(
     const pod = input;
     client.pods.set(keyOf(pod), pod);
     sched.onPodUpsert(pod);
+    const invalid = sched.invalidPods.get(keyOf(pod));
+    if (invalid) {
+      placements.set(keyOf(pod), {
+        pod: keyOf(pod),
+        node: null,
+        reason: 'SchedulerError',
+        message: invalid,
+        attempts: 0,
+      });
+      continue;
+    }
     const gated = sched.queue.gatedMessage(pod);
     if (gated) {
       placements.set(keyOf(pod), {

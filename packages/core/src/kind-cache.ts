@@ -83,6 +83,9 @@ export interface HistoryEntry {
   rv: number;
 }
 
+/** Undelivered events a watcher may accumulate before it is ended. */
+export const DEFAULT_WATCH_QUEUE_LIMIT = 1_000_000;
+
 export class WatcherImpl implements Watch<KubeObject> {
   private queue: WatchEvent[] = [];
   private head = 0;
@@ -99,6 +102,7 @@ export class WatcherImpl implements Watch<KubeObject> {
     readonly filter: WatchFilter,
     info: KindInfo,
     readonly bookmarks: boolean,
+    readonly queueLimit = DEFAULT_WATCH_QUEUE_LIMIT,
   ) {
     this.matchFields = filter.fields.bind(info);
   }
@@ -119,6 +123,12 @@ export class WatcherImpl implements Watch<KubeObject> {
       const w = this.waiter;
       this.waiter = undefined;
       w({ value: ev, done: false });
+    } else if (this.queue.length - this.head >= this.queueLimit && ev.type !== 'ERROR') {
+      // A consumer this far behind would hold unbounded memory: end its watch; it relists (as the API
+      // server drops watchers whose buffers fill).
+      this.queue = [];
+      this.head = 0;
+      this.fail(new ExpiredError(`watch consumer fell more than ${this.queueLimit} events behind; relist`).toStatus());
     } else this.queue.push(ev);
   }
 
@@ -203,6 +213,8 @@ export interface KindCacheOptions {
   windowStart: number;
   /** Fields with an object index for list lookups (e.g. spec.nodeName). */
   indexedFields?: string[];
+  /** Undelivered events per watcher before it is ended with 410 (default 1,000,000). */
+  watchQueueLimit?: number;
 }
 
 export class KindCache {
@@ -218,12 +230,14 @@ export class KindCache {
   private readonly byField = new Map<string, FieldBuckets>();
   private readonly bookmarkers = new Set<WatcherImpl>();
   watcherCount = 0;
+  private readonly queueLimit: number;
 
   constructor(
     readonly info: KindInfo,
     opts: KindCacheOptions,
   ) {
     this.history = new Array(Math.max(1, opts.historySize));
+    this.queueLimit = opts.watchQueueLimit ?? DEFAULT_WATCH_QUEUE_LIMIT;
     this.windowStart = opts.windowStart;
     this.lastRv = opts.windowStart;
     for (const f of opts.indexedFields ?? []) {
@@ -351,7 +365,7 @@ export class KindCache {
     /** State at fromRv read from the backend, sent as ADDED events before the history after fromRv. */
     initial?: KubeObject[],
   ): WatcherImpl {
-    const w = new WatcherImpl(filter, this.info, bookmarks);
+    const w = new WatcherImpl(filter, this.info, bookmarks, this.queueLimit);
     if (fromRv !== undefined && fromRv < this.windowStart) {
       throw new ExpiredError(`too old resource version: ${fromRv} (${this.windowStart + 1})`);
     }

@@ -25,6 +25,18 @@ describe('MemoryStore specifics', () => {
     await store.close();
   });
 
+  it('ends a watch whose consumer falls too far behind with 410, so it relists', async () => {
+    const store = await MemoryStore.open({ watchQueueLimit: 5 });
+    const w = await store.watch('ConfigMap', { resourceVersion: await store.resourceVersion() });
+    for (let i = 0; i < 8; i++) await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` } });
+    const seen: string[] = [];
+    for await (const ev of w) seen.push(ev.type === 'ERROR' ? `ERROR:${ev.object.code}` : ev.type);
+    // Queued events are dropped with the watch: the consumer must relist anyway.
+    expect(seen).toEqual(['ERROR:410']);
+    expect(w.stopped).toBe(true);
+    await store.close();
+  });
+
   it('keeps bounded history: watching from before the window is Expired', async () => {
     const store = await MemoryStore.open({ historySize: 5 });
     const first = await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c0' } });

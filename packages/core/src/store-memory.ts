@@ -12,6 +12,8 @@ export interface MemoryStoreOptions extends BaseStoreOptions {
   historySize?: number;
   /** Skip creating the system namespaces and priority classes. */
   noBootstrap?: boolean;
+  /** Undelivered events a watch may accumulate before it is ended with 410 (default 1,000,000). */
+  watchQueueLimit?: number;
 }
 
 /** Fields with an object index for lists (the kubelet lists its pods by spec.nodeName). */
@@ -49,7 +51,12 @@ export class MemoryStore extends BaseStore {
   protected cache(info: KindInfo): KindCache {
     let c = this.caches.get(info.kind);
     if (!c) {
-      c = new KindCache(info, { historySize: this.historySize, windowStart: this.windowBase(), indexedFields: INDEXED_FIELDS[info.kind] });
+      c = new KindCache(info, {
+        historySize: this.historySize,
+        windowStart: this.windowBase(),
+        indexedFields: INDEXED_FIELDS[info.kind],
+        watchQueueLimit: this.options.watchQueueLimit,
+      });
       this.caches.set(info.kind, c);
     }
     return c;

@@ -22,14 +22,24 @@ describe('attach and detach', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'app', namespace: 'default' },
-      spec: { nodeName: s.nodeName, containers: [{ name: 'c', image: 'x' }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c' } }] },
+      spec: {
+        nodeName: s.nodeName,
+        containers: [{ name: 'c', image: 'x' }],
+        volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'c' } }],
+      },
     } as Pod);
     const name = attachmentName(handle, DRIVER, s.nodeName);
     const va = await until('attached', async () => {
-      const v = (await s.store.get('VolumeAttachment', '', name).catch(() => undefined)) as VolumeAttachment | undefined;
+      const v = (await s.store.get('VolumeAttachment', '', name).catch(() => undefined)) as
+        | VolumeAttachment
+        | undefined;
       return v?.status?.attached ? v : undefined;
     });
-    expect(va.spec).toEqual({ attacher: DRIVER, nodeName: s.nodeName, source: { persistentVolumeName: claim.spec.volumeName } });
+    expect(va.spec).toEqual({
+      attacher: DRIVER,
+      nodeName: s.nodeName,
+      source: { persistentVolumeName: claim.spec.volumeName },
+    });
     expect(va.metadata.finalizers).toEqual([`external-attacher/${DRIVER}`]);
     const vol = await s.conn.controller.ControllerGetVolume({ volumeId: handle });
     expect(vol.status?.publishedNodeIds).toEqual([s.nodeName]);
@@ -37,10 +47,17 @@ describe('attach and detach', () => {
       const n = (await s.store.get('Node', '', s.nodeName)) as Node;
       return n.status?.volumesAttached?.length ? n : undefined;
     });
-    expect(node.status?.volumesAttached).toEqual([{ name: `kubernetes.io/csi/${DRIVER}^${handle}`, devicePath: '' }]);
+    expect(node.status?.volumesAttached).toEqual([
+      { name: `kubernetes.io/csi/${DRIVER}^${handle}`, devicePath: '' },
+    ]);
     await s.store.delete('Pod', 'default', 'app', { gracePeriodSeconds: 0 });
-    await until('detached', async () => (await s.store.get('VolumeAttachment', '', name).catch(() => undefined)) === undefined);
-    expect((await s.conn.controller.ControllerGetVolume({ volumeId: handle })).status?.publishedNodeIds).toEqual([]);
+    await until(
+      'detached',
+      async () => (await s.store.get('VolumeAttachment', '', name).catch(() => undefined)) === undefined,
+    );
+    expect(
+      (await s.conn.controller.ControllerGetVolume({ volumeId: handle })).status?.publishedNodeIds,
+    ).toEqual([]);
     await s.store.delete('PersistentVolumeClaim', 'default', 'c');
     await until('volume deleted', async () => (await s.driverVolumes()).size === 0);
     await until('pv gone', async () => (await s.getPV(claim.spec.volumeName!)) === undefined);

@@ -20,7 +20,14 @@ async function mount(claimName: string): Promise<string> {
   await fs.mkdir(staging, { recursive: true });
   await fs.mkdir(path.dirname(target), { recursive: true });
   const volumeContext = pv.spec.csi!.volumeAttributes ?? {};
-  await s.conn.node.NodeStageVolume({ volumeId, stagingTargetPath: staging, volumeCapability: cap, publishContext: {}, secrets: {}, volumeContext });
+  await s.conn.node.NodeStageVolume({
+    volumeId,
+    stagingTargetPath: staging,
+    volumeCapability: cap,
+    publishContext: {},
+    secrets: {},
+    volumeContext,
+  });
   await s.conn.node.NodePublishVolume({
     volumeId,
     stagingTargetPath: staging,
@@ -37,8 +44,14 @@ async function mount(claimName: string): Promise<string> {
 async function unmount(claimName: string): Promise<void> {
   const claim = await s.getClaim(claimName);
   const volumeId = (await s.getPV(claim.spec.volumeName!))!.spec.csi!.volumeHandle;
-  await s.conn.node.NodeUnpublishVolume({ volumeId, targetPath: path.join(s.dir, 'pods', claimName, 'mount') });
-  await s.conn.node.NodeUnstageVolume({ volumeId, stagingTargetPath: path.join(s.dir, 'staging', claimName) });
+  await s.conn.node.NodeUnpublishVolume({
+    volumeId,
+    targetPath: path.join(s.dir, 'pods', claimName, 'mount'),
+  });
+  await s.conn.node.NodeUnstageVolume({
+    volumeId,
+    stagingTargetPath: path.join(s.dir, 'staging', claimName),
+  });
 }
 
 beforeAll(async () => {
@@ -56,32 +69,56 @@ afterAll(async () => {
 
 describe('data sources (hostpath)', () => {
   it('a clone carries the source claim data and the source is protected while cloning', async () => {
-    await s.claim('copy', { storageClassName: 'hp', dataSource: { kind: 'PersistentVolumeClaim', name: 'src' } });
+    await s.claim('copy', {
+      storageClassName: 'hp',
+      dataSource: { kind: 'PersistentVolumeClaim', name: 'src' },
+    });
     const c = await s.bound('copy');
     const pv = (await s.getPV(c.spec.volumeName!))!;
     expect(pv.spec.csi?.driver).toBe(DRIVER);
     const dir = await mount('copy');
     expect(await fs.readFile(path.join(dir, 'greeting.txt'), 'utf8')).toBe('hello from the source volume\n');
     // The cloning-protection finalizer is gone once the clone exists.
-    await until('finalizer released', async () => !(await s.getClaim('src')).metadata.finalizers?.includes('provisioner.storage.kubernetes.io/cloning-protection'));
+    await until(
+      'finalizer released',
+      async () =>
+        !(await s.getClaim('src')).metadata.finalizers?.includes(
+          'provisioner.storage.kubernetes.io/cloning-protection',
+        ),
+    );
     // Independent copies: writing the clone leaves the source alone.
     await fs.writeFile(path.join(dir, 'greeting.txt'), 'changed in the clone\n');
     const srcDir = path.join(s.dir, 'pods', 'src', 'mount');
-    expect(await fs.readFile(path.join(srcDir, 'greeting.txt'), 'utf8')).toBe('hello from the source volume\n');
+    expect(await fs.readFile(path.join(srcDir, 'greeting.txt'), 'utf8')).toBe(
+      'hello from the source volume\n',
+    );
     await unmount('copy');
   });
 
   it('a clone smaller than its source is refused with the upstream message', async () => {
-    await s.claim('too-small', { storageClassName: 'hp', resources: { requests: { storage: '10Mi' } }, dataSource: { kind: 'PersistentVolumeClaim', name: 'src' } });
-    const ev = await until('event', async () => (await s.events('too-small')).find((e) => e.reason === 'ProvisioningFailed'));
-    expect(ev.message).toContain('new PVC request must be greater than or equal in size to the specified PVC data source');
+    await s.claim('too-small', {
+      storageClassName: 'hp',
+      resources: { requests: { storage: '10Mi' } },
+      dataSource: { kind: 'PersistentVolumeClaim', name: 'src' },
+    });
+    const ev = await until('event', async () =>
+      (await s.events('too-small')).find((e) => e.reason === 'ProvisioningFailed'),
+    );
+    expect(ev.message).toContain(
+      'new PVC request must be greater than or equal in size to the specified PVC data source',
+    );
   });
 
   it('a claim restored from a VolumeSnapshot holds the data as it was at snapshot time', async () => {
     const srcClaim = await s.getClaim('src');
     const srcHandle = (await s.getPV(srcClaim.spec.volumeName!))!.spec.csi!.volumeHandle;
     // The snapshot controller's part, done by hand: CreateSnapshot and the two API objects.
-    const snap = await s.conn.controller.CreateSnapshot({ sourceVolumeId: srcHandle, name: 'snapshot-1', secrets: {}, parameters: {} });
+    const snap = await s.conn.controller.CreateSnapshot({
+      sourceVolumeId: srcHandle,
+      name: 'snapshot-1',
+      secrets: {},
+      parameters: {},
+    });
     const vs = (await s.store.create({
       apiVersion: 'snapshot.storage.k8s.io/v1',
       kind: 'VolumeSnapshot',
@@ -96,17 +133,40 @@ describe('data sources (hostpath)', () => {
         driver: DRIVER,
         deletionPolicy: 'Delete',
         source: { volumeHandle: srcHandle },
-        volumeSnapshotRef: { kind: 'VolumeSnapshot', namespace: 'default', name: 'snap', uid: vs.metadata.uid },
+        volumeSnapshotRef: {
+          kind: 'VolumeSnapshot',
+          namespace: 'default',
+          name: 'snap',
+          uid: vs.metadata.uid,
+        },
       },
     } satisfies VolumeSnapshotContent)) as VolumeSnapshotContent;
-    await s.store.updateStatus({ ...content, status: { snapshotHandle: snap.snapshot!.snapshotId, readyToUse: true, restoreSize: snap.snapshot!.sizeBytes } });
+    await s.store.updateStatus({
+      ...content,
+      status: {
+        snapshotHandle: snap.snapshot!.snapshotId,
+        readyToUse: true,
+        restoreSize: snap.snapshot!.sizeBytes,
+      },
+    });
     // Not ready yet: the claim waits with a reason.
-    await s.claim('restored', { storageClassName: 'hp', dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' } });
-    const ev = await until('not ready event', async () => (await s.events('restored')).find((e) => e.reason === 'ProvisioningFailed'));
+    await s.claim('restored', {
+      storageClassName: 'hp',
+      dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'snap' },
+    });
+    const ev = await until('not ready event', async () =>
+      (await s.events('restored')).find((e) => e.reason === 'ProvisioningFailed'),
+    );
     expect(ev.message).toContain('snapshot snap is not Ready');
     // The source changes after the snapshot; the restore must not see that.
-    await fs.writeFile(path.join(s.dir, 'pods', 'src', 'mount', 'greeting.txt'), 'written after the snapshot\n');
-    await s.store.updateStatus({ ...vs, status: { boundVolumeSnapshotContentName: 'snapcontent-1', readyToUse: true, restoreSize: '1Gi' } });
+    await fs.writeFile(
+      path.join(s.dir, 'pods', 'src', 'mount', 'greeting.txt'),
+      'written after the snapshot\n',
+    );
+    await s.store.updateStatus({
+      ...vs,
+      status: { boundVolumeSnapshotContentName: 'snapcontent-1', readyToUse: true, restoreSize: '1Gi' },
+    });
     await s.bound('restored');
     const dir = await mount('restored');
     expect(await fs.readFile(path.join(dir, 'greeting.txt'), 'utf8')).toBe('hello from the source volume\n');

@@ -14,7 +14,14 @@ afterEach(async () => {
 
 describe('provisioning faults', () => {
   it('CreateVolume failing three times then succeeding gives one volume and one PV', async () => {
-    s = await new Stack({ backend: 'sim', sim: { failures: [{ op: 'createVolume', code: grpc.status.UNAVAILABLE, times: 3, message: 'backend is restarting' }] } }).start();
+    s = await new Stack({
+      backend: 'sim',
+      sim: {
+        failures: [
+          { op: 'createVolume', code: grpc.status.UNAVAILABLE, times: 3, message: 'backend is restarting' },
+        ],
+      },
+    }).start();
     await s.storageClass('sc');
     await s.claim('c', { storageClassName: 'sc' });
     const claim = await s.bound('c');
@@ -24,7 +31,9 @@ describe('provisioning faults', () => {
     const pvs = (await s.store.list('PersistentVolume')).items;
     expect(pvs.map((p) => p.metadata.name)).toEqual([`pvc-${claim.metadata.uid}`]);
     const failed = (await s.events('c')).find((e) => e.reason === 'ProvisioningFailed');
-    expect(failed?.message).toBe('failed to provision volume with StorageClass "sc": rpc error: code = Unavailable desc = backend is restarting');
+    expect(failed?.message).toBe(
+      'failed to provision volume with StorageClass "sc": rpc error: code = Unavailable desc = backend is restarting',
+    );
     expect((failed as { count?: number }).count).toBe(3);
     expect(s.provisioner.inProgress.size).toBe(0);
   });
@@ -42,7 +51,10 @@ describe('provisioning faults', () => {
         CreateVolume: async (req, o) => {
           void real.controller.CreateVolume(req, o).catch(() => {});
           await new Promise((r) => setTimeout(r, 20));
-          throw Object.assign(new Error('14 UNAVAILABLE: connection closed'), { code: grpc.status.UNAVAILABLE, details: 'connection closed' });
+          throw Object.assign(new Error('14 UNAVAILABLE: connection closed'), {
+            code: grpc.status.UNAVAILABLE,
+            details: 'connection closed',
+          });
         },
       },
     };
@@ -67,16 +79,30 @@ describe('provisioning faults', () => {
   });
 
   it('a claim deleted while CreateVolume may still be running takes the volume along', async () => {
-    s = await new Stack({ backend: 'sim', sim: { latencyMs: { createVolume: 600 } }, provisioner: { timeoutMs: 200 } }).start();
+    s = await new Stack({
+      backend: 'sim',
+      sim: { latencyMs: { createVolume: 600 } },
+      provisioner: { timeoutMs: 200 },
+    }).start();
     const stack = s;
     await stack.storageClass('sc');
     await stack.claim('c', { storageClassName: 'sc' });
     // The call reaches the driver and times out (DeadlineExceeded, not final); the driver goes on.
-    await until('driver working on it', async () => (stack.driver!.backend as SimBackend).calls.createVolume === 1);
-    await until('timed out once', async () => (await stack.events('c')).some((e) => e.message?.includes('DeadlineExceeded')));
+    await until(
+      'driver working on it',
+      async () => (stack.driver!.backend as SimBackend).calls.createVolume === 1,
+    );
+    await until('timed out once', async () =>
+      (await stack.events('c')).some((e) => e.message?.includes('DeadlineExceeded')),
+    );
     expect(stack.provisioner.inProgress.has('default/c')).toBe(true);
     await stack.store.delete('PersistentVolumeClaim', 'default', 'c');
-    await until('volume cleaned up', async () => (stack.driver!.backend as SimBackend).calls.deleteVolume >= 1 && (await stack.driverVolumes()).size === 0);
+    await until(
+      'volume cleaned up',
+      async () =>
+        (stack.driver!.backend as SimBackend).calls.deleteVolume >= 1 &&
+        (await stack.driverVolumes()).size === 0,
+    );
     expect((await stack.store.list('PersistentVolume')).items).toHaveLength(0);
     expect(stack.provisioner.inProgress.size).toBe(0);
   });
@@ -86,7 +112,9 @@ describe('provisioning faults', () => {
     const stack = s;
     await stack.storageClass('sc');
     await stack.claim('c', { storageClassName: 'sc' });
-    const ev = await until('failure event', async () => (await stack.events('c')).find((e) => e.reason === 'ProvisioningFailed'));
+    const ev = await until('failure event', async () =>
+      (await stack.events('c')).find((e) => e.reason === 'ProvisioningFailed'),
+    );
     expect(ev.type).toBe('Warning');
     expect(ev.message).toContain('rpc error: code = Unavailable');
     expect(ev.message).toContain(stack.socket);
@@ -104,10 +132,23 @@ describe('provisioning faults', () => {
     const stack = s;
     await stack.storageClass('late', { volumeBindingMode: 'WaitForFirstConsumer' });
     const selected = { 'volume.kubernetes.io/selected-node': stack.nodeName };
-    await stack.claim('first', { storageClassName: 'late', resources: { requests: { storage: '2Gi' } } }, selected);
+    await stack.claim(
+      'first',
+      { storageClassName: 'late', resources: { requests: { storage: '2Gi' } } },
+      selected,
+    );
     await stack.bound('first');
-    await stack.claim('big', { storageClassName: 'late', resources: { requests: { storage: '2Gi' } } }, selected);
-    await until('selected node cleared', async () => (await stack.getClaim('big')).metadata.annotations?.['volume.kubernetes.io/selected-node'] === undefined);
+    await stack.claim(
+      'big',
+      { storageClassName: 'late', resources: { requests: { storage: '2Gi' } } },
+      selected,
+    );
+    await until(
+      'selected node cleared',
+      async () =>
+        (await stack.getClaim('big')).metadata.annotations?.['volume.kubernetes.io/selected-node'] ===
+        undefined,
+    );
     const ev = (await stack.events('big')).find((e) => e.reason === 'ProvisioningFailed');
     expect(ev?.message).toContain('rpc error: code = ResourceExhausted');
     expect((await stack.driverVolumes()).size).toBe(1);
@@ -119,8 +160,12 @@ describe('provisioning faults', () => {
     const stack = s;
     await stack.storageClass('sc');
     await stack.claim('picky', { storageClassName: 'sc', selector: { matchLabels: { disk: 'ssd' } } });
-    const ev = await until('event', async () => (await stack.events('picky')).find((e) => e.reason === 'ProvisioningFailed'));
-    expect(ev.message).toBe('failed to provision volume with StorageClass "sc": claim Selector is not supported');
+    const ev = await until('event', async () =>
+      (await stack.events('picky')).find((e) => e.reason === 'ProvisioningFailed'),
+    );
+    expect(ev.message).toBe(
+      'failed to provision volume with StorageClass "sc": claim Selector is not supported',
+    );
     expect((stack.driver!.backend as SimBackend).calls.createVolume ?? 0).toBe(0);
   });
 
@@ -129,7 +174,9 @@ describe('provisioning faults', () => {
     const stack = s;
     await stack.storageClass('bad', { parameters: { 'csi.storage.k8s.io/typo': 'x' } });
     await stack.claim('c', { storageClassName: 'bad' });
-    const ev = await until('event', async () => (await stack.events('c')).find((e) => e.reason === 'ProvisioningFailed'));
+    const ev = await until('event', async () =>
+      (await stack.events('c')).find((e) => e.reason === 'ProvisioningFailed'),
+    );
     expect(ev.message).toBe(
       'failed to provision volume with StorageClass "bad": found unknown parameter key "csi.storage.k8s.io/typo" with reserved namespace csi.storage.k8s.io/',
     );

@@ -6,7 +6,13 @@ import path from 'node:path';
 import type { Node, PersistentVolume, PersistentVolumeClaim, StorageClass } from '@kemu/core';
 import { MemoryStore } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
-import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY, type RunningCsiDriver, type SimBackendOptions, serveCsiDriver } from '@kemu/csi';
+import {
+  DEFAULT_DRIVER_NAME,
+  DEFAULT_TOPOLOGY_KEY,
+  type RunningCsiDriver,
+  type SimBackendOptions,
+  serveCsiDriver,
+} from '@kemu/csi';
 import {
   type CsiConnection,
   connectCsiSocket,
@@ -19,7 +25,11 @@ import {
 export const DRIVER = DEFAULT_DRIVER_NAME;
 export const TOPOLOGY_KEY = DEFAULT_TOPOLOGY_KEY;
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -107,9 +117,27 @@ export class Stack {
     this.binder = new PersistentVolumeBinder({ store: this.store });
     this.adc = new AttachDetachController({ store: this.store });
     this.provisioner = this.newProvisioner();
-    this.attacher = new ExternalAttacher({ store: this.store, csi: this.conn, driverName: DRIVER, retryIntervalStartMs: 50, retryIntervalMaxMs: 1000 });
-    this.resizer = new ExternalResizer({ store: this.store, csi: this.conn, driverName: DRIVER, retryIntervalStartMs: 50, retryIntervalMaxMs: 1000 });
-    await Promise.all([this.binder.start(), this.adc.start(), this.provisioner.start(), this.attacher.start(), this.resizer.start()]);
+    this.attacher = new ExternalAttacher({
+      store: this.store,
+      csi: this.conn,
+      driverName: DRIVER,
+      retryIntervalStartMs: 50,
+      retryIntervalMaxMs: 1000,
+    });
+    this.resizer = new ExternalResizer({
+      store: this.store,
+      csi: this.conn,
+      driverName: DRIVER,
+      retryIntervalStartMs: 50,
+      retryIntervalMaxMs: 1000,
+    });
+    await Promise.all([
+      this.binder.start(),
+      this.adc.start(),
+      this.provisioner.start(),
+      this.attacher.start(),
+      this.resizer.start(),
+    ]);
     return this;
   }
 
@@ -127,7 +155,13 @@ export class Stack {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.binder?.stop(), this.adc?.stop(), this.provisioner?.stop(), this.attacher?.stop(), this.resizer?.stop()]);
+    await Promise.all([
+      this.binder?.stop(),
+      this.adc?.stop(),
+      this.provisioner?.stop(),
+      this.attacher?.stop(),
+      this.resizer?.stop(),
+    ]);
     this.conn?.close();
     await this.driver?.close();
     await this.store?.close();
@@ -135,10 +169,20 @@ export class Stack {
   }
 
   storageClass(name: string, o: Partial<StorageClass> = {}): Promise<unknown> {
-    return this.store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: DRIVER, ...o } as StorageClass);
+    return this.store.create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name },
+      provisioner: DRIVER,
+      ...o,
+    } as StorageClass);
   }
 
-  claim(name: string, o: Partial<PersistentVolumeClaim['spec']> = {}, annotations?: Record<string, string>): Promise<PersistentVolumeClaim> {
+  claim(
+    name: string,
+    o: Partial<PersistentVolumeClaim['spec']> = {},
+    annotations?: Record<string, string>,
+  ): Promise<PersistentVolumeClaim> {
     return this.store.create({
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
@@ -152,7 +196,9 @@ export class Stack {
   }
 
   getPV(name: string): Promise<PersistentVolume | undefined> {
-    return this.store.get('PersistentVolume', '', name).catch(() => undefined) as Promise<PersistentVolume | undefined>;
+    return this.store.get('PersistentVolume', '', name).catch(() => undefined) as Promise<
+      PersistentVolume | undefined
+    >;
   }
 
   async bound(name: string, timeoutMs = 20_000): Promise<PersistentVolumeClaim> {
@@ -169,7 +215,12 @@ export class Stack {
   /** Volumes the driver holds, by id. */
   async driverVolumes(): Promise<Map<string, { capacityBytes: number; name?: string }>> {
     const r = await this.conn.controller.ListVolumes({ maxEntries: 0, startingToken: '' });
-    return new Map((r.entries ?? []).map((e) => [e.volume!.volumeId ?? '', { capacityBytes: e.volume!.capacityBytes ?? 0 }]));
+    return new Map(
+      (r.entries ?? []).map((e) => [
+        e.volume!.volumeId ?? '',
+        { capacityBytes: e.volume!.capacityBytes ?? 0 },
+      ]),
+    );
   }
 
   async events(name: string): Promise<{ reason?: string; message?: string; type?: string }[]> {

@@ -87,9 +87,13 @@ export async function startEtcd(): Promise<{ endpoint: string; stop(): Promise<v
 /** A TypeScript entry point of the repository run as its own node process. */
 export function runSource(entry: string, args: string[]): Proc {
   return track(
-    spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', path.join(REPO, entry), ...args], {
-      cwd: REPO,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
+    spawn(
+      process.execPath,
+      ['--conditions=@kemu/source', '--import', 'tsx', path.join(REPO, entry), ...args],
+      {
+        cwd: REPO,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    ),
   );
 }

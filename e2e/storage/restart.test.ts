@@ -65,21 +65,37 @@ describe.runIf(haveEtcd)('provisioner processes on etcd', () => {
     const leaseName = DRIVER.replace(/[/.]/g, '-');
     const lease = await until(
       'a leader',
-      async () => ((await store.get('Lease', 'kube-system', leaseName).catch(() => undefined)) as Lease | undefined)?.spec?.holderIdentity,
+      async () =>
+        ((await store.get('Lease', 'kube-system', leaseName).catch(() => undefined)) as Lease | undefined)
+          ?.spec?.holderIdentity,
       60_000,
     );
     const b = provisioner();
-    await store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'sc' }, provisioner: DRIVER });
+    await store.create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'sc' },
+      provisioner: DRIVER,
+    });
     const claim = await store.create({
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
       metadata: { name: 'data', namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'sc' },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Gi' } },
+        storageClassName: 'sc',
+      },
     });
     // The leader announces the attempt, then sits in the driver's 2.5 s CreateVolume: kill it there.
-    await until('provisioning started', async () =>
-      (await store.list('Event', { fieldSelector: 'involvedObject.name=data' })).items.some((e) => e.reason === 'Provisioning'),
-    30_000);
+    await until(
+      'provisioning started',
+      async () =>
+        (await store.list('Event', { fieldSelector: 'involvedObject.name=data' })).items.some(
+          (e) => e.reason === 'Provisioning',
+        ),
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 300));
     await a.kill('SIGKILL');
     expect((await store.list('PersistentVolume')).items).toHaveLength(0);

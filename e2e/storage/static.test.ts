@@ -22,26 +22,77 @@ interface Row {
 }
 
 const rows: Row[] = [
-  { rule: 'smallest volume that fits', pvs: { a: { capacity: { storage: '10Gi' } }, b: { capacity: { storage: '2Gi' } }, c: { capacity: { storage: '1Gi' } } }, claim: { resources: { requests: { storage: '2Gi' } } }, expect: 'b' },
+  {
+    rule: 'smallest volume that fits',
+    pvs: {
+      a: { capacity: { storage: '10Gi' } },
+      b: { capacity: { storage: '2Gi' } },
+      c: { capacity: { storage: '1Gi' } },
+    },
+    claim: { resources: { requests: { storage: '2Gi' } } },
+    expect: 'b',
+  },
   {
     rule: 'access modes: smallest superset first',
-    pvs: { wide: { accessModes: ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany'] }, narrow: { accessModes: ['ReadWriteOnce'], capacity: { storage: '5Gi' } } },
+    pvs: {
+      wide: { accessModes: ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany'] },
+      narrow: { accessModes: ['ReadWriteOnce'], capacity: { storage: '5Gi' } },
+    },
     claim: {},
     expect: 'narrow',
   },
-  { rule: 'access modes: every requested mode must be offered', pvs: { a: { accessModes: ['ReadWriteOnce'] } }, claim: { accessModes: ['ReadWriteMany'] }, expect: null },
-  { rule: 'volumeMode Block binds only Block', pvs: { fs: {}, blk: { volumeMode: 'Block', capacity: { storage: '4Gi' } } }, claim: { volumeMode: 'Block' }, expect: 'blk' },
-  { rule: 'selector', pvs: { a: { labels: { disk: 'hdd' } }, b: { labels: { disk: 'ssd' }, capacity: { storage: '9Gi' } } }, claim: { selector: { matchLabels: { disk: 'ssd' } } }, expect: 'b' },
-  { rule: 'too small: nothing binds', pvs: { a: { capacity: { storage: '1Gi' } } }, claim: { resources: { requests: { storage: '3Gi' } } }, expect: null },
-  { rule: 'pre-bound volume (claimRef) wins', pvs: { fit: {}, mine: { capacity: { storage: '8Gi' }, claimRef: { namespace: 'default', name: '$claim' } } }, claim: {}, expect: 'mine' },
-  { rule: 'claim naming its volume (volumeName)', pvs: { fit: {}, named: { capacity: { storage: '6Gi' } } }, claim: { volumeName: '$pv:named' }, expect: 'named' },
+  {
+    rule: 'access modes: every requested mode must be offered',
+    pvs: { a: { accessModes: ['ReadWriteOnce'] } },
+    claim: { accessModes: ['ReadWriteMany'] },
+    expect: null,
+  },
+  {
+    rule: 'volumeMode Block binds only Block',
+    pvs: { fs: {}, blk: { volumeMode: 'Block', capacity: { storage: '4Gi' } } },
+    claim: { volumeMode: 'Block' },
+    expect: 'blk',
+  },
+  {
+    rule: 'selector',
+    pvs: { a: { labels: { disk: 'hdd' } }, b: { labels: { disk: 'ssd' }, capacity: { storage: '9Gi' } } },
+    claim: { selector: { matchLabels: { disk: 'ssd' } } },
+    expect: 'b',
+  },
+  {
+    rule: 'too small: nothing binds',
+    pvs: { a: { capacity: { storage: '1Gi' } } },
+    claim: { resources: { requests: { storage: '3Gi' } } },
+    expect: null,
+  },
+  {
+    rule: 'pre-bound volume (claimRef) wins',
+    pvs: {
+      fit: {},
+      mine: { capacity: { storage: '8Gi' }, claimRef: { namespace: 'default', name: '$claim' } },
+    },
+    claim: {},
+    expect: 'mine',
+  },
+  {
+    rule: 'claim naming its volume (volumeName)',
+    pvs: { fit: {}, named: { capacity: { storage: '6Gi' } } },
+    claim: { volumeName: '$pv:named' },
+    expect: 'named',
+  },
   {
     rule: 'WaitForFirstConsumer: the binder leaves it to the scheduler',
     pvs: { a: {} },
     claim: {},
     expect: null,
     before: async (cls) => {
-      await s.store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: cls }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'WaitForFirstConsumer' });
+      await s.store.create({
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: cls },
+        provisioner: 'kubernetes.io/no-provisioner',
+        volumeBindingMode: 'WaitForFirstConsumer',
+      });
     },
   },
 ];
@@ -68,7 +119,11 @@ describe('static provisioning through the binder', () => {
       });
     }
     const { volumeName, ...claimSpec } = row.claim;
-    await s.claim(claimName, { storageClassName: cls, ...claimSpec, ...(volumeName ? { volumeName: `${cls}-${volumeName.slice(4)}` } : {}) });
+    await s.claim(claimName, {
+      storageClassName: cls,
+      ...claimSpec,
+      ...(volumeName ? { volumeName: `${cls}-${volumeName.slice(4)}` } : {}),
+    });
     if (row.expect) {
       const c = await s.bound(claimName);
       expect(c.spec.volumeName).toBe(`${cls}-${row.expect}`);

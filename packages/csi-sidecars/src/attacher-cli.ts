@@ -1,19 +1,47 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
 import { ExternalAttacher } from './attacher.js';
-import { addCommonOptions, connect, fail, logError, ms, openStore, parseCount, parseDuration } from './cli-common.js';
+import {
+  addCommonOptions,
+  connect,
+  fail,
+  logError,
+  ms,
+  openStore,
+  parseCount,
+  parseDuration,
+} from './cli-common.js';
 import { runWithLeaderElection } from './leader.js';
 
 const BIN = 'kemu-external-attacher';
 
-const program = addCommonOptions(new Command().name(BIN).description('CSI external-attacher: ControllerPublish/UnpublishVolume for VolumeAttachments'), {
-  timeout: '15s',
-  leaseNote: 'Lease external-attacher-leader-<driver>',
-})
-  .addOption(new Option('--worker-threads <n>', 'attachments processed at once').default(10).argParser(parseCount))
-  .addOption(new Option('--retry-interval-start <duration>', 'first retry delay after a failure').default('1s').argParser(parseDuration))
-  .addOption(new Option('--retry-interval-max <duration>', 'longest retry delay').default('5m').argParser(parseDuration))
-  .addOption(new Option('--resync <duration>', 'periodic re-check of every attachment').default('10m').argParser(parseDuration));
+const program = addCommonOptions(
+  new Command()
+    .name(BIN)
+    .description('CSI external-attacher: ControllerPublish/UnpublishVolume for VolumeAttachments'),
+  {
+    timeout: '15s',
+    leaseNote: 'Lease external-attacher-leader-<driver>',
+  },
+)
+  .addOption(
+    new Option('--worker-threads <n>', 'attachments processed at once').default(10).argParser(parseCount),
+  )
+  .addOption(
+    new Option('--retry-interval-start <duration>', 'first retry delay after a failure')
+      .default('1s')
+      .argParser(parseDuration),
+  )
+  .addOption(
+    new Option('--retry-interval-max <duration>', 'longest retry delay')
+      .default('5m')
+      .argParser(parseDuration),
+  )
+  .addOption(
+    new Option('--resync <duration>', 'periodic re-check of every attachment')
+      .default('10m')
+      .argParser(parseDuration),
+  );
 
 async function main(): Promise<void> {
   program.parse();

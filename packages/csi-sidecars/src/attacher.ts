@@ -79,7 +79,12 @@ export class ExternalAttacher {
     this.nodeInformer = this.factory.informer('Node');
     const informers = [this.vaInformer, this.pvInformer, this.csiNodeInformer, this.nodeInformer];
     const q = () =>
-      new RateLimitingQueue<string>(new ItemExponentialFailureRateLimiter(this.opts.retryIntervalStartMs ?? 1000, this.opts.retryIntervalMaxMs ?? 300_000));
+      new RateLimitingQueue<string>(
+        new ItemExponentialFailureRateLimiter(
+          this.opts.retryIntervalStartMs ?? 1000,
+          this.opts.retryIntervalMaxMs ?? 300_000,
+        ),
+      );
     this.controller = new Controller({
       name: 'attacher',
       workers: this.opts.workers ?? 10,
@@ -101,7 +106,8 @@ export class ExternalAttacher {
       onAdd: (va) => mine(va) && this.controller.enqueue(va),
       onUpdate: (_o, va) => mine(va) && this.controller.enqueue(va),
       onDelete: (va) => {
-        if (mine(va) && va.spec.source.persistentVolumeName) this.pvController.enqueue(va.spec.source.persistentVolumeName);
+        if (mine(va) && va.spec.source.persistentVolumeName)
+          this.pvController.enqueue(va.spec.source.persistentVolumeName);
       },
     });
     this.pvInformer.addEventHandler({
@@ -131,7 +137,9 @@ export class ExternalAttacher {
 
   private async supportsPublish(): Promise<boolean> {
     if (this.publishSupported === undefined) {
-      this.publishSupported = await this.info.hasController(csi.ControllerServiceCapability_RPC_Type.PUBLISH_UNPUBLISH_VOLUME);
+      this.publishSupported = await this.info.hasController(
+        csi.ControllerServiceCapability_RPC_Type.PUBLISH_UNPUBLISH_VOLUME,
+      );
     }
     return this.publishSupported;
   }
@@ -178,30 +186,51 @@ export class ExternalAttacher {
       throw err ?? new AttachError(msg);
     };
     if (!pvName) return fail('inline volumes are not supported by this attacher');
-    const pv = this.pvInformer.lister.get(undefined, pvName) ?? ((await this.opts.store.get('PersistentVolume', '', pvName).catch(() => undefined)) as PersistentVolume | undefined);
+    const pv =
+      this.pvInformer.lister.get(undefined, pvName) ??
+      ((await this.opts.store.get('PersistentVolume', '', pvName).catch(() => undefined)) as
+        | PersistentVolume
+        | undefined);
     if (!pv?.spec.csi) return fail(`persistentvolume "${pvName}" not found or not a CSI volume`);
-    if (pv.spec.csi.driver !== this.driverName) return fail(`persistentvolume "${pvName}" belongs to driver ${pv.spec.csi.driver}`);
+    if (pv.spec.csi.driver !== this.driverName)
+      return fail(`persistentvolume "${pvName}" belongs to driver ${pv.spec.csi.driver}`);
     // Finalizers first: once the driver may have published, nothing may vanish before we unpublish.
     await this.addFinalizer('VolumeAttachment', va.metadata.name!);
     await this.addFinalizer('PersistentVolume', pvName);
     let publishContext: Record<string, string> = {};
     if (await this.supportsPublish()) {
       const nodeID = this.nodeID(va.spec.nodeName);
-      if (!nodeID) return fail(`node "${va.spec.nodeName}" has no NodeID annotation and no CSINode entry for driver ${this.driverName}`);
+      if (!nodeID)
+        return fail(
+          `node "${va.spec.nodeName}" has no NodeID annotation and no CSINode entry for driver ${this.driverName}`,
+        );
       const c = pv.spec.csi;
       let secrets: Record<string, string> = {};
       try {
         if (c.controllerPublishSecretRef) {
-          secrets = await readSecretData(this.opts.store, c.controllerPublishSecretRef.namespace, c.controllerPublishSecretRef.name, 'controller publish');
+          secrets = await readSecretData(
+            this.opts.store,
+            c.controllerPublishSecretRef.namespace,
+            c.controllerPublishSecretRef.name,
+            'controller publish',
+          );
         }
-        const snmw = await this.info.hasController(csi.ControllerServiceCapability_RPC_Type.SINGLE_NODE_MULTI_WRITER);
+        const snmw = await this.info.hasController(
+          csi.ControllerServiceCapability_RPC_Type.SINGLE_NODE_MULTI_WRITER,
+        );
         this.stats.publishCalls++;
         const r = await this.call(
           this.opts.csi.controller.ControllerPublishVolume(
             {
               volumeId: c.volumeHandle,
               nodeId: nodeID,
-              volumeCapability: pvCapability(pv.spec.accessModes ?? [], pv.spec.volumeMode, c.fsType ?? '', pv.spec.mountOptions ?? [], snmw),
+              volumeCapability: pvCapability(
+                pv.spec.accessModes ?? [],
+                pv.spec.volumeMode,
+                c.fsType ?? '',
+                pv.spec.mountOptions ?? [],
+                snmw,
+              ),
               readonly: c.readOnly ?? false,
               secrets,
               volumeContext: c.volumeAttributes ?? {},
@@ -232,14 +261,21 @@ export class ExternalAttacher {
         try {
           let secrets: Record<string, string> = {};
           const ref = pv.spec.csi.controllerPublishSecretRef;
-          if (ref) secrets = await readSecretData(this.opts.store, ref.namespace, ref.name, 'controller publish');
+          if (ref)
+            secrets = await readSecretData(this.opts.store, ref.namespace, ref.name, 'controller publish');
           this.stats.unpublishCalls++;
           await this.call(
-            this.opts.csi.controller.ControllerUnpublishVolume({ volumeId: pv.spec.csi.volumeHandle, nodeId: nodeID, secrets }, { timeoutMs: this.timeoutMs }),
+            this.opts.csi.controller.ControllerUnpublishVolume(
+              { volumeId: pv.spec.csi.volumeHandle, nodeId: nodeID, secrets },
+              { timeoutMs: this.timeoutMs },
+            ),
             'ControllerUnpublishVolume',
           );
         } catch (e) {
-          await this.setStatus(va, { ...(va.status ?? { attached: true }), detachError: { time: rfc3339(), message: describeError(e) } }).catch(() => {});
+          await this.setStatus(va, {
+            ...(va.status ?? { attached: true }),
+            detachError: { time: rfc3339(), message: describeError(e) },
+          }).catch(() => {});
           throw e;
         }
       }
@@ -252,7 +288,9 @@ export class ExternalAttacher {
   private async syncPV(name: string): Promise<undefined> {
     const pv = this.pvInformer.lister.get(undefined, name);
     if (!pv?.metadata.finalizers?.includes(this.finalizer)) return undefined;
-    const used = this.vaInformer.lister.list().some((va) => va.spec.attacher === this.driverName && va.spec.source.persistentVolumeName === name);
+    const used = this.vaInformer.lister
+      .list()
+      .some((va) => va.spec.attacher === this.driverName && va.spec.source.persistentVolumeName === name);
     if (used || !pv.metadata.deletionTimestamp) return undefined;
     await this.removeFinalizer('PersistentVolume', name);
     return undefined;

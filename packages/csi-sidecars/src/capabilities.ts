@@ -4,7 +4,10 @@ import { csi } from '@kemu/proto';
 
 const Mode = csi.VolumeCapability_AccessMode_Mode;
 
-export function accessModeToCsi(m: PersistentVolumeAccessMode, singleNodeMultiWriter: boolean): csi.VolumeCapability_AccessMode_Mode {
+export function accessModeToCsi(
+  m: PersistentVolumeAccessMode,
+  singleNodeMultiWriter: boolean,
+): csi.VolumeCapability_AccessMode_Mode {
   switch (m) {
     case 'ReadWriteOnce':
       return singleNodeMultiWriter ? Mode.SINGLE_NODE_MULTI_WRITER : Mode.SINGLE_NODE_WRITER;
@@ -38,7 +41,9 @@ export function claimCapabilities(
   mountFlags: string[],
   singleNodeMultiWriter: boolean,
 ): csi.VolumeCapability[] {
-  return modes.map((m) => capability(accessModeToCsi(m, singleNodeMultiWriter), volumeMode, fsType, mountFlags));
+  return modes.map((m) =>
+    capability(accessModeToCsi(m, singleNodeMultiWriter), volumeMode, fsType, mountFlags),
+  );
 }
 
 /** The one capability a published volume gets: the widest mode the PV offers (ControllerPublish, Expand). */
@@ -51,8 +56,10 @@ export function pvCapability(
 ): csi.VolumeCapability {
   let mode: csi.VolumeCapability_AccessMode_Mode;
   if (modes.includes('ReadWriteMany')) mode = Mode.MULTI_NODE_MULTI_WRITER;
-  else if (modes.includes('ReadOnlyMany') && !modes.includes('ReadWriteOnce')) mode = Mode.MULTI_NODE_READER_ONLY;
-  else if (modes.includes('ReadWriteOncePod')) mode = accessModeToCsi('ReadWriteOncePod', singleNodeMultiWriter);
+  else if (modes.includes('ReadOnlyMany') && !modes.includes('ReadWriteOnce'))
+    mode = Mode.MULTI_NODE_READER_ONLY;
+  else if (modes.includes('ReadWriteOncePod'))
+    mode = accessModeToCsi('ReadWriteOncePod', singleNodeMultiWriter);
   else mode = accessModeToCsi('ReadWriteOnce', singleNodeMultiWriter);
   return capability(mode, volumeMode, fsType, mountFlags);
 }

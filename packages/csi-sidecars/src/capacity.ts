@@ -1,7 +1,15 @@
 // Storage capacity tracking (external-provisioner --enable-capacity): for every storage class of this
 // driver and every topology segment its nodes report, ask GetCapacity and publish the answer as a
 // CSIStorageCapacity object the scheduler reads; objects for vanished classes or segments are removed.
-import { formatQuantity, InformerFactory, isNotFound, type LabelSelector, Quantity, type SharedInformer, type Store } from '@kemu/core';
+import {
+  formatQuantity,
+  InformerFactory,
+  isNotFound,
+  type LabelSelector,
+  Quantity,
+  type SharedInformer,
+  type Store,
+} from '@kemu/core';
 
 import { type CsiConnection, DriverInfo, withTimeout } from './connection.js';
 import { type CSIStorageCapacity, registerSidecarKinds } from './kinds.js';
@@ -35,7 +43,8 @@ interface Want {
   parameters: Record<string, string>;
 }
 
-const keyOf = (cls: string, seg: Record<string, string>) => `${cls}\0${JSON.stringify(Object.entries(seg).sort())}`;
+const keyOf = (cls: string, seg: Record<string, string>) =>
+  `${cls}\0${JSON.stringify(Object.entries(seg).sort())}`;
 
 export class CapacityPublisher {
   readonly info: DriverInfo;
@@ -65,7 +74,11 @@ export class CapacityPublisher {
     this.csiNodeInformer = this.factory.informer('CSINode');
     this.nodeInformer = this.factory.informer('Node');
     const poke = () => this.trigger();
-    for (const inf of [this.scInformer, this.csiNodeInformer, this.nodeInformer] as SharedInformer<string>[]) {
+    for (const inf of [
+      this.scInformer,
+      this.csiNodeInformer,
+      this.nodeInformer,
+    ] as SharedInformer<string>[]) {
       inf.addEventHandler({ onAdd: poke, onUpdate: poke, onDelete: poke });
       inf.start();
     }
@@ -133,7 +146,8 @@ export class CapacityPublisher {
       } catch {
         continue;
       }
-      for (const seg of segments.values()) out.set(keyOf(sc.metadata.name!, seg), { className: sc.metadata.name!, segment: seg, parameters });
+      for (const seg of segments.values())
+        out.set(keyOf(sc.metadata.name!, seg), { className: sc.metadata.name!, segment: seg, parameters });
     }
     return out;
   }
@@ -153,7 +167,10 @@ export class CapacityPublisher {
     for (const o of existing) {
       const k = keyOf(o.storageClassName, o.nodeTopology?.matchLabels ?? {});
       if (want.has(k) && !have.has(k)) have.set(k, o);
-      else await this.opts.store.delete('CSIStorageCapacity', ns, o.metadata.name!).catch((e) => !isNotFound(e) && Promise.reject(e));
+      else
+        await this.opts.store
+          .delete('CSIStorageCapacity', ns, o.metadata.name!)
+          .catch((e) => !isNotFound(e) && Promise.reject(e));
     }
     const items = [...want.entries()];
     const threads = Math.max(1, this.opts.threads ?? 1);
@@ -171,11 +188,19 @@ export class CapacityPublisher {
     await Promise.all(Array.from({ length: threads }, worker));
   }
 
-  private async publish(ns: string, managedBy: string, w: Want, cur: CSIStorageCapacity | undefined): Promise<void> {
+  private async publish(
+    ns: string,
+    managedBy: string,
+    w: Want,
+    cur: CSIStorageCapacity | undefined,
+  ): Promise<void> {
     const timeoutMs = this.opts.timeoutMs ?? 10_000;
     this.stats.getCapacityCalls++;
     const r = await withTimeout(
-      this.opts.csi.controller.GetCapacity({ volumeCapabilities: [], parameters: w.parameters, accessibleTopology: { segments: w.segment } }, { timeoutMs }),
+      this.opts.csi.controller.GetCapacity(
+        { volumeCapabilities: [], parameters: w.parameters, accessibleTopology: { segments: w.segment } },
+        { timeoutMs },
+      ),
       timeoutMs + 1000,
       'GetCapacity',
     );
@@ -183,18 +208,29 @@ export class CapacityPublisher {
     const max = r.maximumVolumeSize?.value;
     const nodeTopology: LabelSelector = { matchLabels: w.segment };
     if (cur) {
-      if (cur.capacity === capacity && (cur.maximumVolumeSize ?? undefined) === (max ? formatQuantity(Quantity.fromValue(max, 'BinarySI')) : undefined)) return;
+      if (
+        cur.capacity === capacity &&
+        (cur.maximumVolumeSize ?? undefined) ===
+          (max ? formatQuantity(Quantity.fromValue(max, 'BinarySI')) : undefined)
+      )
+        return;
       await this.opts.store.update({
         ...cur,
         capacity,
-        ...(max ? { maximumVolumeSize: formatQuantity(Quantity.fromValue(max, 'BinarySI')) } : { maximumVolumeSize: undefined }),
+        ...(max
+          ? { maximumVolumeSize: formatQuantity(Quantity.fromValue(max, 'BinarySI')) }
+          : { maximumVolumeSize: undefined }),
       });
       return;
     }
     const obj: CSIStorageCapacity = {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'CSIStorageCapacity',
-      metadata: { generateName: 'csisc-', namespace: ns, labels: { [LABEL_DRIVER_NAME]: this.driverName, [LABEL_MANAGED_BY]: managedBy } },
+      metadata: {
+        generateName: 'csisc-',
+        namespace: ns,
+        labels: { [LABEL_DRIVER_NAME]: this.driverName, [LABEL_MANAGED_BY]: managedBy },
+      },
       storageClassName: w.className,
       nodeTopology,
       capacity,
@@ -203,4 +239,3 @@ export class CapacityPublisher {
     await this.opts.store.create(obj);
   }
 }
-

@@ -17,12 +17,14 @@ export function parseDuration(v: string): number {
     total += Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
   }
   if (v === '0') return 0;
-  if (!v || consumed !== v.length) throw new InvalidArgumentError(`invalid duration "${v}" (use e.g. 300ms, 10s, 5m)`);
+  if (!v || consumed !== v.length)
+    throw new InvalidArgumentError(`invalid duration "${v}" (use e.g. 300ms, 10s, 5m)`);
   return total;
 }
 
 export function parseCount(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError(`expected a positive whole number, got "${v}"`);
+  if (!/^\d+$/.test(v) || Number(v) < 1)
+    throw new InvalidArgumentError(`expected a positive whole number, got "${v}"`);
   return Number(v);
 }
 
@@ -34,13 +36,36 @@ export function addCommonOptions(cmd: Command, defaults: { timeout: string; leas
       'API store to watch: etcd://host:port[,host:port] (shared with the cluster), file:<dir> (this process only) or memory',
       process.env.KEMU_STORE ?? 'memory',
     )
-    .option('--driver-name <name>', 'skip asking the driver its name with GetPluginInfo (start even while the socket is absent)')
-    .addOption(new Option('--timeout <duration>', 'timeout of every CSI call').default(defaults.timeout).argParser(parseDuration))
+    .option(
+      '--driver-name <name>',
+      'skip asking the driver its name with GetPluginInfo (start even while the socket is absent)',
+    )
+    .addOption(
+      new Option('--timeout <duration>', 'timeout of every CSI call')
+        .default(defaults.timeout)
+        .argParser(parseDuration),
+    )
     .option('--leader-election', `enable leader election (${defaults.leaseNote})`, false)
-    .option('--leader-election-namespace <ns>', 'namespace of the leader election Lease', process.env.NAMESPACE ?? 'default')
-    .addOption(new Option('--leader-election-lease-duration <duration>', 'lease validity for non-leaders').default('15s').argParser(parseDuration))
-    .addOption(new Option('--leader-election-renew-deadline <duration>', 'how long the leader retries renewing').default('10s').argParser(parseDuration))
-    .addOption(new Option('--leader-election-retry-period <duration>', 'wait between acquire/renew attempts').default('5s').argParser(parseDuration))
+    .option(
+      '--leader-election-namespace <ns>',
+      'namespace of the leader election Lease',
+      process.env.NAMESPACE ?? 'default',
+    )
+    .addOption(
+      new Option('--leader-election-lease-duration <duration>', 'lease validity for non-leaders')
+        .default('15s')
+        .argParser(parseDuration),
+    )
+    .addOption(
+      new Option('--leader-election-renew-deadline <duration>', 'how long the leader retries renewing')
+        .default('10s')
+        .argParser(parseDuration),
+    )
+    .addOption(
+      new Option('--leader-election-retry-period <duration>', 'wait between acquire/renew attempts')
+        .default('5s')
+        .argParser(parseDuration),
+    )
     .option('-v, --verbose', 'log every retry', false);
 }
 

@@ -8,21 +8,45 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
 
 function run(bin: string, args: string[]): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', path.join(here, bin), ...args], {
-    cwd: repo,
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--conditions=@kemu/source', '--import', 'tsx', path.join(here, bin), ...args],
+    {
+      cwd: repo,
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
   return { status: r.status, stderr: r.stderr };
 }
 
 describe('sidecar commands', () => {
   it.each([
-    ['provisioner-cli.ts', ['--store', 'bogus', '--driver-name', 'x'], 'kemu-external-provisioner: --store "bogus" is not understood; use etcd://host:port, file:<dir> or memory'],
-    ['provisioner-cli.ts', ['--volume-name-uuid-length', '-5'], 'kemu-external-provisioner: --volume-name-uuid-length must be -1 or more'],
-    ['attacher-cli.ts', ['--timeout', '10x'], `error: option '--timeout <duration>' argument '10x' is invalid. invalid duration "10x" (use e.g. 300ms, 10s, 5m)`],
-    ['resizer-cli.ts', ['--workers', '0'], `error: option '--workers <n>' argument '0' is invalid. expected a positive whole number, got "0"`],
-    ['registrar-cli.ts', [], 'kemu-node-driver-registrar: --kubelet-registration-path is required (the driver socket path on the host)'],
+    [
+      'provisioner-cli.ts',
+      ['--store', 'bogus', '--driver-name', 'x'],
+      'kemu-external-provisioner: --store "bogus" is not understood; use etcd://host:port, file:<dir> or memory',
+    ],
+    [
+      'provisioner-cli.ts',
+      ['--volume-name-uuid-length', '-5'],
+      'kemu-external-provisioner: --volume-name-uuid-length must be -1 or more',
+    ],
+    [
+      'attacher-cli.ts',
+      ['--timeout', '10x'],
+      `error: option '--timeout <duration>' argument '10x' is invalid. invalid duration "10x" (use e.g. 300ms, 10s, 5m)`,
+    ],
+    [
+      'resizer-cli.ts',
+      ['--workers', '0'],
+      `error: option '--workers <n>' argument '0' is invalid. expected a positive whole number, got "0"`,
+    ],
+    [
+      'registrar-cli.ts',
+      [],
+      'kemu-node-driver-registrar: --kubelet-registration-path is required (the driver socket path on the host)',
+    ],
   ])('%s %j', (bin, args, message) => {
     const r = run(bin, args);
     expect(r.status).not.toBe(0);

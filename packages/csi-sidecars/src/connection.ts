@@ -102,7 +102,13 @@ export function describeError(err: unknown): string {
 export function isFinalError(err: unknown): boolean {
   const c = (err as { code?: unknown })?.code;
   if (typeof c !== 'number') return true;
-  return ![grpc.status.CANCELLED, grpc.status.DEADLINE_EXCEEDED, grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED, grpc.status.ABORTED].includes(c);
+  return ![
+    grpc.status.CANCELLED,
+    grpc.status.DEADLINE_EXCEEDED,
+    grpc.status.UNAVAILABLE,
+    grpc.status.RESOURCE_EXHAUSTED,
+    grpc.status.ABORTED,
+  ].includes(c);
 }
 
 /** Rejects with DEADLINE_EXCEEDED when `p` takes longer than `ms` (the in-process path has no deadline of its own). */
@@ -110,7 +116,12 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
   if (!(ms > 0)) return p;
   return new Promise<T>((resolve, reject) => {
     const t = setTimeout(() => {
-      reject(Object.assign(new Error(`${what}: context deadline exceeded`), { code: grpc.status.DEADLINE_EXCEEDED, details: 'context deadline exceeded' }));
+      reject(
+        Object.assign(new Error(`${what}: context deadline exceeded`), {
+          code: grpc.status.DEADLINE_EXCEEDED,
+          details: 'context deadline exceeded',
+        }),
+      );
     }, ms);
     p.then(
       (v) => {
@@ -138,7 +149,11 @@ export class DriverInfo {
 
   async driverName(): Promise<string> {
     if (this.name === undefined) {
-      const r = await withTimeout(this.conn.identity.GetPluginInfo({}, { timeoutMs: this.timeoutMs }), this.timeoutMs, 'GetPluginInfo');
+      const r = await withTimeout(
+        this.conn.identity.GetPluginInfo({}, { timeoutMs: this.timeoutMs }),
+        this.timeoutMs,
+        'GetPluginInfo',
+      );
       if (!r.name) throw new Error('the driver answered GetPluginInfo without a name');
       this.name = r.name;
     }
@@ -163,7 +178,11 @@ export class DriverInfo {
 
   async pluginCapabilities(): Promise<Set<number>> {
     if (!this.pluginCaps) {
-      const r = await withTimeout(this.conn.identity.GetPluginCapabilities({}, { timeoutMs: this.timeoutMs }), this.timeoutMs, 'GetPluginCapabilities');
+      const r = await withTimeout(
+        this.conn.identity.GetPluginCapabilities({}, { timeoutMs: this.timeoutMs }),
+        this.timeoutMs,
+        'GetPluginCapabilities',
+      );
       this.pluginCaps = new Set((r.capabilities ?? []).map((c) => c.service?.type ?? 0));
     }
     return this.pluginCaps;

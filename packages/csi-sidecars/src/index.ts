@@ -27,7 +27,12 @@ export { ANN_NODE_ID, type AttacherOptions, attacherFinalizer, ExternalAttacher 
 export { ExternalResizer, FS_RESIZE_PENDING_MESSAGE, type ResizerOptions } from './resizer.js';
 export { CapacityPublisher, type CapacityOptions, LABEL_DRIVER_NAME, LABEL_MANAGED_BY } from './capacity.js';
 export { NodeDriverRegistrar, type RegistrarOptions, registrationSocket } from './registrar.js';
-export { type LeaderElectionOptions, runWithLeaderElection, type RunHandle, sanitizeLeaseName } from './leader.js';
+export {
+  type LeaderElectionOptions,
+  runWithLeaderElection,
+  type RunHandle,
+  sanitizeLeaseName,
+} from './leader.js';
 export { FSTYPE_KEY, ParameterError, parseClassParameters, resolveTemplate, SECRET_KINDS } from './params.js';
 export { accessModeToCsi, claimCapabilities, pvCapability } from './capabilities.js';
 export {

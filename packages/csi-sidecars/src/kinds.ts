@@ -38,7 +38,13 @@ export interface VolumeSnapshotContent extends KubeObject {
     driver: string;
     deletionPolicy: 'Delete' | 'Retain';
     source: { volumeHandle?: string; snapshotHandle?: string };
-    volumeSnapshotRef: { apiVersion?: string; kind?: string; namespace?: string; name?: string; uid?: string };
+    volumeSnapshotRef: {
+      apiVersion?: string;
+      kind?: string;
+      namespace?: string;
+      name?: string;
+      uid?: string;
+    };
     volumeSnapshotClassName?: string;
     sourceVolumeMode?: 'Filesystem' | 'Block';
   };
@@ -60,9 +66,22 @@ let done = false;
 export function registerSidecarKinds(): void {
   if (done) return;
   done = true;
-  if (!lookupKind('Secret')) registerKind({ kind: 'Secret', apiVersion: 'v1', resource: 'secrets', namespaced: true, hasStatus: false });
+  if (!lookupKind('Secret'))
+    registerKind({
+      kind: 'Secret',
+      apiVersion: 'v1',
+      resource: 'secrets',
+      namespaced: true,
+      hasStatus: false,
+    });
   if (!lookupKind('VolumeSnapshot')) {
-    registerKind({ kind: 'VolumeSnapshot', apiVersion: 'snapshot.storage.k8s.io/v1', resource: 'volumesnapshots', namespaced: true, hasStatus: true });
+    registerKind({
+      kind: 'VolumeSnapshot',
+      apiVersion: 'snapshot.storage.k8s.io/v1',
+      resource: 'volumesnapshots',
+      namespaced: true,
+      hasStatus: true,
+    });
   }
   if (!lookupKind('VolumeSnapshotContent')) {
     registerKind({
@@ -74,6 +93,12 @@ export function registerSidecarKinds(): void {
     });
   }
   if (!lookupKind('CSIStorageCapacity')) {
-    registerKind({ kind: 'CSIStorageCapacity', apiVersion: 'storage.k8s.io/v1', resource: 'csistoragecapacities', namespaced: true, hasStatus: false });
+    registerKind({
+      kind: 'CSIStorageCapacity',
+      apiVersion: 'storage.k8s.io/v1',
+      resource: 'csistoragecapacities',
+      namespaced: true,
+      hasStatus: false,
+    });
   }
 }

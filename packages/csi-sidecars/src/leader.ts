@@ -17,7 +17,10 @@ export interface LeaderElectionOptions {
 
 /** `my.driver/x` → `my-driver-x`: what a Lease name may hold. */
 export function sanitizeLeaseName(name: string): string {
-  return name.replace(/[/.]/g, '-').replace(/[^a-zA-Z0-9-]/g, '-').toLowerCase();
+  return name
+    .replace(/[/.]/g, '-')
+    .replace(/[^a-zA-Z0-9-]/g, '-')
+    .toLowerCase();
 }
 
 export interface RunHandle {

@@ -8,12 +8,27 @@ export const FSTYPE_KEY = `${PREFIX}fstype`;
 
 /** The secret kinds a class can name, with the template variables each accepts. */
 export const SECRET_KINDS = {
-  provisioner: { name: `${PREFIX}provisioner-secret-name`, namespace: `${PREFIX}provisioner-secret-namespace` },
-  controllerPublish: { name: `${PREFIX}controller-publish-secret-name`, namespace: `${PREFIX}controller-publish-secret-namespace` },
+  provisioner: {
+    name: `${PREFIX}provisioner-secret-name`,
+    namespace: `${PREFIX}provisioner-secret-namespace`,
+  },
+  controllerPublish: {
+    name: `${PREFIX}controller-publish-secret-name`,
+    namespace: `${PREFIX}controller-publish-secret-namespace`,
+  },
   nodeStage: { name: `${PREFIX}node-stage-secret-name`, namespace: `${PREFIX}node-stage-secret-namespace` },
-  nodePublish: { name: `${PREFIX}node-publish-secret-name`, namespace: `${PREFIX}node-publish-secret-namespace` },
-  controllerExpand: { name: `${PREFIX}controller-expand-secret-name`, namespace: `${PREFIX}controller-expand-secret-namespace` },
-  nodeExpand: { name: `${PREFIX}node-expand-secret-name`, namespace: `${PREFIX}node-expand-secret-namespace` },
+  nodePublish: {
+    name: `${PREFIX}node-publish-secret-name`,
+    namespace: `${PREFIX}node-publish-secret-namespace`,
+  },
+  controllerExpand: {
+    name: `${PREFIX}controller-expand-secret-name`,
+    namespace: `${PREFIX}controller-expand-secret-namespace`,
+  },
+  nodeExpand: {
+    name: `${PREFIX}node-expand-secret-name`,
+    namespace: `${PREFIX}node-expand-secret-namespace`,
+  },
 } as const;
 export type SecretKind = keyof typeof SECRET_KINDS;
 
@@ -22,7 +37,10 @@ export const PVC_NAME_KEY = `${PREFIX}pvc/name`;
 export const PVC_NAMESPACE_KEY = `${PREFIX}pvc/namespace`;
 export const PV_NAME_KEY = `${PREFIX}pv/name`;
 
-const RESERVED = new Set<string>([FSTYPE_KEY, ...Object.values(SECRET_KINDS).flatMap((k) => [k.name, k.namespace])]);
+const RESERVED = new Set<string>([
+  FSTYPE_KEY,
+  ...Object.values(SECRET_KINDS).flatMap((k) => [k.name, k.namespace]),
+]);
 
 export class ParameterError extends Error {}
 
@@ -37,7 +55,8 @@ export function parseClassParameters(params: Record<string, string> | undefined)
   const out: ParsedParameters = { driverParameters: {}, fsType: '', secrets: {} };
   for (const [k, v] of Object.entries(params ?? {})) {
     if (k.startsWith(PREFIX)) {
-      if (!RESERVED.has(k)) throw new ParameterError(`found unknown parameter key "${k}" with reserved namespace ${PREFIX}`);
+      if (!RESERVED.has(k))
+        throw new ParameterError(`found unknown parameter key "${k}" with reserved namespace ${PREFIX}`);
       continue;
     }
     if (k.toLowerCase() === 'fstype') {
@@ -48,12 +67,17 @@ export function parseClassParameters(params: Record<string, string> | undefined)
     out.driverParameters[k] = v;
   }
   if (params?.[FSTYPE_KEY] !== undefined) out.fsType = params[FSTYPE_KEY];
-  for (const [kind, keys] of Object.entries(SECRET_KINDS) as [SecretKind, { name: string; namespace: string }][]) {
+  for (const [kind, keys] of Object.entries(SECRET_KINDS) as [
+    SecretKind,
+    { name: string; namespace: string },
+  ][]) {
     const name = params?.[keys.name];
     const ns = params?.[keys.namespace];
     if (name === undefined && ns === undefined) continue;
     if (name === undefined || ns === undefined) {
-      throw new ParameterError(`either name and namespace for ${kind} secrets specified, Both must be specified`);
+      throw new ParameterError(
+        `either name and namespace for ${kind} secrets specified, Both must be specified`,
+      );
     }
     out.secrets[kind] = { nameTemplate: name, namespaceTemplate: ns };
   }
@@ -61,13 +85,20 @@ export function parseClassParameters(params: Record<string, string> | undefined)
 }
 
 /** Resolve `${pvc.name}`, `${pvc.namespace}`, `${pv.name}`, `${pvc.annotations['key']}` in a secret reference. */
-export function resolveTemplate(template: string, pvName: string, claim: PersistentVolumeClaim | undefined, allowAnnotations: boolean): string {
+export function resolveTemplate(
+  template: string,
+  pvName: string,
+  claim: PersistentVolumeClaim | undefined,
+  allowAnnotations: boolean,
+): string {
   return template.replace(/\$\{([^}]+)\}/g, (_m, expr: string) => {
     if (expr === 'pv.name') return pvName;
     if (expr === 'pvc.name' && claim) return claim.metadata.name!;
     if (expr === 'pvc.namespace' && claim) return claim.metadata.namespace!;
     const a = /^pvc\.annotations\['([^']+)'\]$/.exec(expr);
     if (a && claim && allowAnnotations) return claim.metadata.annotations?.[a[1]!] ?? '';
-    throw new ParameterError(`error resolving value "${template}": "${expr}" is not a supported template variable here`);
+    throw new ParameterError(
+      `error resolving value "${template}": "${expr}" is not a supported template variable here`,
+    );
   });
 }

@@ -34,7 +34,12 @@ import {
 import { csi, grpc } from '@kemu/proto';
 import { claimCapabilities } from './capabilities.js';
 import { type CsiConnection, DriverInfo, describeError, isFinalError, withTimeout } from './connection.js';
-import { registerSidecarKinds, type Secret, type VolumeSnapshot, type VolumeSnapshotContent } from './kinds.js';
+import {
+  registerSidecarKinds,
+  type Secret,
+  type VolumeSnapshot,
+  type VolumeSnapshotContent,
+} from './kinds.js';
 import {
   ParameterError,
   type ParsedParameters,
@@ -130,21 +135,46 @@ export class ExternalProvisioner {
     this.driverName = this.opts.driverName ?? (await this.info.driverName());
     this.identity = `${Date.now()}-${randomUUID().slice(0, 4)}-${this.driverName}`;
     this.recorder =
-      this.opts.recorder ?? new EventRecorder(this.store, { component: `${this.driverName}_${os.hostname()}_${randomUUID()}` });
+      this.opts.recorder ??
+      new EventRecorder(this.store, { component: `${this.driverName}_${os.hostname()}_${randomUUID()}` });
     this.pvcInformer = this.factory.informer('PersistentVolumeClaim');
     this.pvInformer = this.factory.informer('PersistentVolume');
     this.classInformer = this.factory.informer('StorageClass');
     this.nodeInformer = this.factory.informer('Node');
     this.csiNodeInformer = this.factory.informer('CSINode');
-    const informers = [this.pvcInformer, this.pvInformer, this.classInformer, this.nodeInformer, this.csiNodeInformer];
+    const informers = [
+      this.pvcInformer,
+      this.pvInformer,
+      this.classInformer,
+      this.nodeInformer,
+      this.csiNodeInformer,
+    ];
     const limiter = () =>
       new RateLimitingQueue<string>(
-        new ItemExponentialFailureRateLimiter(this.opts.retryIntervalStartMs ?? 1000, this.opts.retryIntervalMaxMs ?? 300_000),
+        new ItemExponentialFailureRateLimiter(
+          this.opts.retryIntervalStartMs ?? 1000,
+          this.opts.retryIntervalMaxMs ?? 300_000,
+        ),
       );
-    const onError = (what: string) => (key: string, err: unknown) => this.opts.onError?.(`${what} ${key}`, err);
+    const onError = (what: string) => (key: string, err: unknown) =>
+      this.opts.onError?.(`${what} ${key}`, err);
     const workers = this.opts.workers ?? 100;
-    this.claims = new Controller({ name: 'provisioner-claims', workers, informers, queue: limiter(), reconcile: (k) => this.syncClaim(k), onError: onError('claim') });
-    this.volumes = new Controller({ name: 'provisioner-volumes', workers, informers, queue: limiter(), reconcile: (k) => this.syncVolume(k), onError: onError('volume') });
+    this.claims = new Controller({
+      name: 'provisioner-claims',
+      workers,
+      informers,
+      queue: limiter(),
+      reconcile: (k) => this.syncClaim(k),
+      onError: onError('claim'),
+    });
+    this.volumes = new Controller({
+      name: 'provisioner-volumes',
+      workers,
+      informers,
+      queue: limiter(),
+      reconcile: (k) => this.syncVolume(k),
+      onError: onError('volume'),
+    });
     this.pvcInformer.addEventHandler({
       onAdd: (c) => this.claims.enqueue(c),
       onUpdate: (_o, c) => this.claims.enqueue(c),
@@ -205,7 +235,12 @@ export class ExternalProvisioner {
     const clsName = claimClass(claim);
     const cls = this.classInformer.lister.get(undefined, clsName);
     if (!cls) {
-      this.recorder.event(claim, 'Warning', 'ProvisioningFailed', `storageclass.storage.k8s.io "${clsName}" not found`);
+      this.recorder.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `storageclass.storage.k8s.io "${clsName}" not found`,
+      );
       throw new ProvisionError(`storageclass.storage.k8s.io "${clsName}" not found`);
     }
     if (cls.provisioner !== this.driverName) return undefined;
@@ -226,24 +261,51 @@ export class ExternalProvisioner {
     let vol: csi.Volume | null | undefined;
     try {
       this.stats.createVolumeCalls++;
-      vol = (await this.call(this.conn.controller.CreateVolume(p.request, { timeoutMs: this.timeoutMs }), 'CreateVolume')).volume;
+      vol = (
+        await this.call(
+          this.conn.controller.CreateVolume(p.request, { timeoutMs: this.timeoutMs }),
+          'CreateVolume',
+        )
+      ).volume;
     } catch (e) {
       if (isFinalError(e)) this.inProgress.delete(key);
       throw e;
     }
     if (vol?.volumeId) {
       this.stats.deleteVolumeCalls++;
-      await this.call(this.conn.controller.DeleteVolume({ volumeId: vol.volumeId, secrets: p.secrets }, { timeoutMs: this.timeoutMs }), 'DeleteVolume');
+      await this.call(
+        this.conn.controller.DeleteVolume(
+          { volumeId: vol.volumeId, secrets: p.secrets },
+          { timeoutMs: this.timeoutMs },
+        ),
+        'DeleteVolume',
+      );
     }
     this.inProgress.delete(key);
   }
 
-  private async provision(key: string, claim: PersistentVolumeClaim, cls: StorageClass, pvName: string, selectedNode: string | undefined): Promise<void> {
+  private async provision(
+    key: string,
+    claim: PersistentVolumeClaim,
+    cls: StorageClass,
+    pvName: string,
+    selectedNode: string | undefined,
+  ): Promise<void> {
     const fail = (msg: string): never => {
-      this.recorder.event(claim, 'Warning', 'ProvisioningFailed', `failed to provision volume with StorageClass "${cls.metadata.name}": ${msg}`);
+      this.recorder.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `failed to provision volume with StorageClass "${cls.metadata.name}": ${msg}`,
+      );
       throw new ProvisionError(msg);
     };
-    this.recorder.event(claim, 'Normal', 'Provisioning', `External provisioner is provisioning volume for claim "${key}"`);
+    this.recorder.event(
+      claim,
+      'Normal',
+      'Provisioning',
+      `External provisioner is provisioning volume for claim "${key}"`,
+    );
     // A selector asks for an existing volume; a new one could never be guaranteed to match it.
     if (claim.spec.selector) return fail('claim Selector is not supported');
     let params: ParsedParameters;
@@ -258,10 +320,13 @@ export class ExternalProvisioner {
     let request: csi.CreateVolumeRequest;
     let secrets: Record<string, string> = {};
     try {
-      const snmw = await this.info.hasController(csi.ControllerServiceCapability_RPC_Type.SINGLE_NODE_MULTI_WRITER);
+      const snmw = await this.info.hasController(
+        csi.ControllerServiceCapability_RPC_Type.SINGLE_NODE_MULTI_WRITER,
+      );
       const source = claim.spec.dataSource ? await this.dataSource(claim, requested) : undefined;
       const topology = await this.topologyRequirement(claim, cls, selectedNode);
-      if (params.secrets.provisioner) secrets = await this.readSecret(params.secrets.provisioner, pvName, claim, 'provisioner');
+      if (params.secrets.provisioner)
+        secrets = await this.readSecret(params.secrets.provisioner, pvName, claim, 'provisioner');
       const parameters = { ...params.driverParameters };
       if (this.opts.extraCreateMetadata) {
         parameters[PVC_NAME_KEY] = claim.metadata.name!;
@@ -271,7 +336,13 @@ export class ExternalProvisioner {
       request = {
         name: pvName,
         capacityRange: { requiredBytes: requested, limitBytes: 0 },
-        volumeCapabilities: claimCapabilities(claim.spec.accessModes ?? [], volumeMode, fsType, cls.mountOptions ?? [], snmw),
+        volumeCapabilities: claimCapabilities(
+          claim.spec.accessModes ?? [],
+          volumeMode,
+          fsType,
+          cls.mountOptions ?? [],
+          snmw,
+        ),
         parameters,
         secrets,
         volumeContentSource: source ?? null,
@@ -284,19 +355,37 @@ export class ExternalProvisioner {
     let volume: csi.Volume;
     try {
       this.stats.createVolumeCalls++;
-      const r = await this.call(this.conn.controller.CreateVolume(request, { timeoutMs: this.timeoutMs }), 'CreateVolume');
+      const r = await this.call(
+        this.conn.controller.CreateVolume(request, { timeoutMs: this.timeoutMs }),
+        'CreateVolume',
+      );
       if (!r.volume?.volumeId) throw new ProvisionError('the driver returned no volume id');
       volume = r.volume;
     } catch (e) {
       const msg = describeError(e);
-      this.recorder.event(claim, 'Warning', 'ProvisioningFailed', `failed to provision volume with StorageClass "${cls.metadata.name}": ${msg}`);
+      this.recorder.event(
+        claim,
+        'Warning',
+        'ProvisioningFailed',
+        `failed to provision volume with StorageClass "${cls.metadata.name}": ${msg}`,
+      );
       if (isFinalError(e)) this.inProgress.delete(key);
       else this.inProgress.set(key, { uid: claim.metadata.uid!, request, secrets });
       const code = (e as { code?: number }).code;
-      if (code === grpc.status.RESOURCE_EXHAUSTED && selectedNode && cls.volumeBindingMode === 'WaitForFirstConsumer') {
+      if (
+        code === grpc.status.RESOURCE_EXHAUSTED &&
+        selectedNode &&
+        cls.volumeBindingMode === 'WaitForFirstConsumer'
+      ) {
         // Not enough room on that node: let the scheduler pick again.
         await this.store
-          .patch('PersistentVolumeClaim', claim.metadata.namespace, claim.metadata.name!, { metadata: { annotations: { [ANN_SELECTED_NODE]: null } } }, 'merge')
+          .patch(
+            'PersistentVolumeClaim',
+            claim.metadata.namespace,
+            claim.metadata.name!,
+            { metadata: { annotations: { [ANN_SELECTED_NODE]: null } } },
+            'merge',
+          )
           .catch(() => {});
         return;
       }
@@ -307,7 +396,13 @@ export class ExternalProvisioner {
     const capacity = volume.capacityBytes || requested;
     if (capacity < requested) {
       this.stats.deleteVolumeCalls++;
-      await this.call(this.conn.controller.DeleteVolume({ volumeId: volume.volumeId, secrets }, { timeoutMs: this.timeoutMs }), 'DeleteVolume');
+      await this.call(
+        this.conn.controller.DeleteVolume(
+          { volumeId: volume.volumeId, secrets },
+          { timeoutMs: this.timeoutMs },
+        ),
+        'DeleteVolume',
+      );
       this.inProgress.delete(key);
       fail(`created volume capacity ${capacity} less than requested capacity ${requested}`);
     }
@@ -317,12 +412,18 @@ export class ExternalProvisioner {
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
       const other = (await this.store.get('PersistentVolume', '', pvName)) as PersistentVolume;
-      if (other.spec.claimRef?.uid !== claim.metadata.uid) throw new ProvisionError(`persistentvolume ${pvName} exists and belongs to another claim`);
+      if (other.spec.claimRef?.uid !== claim.metadata.uid)
+        throw new ProvisionError(`persistentvolume ${pvName} exists and belongs to another claim`);
     }
     this.inProgress.delete(key);
     this.stats.provisioned++;
     if (claim.spec.dataSource?.kind === 'PersistentVolumeClaim') await this.releaseCloneSource(claim);
-    this.recorder.event(claim, 'Normal', 'ProvisioningSucceeded', `Successfully provisioned volume ${pvName}`);
+    this.recorder.event(
+      claim,
+      'Normal',
+      'ProvisioningSucceeded',
+      `Successfully provisioned volume ${pvName}`,
+    );
   }
 
   private buildPV(
@@ -338,12 +439,20 @@ export class ExternalProvisioner {
     const prov = params.secrets.provisioner;
     if (prov) {
       annotations[ANN_DELETION_SECRET_NAME] = resolveTemplate(prov.nameTemplate, pvName, claim, true);
-      annotations[ANN_DELETION_SECRET_NAMESPACE] = resolveTemplate(prov.namespaceTemplate, pvName, claim, false);
+      annotations[ANN_DELETION_SECRET_NAMESPACE] = resolveTemplate(
+        prov.namespaceTemplate,
+        pvName,
+        claim,
+        false,
+      );
     }
     const ref = (kind: SecretKind) => {
       const s = params.secrets[kind];
       if (!s) return undefined;
-      return { name: resolveTemplate(s.nameTemplate, pvName, claim, true), namespace: resolveTemplate(s.namespaceTemplate, pvName, claim, false) };
+      return {
+        name: resolveTemplate(s.nameTemplate, pvName, claim, true),
+        namespace: resolveTemplate(s.namespaceTemplate, pvName, claim, false),
+      };
     };
     const policy = cls.reclaimPolicy ?? 'Delete';
     const csiSource: Record<string, unknown> = {
@@ -366,7 +475,11 @@ export class ExternalProvisioner {
     const pv: PersistentVolume = {
       apiVersion: 'v1',
       kind: 'PersistentVolume',
-      metadata: { name: pvName, annotations, ...(policy === 'Delete' ? { finalizers: [PROVISIONER_FINALIZER] } : {}) },
+      metadata: {
+        name: pvName,
+        annotations,
+        ...(policy === 'Delete' ? { finalizers: [PROVISIONER_FINALIZER] } : {}),
+      },
       spec: {
         accessModes: claim.spec.accessModes,
         capacity: { storage: bytesQuantity(capacity) },
@@ -388,7 +501,11 @@ export class ExternalProvisioner {
               nodeAffinity: {
                 required: {
                   nodeSelectorTerms: topo.map((t) => ({
-                    matchExpressions: Object.entries(t.segments ?? {}).map(([key, v]) => ({ key, operator: 'In' as const, values: [v] })),
+                    matchExpressions: Object.entries(t.segments ?? {}).map(([key, v]) => ({
+                      key,
+                      operator: 'In' as const,
+                      values: [v],
+                    })),
                   })),
                 },
               },
@@ -411,7 +528,10 @@ export class ExternalProvisioner {
   }
 
   /** The content source of a clone or restore, checked as upstream checks it. */
-  private async dataSource(claim: PersistentVolumeClaim, requested: number): Promise<csi.VolumeContentSource> {
+  private async dataSource(
+    claim: PersistentVolumeClaim,
+    requested: number,
+  ): Promise<csi.VolumeContentSource> {
     const ds = claim.spec.dataSource!;
     const ns = claim.metadata.namespace!;
     if (ds.kind === 'VolumeSnapshot' && ds.apiGroup === 'snapshot.storage.k8s.io') {
@@ -420,46 +540,64 @@ export class ExternalProvisioner {
       try {
         snap = (await this.store.get('VolumeSnapshot', ns, ds.name)) as VolumeSnapshot;
       } catch (e) {
-        throw new ProvisionError(`${prefix}: error getting snapshot ${ds.name} from api server: ${(e as Error).message}`);
+        throw new ProvisionError(
+          `${prefix}: error getting snapshot ${ds.name} from api server: ${(e as Error).message}`,
+        );
       }
-      if (snap.status?.readyToUse !== true) throw new ProvisionError(`${prefix}: snapshot ${ds.name} is not Ready`);
+      if (snap.status?.readyToUse !== true)
+        throw new ProvisionError(`${prefix}: snapshot ${ds.name} is not Ready`);
       const contentName = snap.status.boundVolumeSnapshotContentName;
       if (!contentName) throw new ProvisionError(`${prefix}: snapshot ${ds.name} not bound`);
       let content: VolumeSnapshotContent;
       try {
         content = (await this.store.get('VolumeSnapshotContent', '', contentName)) as VolumeSnapshotContent;
       } catch (e) {
-        throw new ProvisionError(`${prefix}: error getting snapshotcontent ${contentName} for snapshot ${ns}/${ds.name} from api server: ${(e as Error).message}`);
+        throw new ProvisionError(
+          `${prefix}: error getting snapshotcontent ${contentName} for snapshot ${ns}/${ds.name} from api server: ${(e as Error).message}`,
+        );
       }
       const r = content.spec.volumeSnapshotRef;
       if (r.name !== ds.name || r.namespace !== ns || (r.uid && r.uid !== snap.metadata.uid)) {
-        throw new ProvisionError(`${prefix}: snapshotcontent ${contentName} for snapshot ${ns}/${ds.name} is bound to a different snapshot`);
+        throw new ProvisionError(
+          `${prefix}: snapshotcontent ${contentName} for snapshot ${ns}/${ds.name} is bound to a different snapshot`,
+        );
       }
       if (content.spec.driver !== this.driverName) {
-        throw new ProvisionError(`${prefix}: snapshotcontent ${contentName} is handled by driver ${content.spec.driver}, not ${this.driverName}`);
+        throw new ProvisionError(
+          `${prefix}: snapshotcontent ${contentName} is handled by driver ${content.spec.driver}, not ${this.driverName}`,
+        );
       }
       const handle = content.status?.snapshotHandle ?? content.spec.source.snapshotHandle;
-      if (!handle) throw new ProvisionError(`${prefix}: snapshot handle of snapshotcontent ${contentName} is empty`);
+      if (!handle)
+        throw new ProvisionError(`${prefix}: snapshot handle of snapshotcontent ${contentName} is empty`);
       if (snap.status.restoreSize) {
         const rs = Quantity.parse(snap.status.restoreSize).value();
         if (requested < rs) {
-          throw new ProvisionError(`${prefix}: requested volume size ${requested} is less than the size ${rs} for the source snapshot ${ds.name}`);
+          throw new ProvisionError(
+            `${prefix}: requested volume size ${requested} is less than the size ${rs} for the source snapshot ${ds.name}`,
+          );
         }
       }
       return { snapshot: { snapshotId: handle } };
     }
     if (ds.kind === 'PersistentVolumeClaim' && !ds.apiGroup) {
       if (!(await this.info.hasController(csi.ControllerServiceCapability_RPC_Type.CLONE_VOLUME))) {
-        throw new ProvisionError(`the driver ${this.driverName} does not support cloning (no CLONE_VOLUME capability)`);
+        throw new ProvisionError(
+          `the driver ${this.driverName} does not support cloning (no CLONE_VOLUME capability)`,
+        );
       }
       let src: PersistentVolumeClaim;
       try {
         src = (await this.store.get('PersistentVolumeClaim', ns, ds.name)) as PersistentVolumeClaim;
       } catch (e) {
-        throw new ProvisionError(`error getting PVC ${ds.name} (namespace "${ns}") from api server: ${(e as Error).message}`);
+        throw new ProvisionError(
+          `error getting PVC ${ds.name} (namespace "${ns}") from api server: ${(e as Error).message}`,
+        );
       }
       if (src.status?.phase !== 'Bound' || !src.spec.volumeName) {
-        throw new ProvisionError(`the PVC ${ds.name} not yet bound to a PV, will not attempt to use it as a data source`);
+        throw new ProvisionError(
+          `the PVC ${ds.name} not yet bound to a PV, will not attempt to use it as a data source`,
+        );
       }
       if (claimClass(src) !== claimClass(claim)) {
         throw new ProvisionError(
@@ -471,7 +609,9 @@ export class ExternalProvisioner {
           `the source PVC and destination PVCs must have the same volume mode for cloning. Source is ${src.spec.volumeMode}. Requested PVC is ${claim.spec.volumeMode}`,
         );
       }
-      const srcPV = (await this.store.get('PersistentVolume', '', src.spec.volumeName).catch(() => undefined)) as PersistentVolume | undefined;
+      const srcPV = (await this.store
+        .get('PersistentVolume', '', src.spec.volumeName)
+        .catch(() => undefined)) as PersistentVolume | undefined;
       if (!srcPV?.spec.csi || srcPV.spec.csi.driver !== this.driverName) {
         throw new ProvisionError(`the source PVC ${ds.name} is not a volume of driver ${this.driverName}`);
       }
@@ -488,7 +628,9 @@ export class ExternalProvisioner {
       }
       return { volume: { volumeId: srcPV.spec.csi.volumeHandle } };
     }
-    throw new ProvisionError(`data source ${ds.apiGroup ? `${ds.apiGroup}/` : ''}${ds.kind} ${ds.name} is not supported`);
+    throw new ProvisionError(
+      `data source ${ds.apiGroup ? `${ds.apiGroup}/` : ''}${ds.kind} ${ds.name} is not supported`,
+    );
   }
 
   /** Drop the cloning-protection finalizer from a source claim no other pending clone uses. */
@@ -552,16 +694,22 @@ export class ExternalProvisioner {
         );
       }
       if (this.opts.strictTopology) return { requisite: [{ segments: seg }], preferred: [{ segments: seg }] };
-      const sameKeys = [...all.values()].filter((s) => Object.keys(s).sort().join() === Object.keys(seg).sort().join());
+      const sameKeys = [...all.values()].filter(
+        (s) => Object.keys(s).sort().join() === Object.keys(seg).sort().join(),
+      );
       const rest = sameKeys.filter((s) => key(s) !== key(seg));
-      return { requisite: [seg, ...rest].map((segments) => ({ segments })), preferred: [seg, ...rest].map((segments) => ({ segments })) };
+      return {
+        requisite: [seg, ...rest].map((segments) => ({ segments })),
+        preferred: [seg, ...rest].map((segments) => ({ segments })),
+      };
     }
     let requisite: Record<string, string>[];
     if (cls.allowedTopologies?.length) {
       requisite = [];
       for (const term of cls.allowedTopologies) {
         let combos: Record<string, string>[] = [{}];
-        for (const e of term.matchLabelExpressions ?? []) combos = combos.flatMap((c) => e.values.map((v) => ({ ...c, [e.key]: v })));
+        for (const e of term.matchLabelExpressions ?? [])
+          combos = combos.flatMap((c) => e.values.map((v) => ({ ...c, [e.key]: v })));
         requisite.push(...combos.filter((c) => Object.keys(c).length));
       }
     } else requisite = [...all.values()];
@@ -572,7 +720,10 @@ export class ExternalProvisioner {
     for (const ch of claim.metadata.name ?? '') h = (h * 31 + ch.charCodeAt(0)) >>> 0;
     const i = h % requisite.length;
     const preferred = [...requisite.slice(i), ...requisite.slice(0, i)];
-    return { requisite: requisite.map((segments) => ({ segments })), preferred: preferred.map((segments) => ({ segments })) };
+    return {
+      requisite: requisite.map((segments) => ({ segments })),
+      preferred: preferred.map((segments) => ({ segments })),
+    };
   }
 
   // ------------------------------------------------------------------ volumes
@@ -601,7 +752,10 @@ export class ExternalProvisioner {
       if (sName && sNs) secrets = await readSecretData(this.store, sNs, sName, 'provisioner');
       this.stats.deleteVolumeCalls++;
       await this.call(
-        this.conn.controller.DeleteVolume({ volumeId: pv.spec.csi?.volumeHandle ?? '', secrets }, { timeoutMs: this.timeoutMs }),
+        this.conn.controller.DeleteVolume(
+          { volumeId: pv.spec.csi?.volumeHandle ?? '', secrets },
+          { timeoutMs: this.timeoutMs },
+        ),
         'DeleteVolume',
       );
     } catch (e) {
@@ -635,13 +789,20 @@ export class ExternalProvisioner {
 }
 
 /** A Secret's data, decoded. NotFound and friends become a message naming the secret. */
-export async function readSecretData(store: Store, namespace: string, name: string, what: string): Promise<Record<string, string>> {
+export async function readSecretData(
+  store: Store,
+  namespace: string,
+  name: string,
+  what: string,
+): Promise<Record<string, string>> {
   registerSidecarKinds();
   let s: Secret;
   try {
     s = (await store.get('Secret', namespace, name)) as Secret;
   } catch (e) {
-    throw new ProvisionError(`failed to get ${what} secret ${name} in namespace ${namespace}: ${(e as Error).message}`);
+    throw new ProvisionError(
+      `failed to get ${what} secret ${name} in namespace ${namespace}: ${(e as Error).message}`,
+    );
   }
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(s.data ?? {})) out[k] = Buffer.from(v, 'base64').toString('utf8');

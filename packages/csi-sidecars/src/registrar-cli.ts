@@ -12,13 +12,16 @@ const program = new Command()
   .option('--csi-address <path>', 'address of the CSI driver socket', '/run/csi/socket')
   .option('--kubelet-registration-path <path>', 'the CSI socket path as the kubelet sees it (required)')
   .option('--plugin-registration-path <dir>', 'the kubelet plugin registry directory', '/registration')
-  .addOption(new Option('--timeout <duration>', 'timeout of GetPluginInfo').default('1s').argParser(parseDuration))
+  .addOption(
+    new Option('--timeout <duration>', 'timeout of GetPluginInfo').default('1s').argParser(parseDuration),
+  )
   .option('--http-endpoint <host:port>', 'serve /healthz (registration socket present) here');
 
 async function main(): Promise<void> {
   program.parse();
   const o = program.opts();
-  if (!o.kubeletRegistrationPath) fail(BIN, '--kubelet-registration-path is required (the driver socket path on the host)');
+  if (!o.kubeletRegistrationPath)
+    fail(BIN, '--kubelet-registration-path is required (the driver socket path on the host)');
   let reg: NodeDriverRegistrar;
   let conn: ReturnType<typeof connect>;
   try {
@@ -29,7 +32,11 @@ async function main(): Promise<void> {
       pluginRegistrationDir: o.pluginRegistrationPath,
       timeoutMs: typeof o.timeout === 'number' ? o.timeout : parseDuration(o.timeout),
       onStatus: (s) => {
-        if (!s.registered) fail(BIN, `registration process failed with error: ${s.error}; exiting so the registration is retried`);
+        if (!s.registered)
+          fail(
+            BIN,
+            `registration process failed with error: ${s.error}; exiting so the registration is retried`,
+          );
         process.stderr.write(`${BIN}: the kubelet registered the driver\n`);
       },
     });

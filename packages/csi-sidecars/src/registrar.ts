@@ -31,7 +31,9 @@ export class NodeDriverRegistrar {
 
   constructor(readonly opts: RegistrarOptions) {
     if (!path.isAbsolute(opts.kubeletRegistrationPath) || opts.kubeletRegistrationPath.includes('\0')) {
-      throw new Error(`--kubelet-registration-path "${opts.kubeletRegistrationPath}" must be an absolute path`);
+      throw new Error(
+        `--kubelet-registration-path "${opts.kubeletRegistrationPath}" must be an absolute path`,
+      );
     }
   }
 
@@ -48,7 +50,9 @@ export class NodeDriverRegistrar {
       }
     }
     if (!/^[a-zA-Z0-9][-a-zA-Z0-9_.]*$/.test(this.driverName)) {
-      throw new Error(`the driver reported the name "${this.driverName}", which cannot name a registration socket`);
+      throw new Error(
+        `the driver reported the name "${this.driverName}", which cannot name a registration socket`,
+      );
     }
     const dir = this.opts.pluginRegistrationDir ?? '/registration';
     await fs.mkdir(dir, { recursive: true, mode: 0o750 });
@@ -64,7 +68,8 @@ export class NodeDriverRegistrar {
           supportedVersions: ['1.0.0'],
         }),
         NotifyRegistrationStatus: (req) => {
-          if (req.pluginRegistered === undefined) throw new RpcError(grpc.status.INVALID_ARGUMENT, 'plugin_registered is required');
+          if (req.pluginRegistered === undefined)
+            throw new RpcError(grpc.status.INVALID_ARGUMENT, 'plugin_registered is required');
           this.status = { registered: !!req.pluginRegistered, error: req.error ?? '' };
           this.opts.onStatus?.(this.status);
           return {};

@@ -1,18 +1,40 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
-import { addCommonOptions, connect, fail, logError, ms, openStore, parseCount, parseDuration } from './cli-common.js';
+import {
+  addCommonOptions,
+  connect,
+  fail,
+  logError,
+  ms,
+  openStore,
+  parseCount,
+  parseDuration,
+} from './cli-common.js';
 import { runWithLeaderElection } from './leader.js';
 import { ExternalResizer } from './resizer.js';
 
 const BIN = 'kemu-external-resizer';
 
-const program = addCommonOptions(new Command().name(BIN).description('CSI external-resizer: ControllerExpandVolume for grown PersistentVolumeClaims'), {
-  timeout: '10s',
-  leaseNote: 'Lease external-resizer-<driver>',
-})
+const program = addCommonOptions(
+  new Command()
+    .name(BIN)
+    .description('CSI external-resizer: ControllerExpandVolume for grown PersistentVolumeClaims'),
+  {
+    timeout: '10s',
+    leaseNote: 'Lease external-resizer-<driver>',
+  },
+)
   .addOption(new Option('--workers <n>', 'claims processed at once').default(10).argParser(parseCount))
-  .addOption(new Option('--retry-interval-start <duration>', 'first retry delay after a failure').default('1s').argParser(parseDuration))
-  .addOption(new Option('--retry-interval-max <duration>', 'longest retry delay').default('5m').argParser(parseDuration));
+  .addOption(
+    new Option('--retry-interval-start <duration>', 'first retry delay after a failure')
+      .default('1s')
+      .argParser(parseDuration),
+  )
+  .addOption(
+    new Option('--retry-interval-max <duration>', 'longest retry delay')
+      .default('5m')
+      .argParser(parseDuration),
+  );
 
 async function main(): Promise<void> {
   program.parse();

@@ -17,7 +17,12 @@ import {
   type Store,
   splitObjectKey,
 } from '@kemu/core';
-import { ANN_STORAGE_RESIZER, claimRequestBytes, EventRecorder, volumeCapacityBytes } from '@kemu/core/controllers';
+import {
+  ANN_STORAGE_RESIZER,
+  claimRequestBytes,
+  EventRecorder,
+  volumeCapacityBytes,
+} from '@kemu/core/controllers';
 import { csi } from '@kemu/proto';
 import { pvCapability } from './capabilities.js';
 import { type CsiConnection, DriverInfo, describeError, withTimeout } from './connection.js';
@@ -41,7 +46,8 @@ export interface ResizerOptions {
 
 const q = (n: number) => formatQuantity(Quantity.fromValue(n, 'BinarySI'));
 
-export const FS_RESIZE_PENDING_MESSAGE = 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.';
+export const FS_RESIZE_PENDING_MESSAGE =
+  'Waiting for user to (re-)start a pod to finish file system resize of volume on node.';
 
 export class ExternalResizer {
   readonly info: DriverInfo;
@@ -65,7 +71,9 @@ export class ExternalResizer {
 
   async start(): Promise<void> {
     this.driverName = this.opts.driverName ?? (await this.info.driverName());
-    this.recorder = this.opts.recorder ?? new EventRecorder(this.opts.store, { component: `external-resizer ${this.driverName}` });
+    this.recorder =
+      this.opts.recorder ??
+      new EventRecorder(this.opts.store, { component: `external-resizer ${this.driverName}` });
     this.pvcInformer = this.factory.informer('PersistentVolumeClaim');
     this.pvInformer = this.factory.informer('PersistentVolume');
     this.controller = new Controller({
@@ -73,12 +81,18 @@ export class ExternalResizer {
       workers: this.opts.workers ?? 10,
       informers: [this.pvcInformer, this.pvInformer],
       queue: new RateLimitingQueue<string>(
-        new ItemExponentialFailureRateLimiter(this.opts.retryIntervalStartMs ?? 1000, this.opts.retryIntervalMaxMs ?? 300_000),
+        new ItemExponentialFailureRateLimiter(
+          this.opts.retryIntervalStartMs ?? 1000,
+          this.opts.retryIntervalMaxMs ?? 300_000,
+        ),
       ),
       reconcile: (k) => this.sync(k),
       onError: (k, e) => this.opts.onError?.(`claim ${k}`, e),
     });
-    this.pvcInformer.addEventHandler({ onAdd: (c) => this.controller.enqueue(c), onUpdate: (_o, c) => this.controller.enqueue(c) });
+    this.pvcInformer.addEventHandler({
+      onAdd: (c) => this.controller.enqueue(c),
+      onUpdate: (_o, c) => this.controller.enqueue(c),
+    });
     const resync = this.opts.resyncPeriodMs ?? 600_000;
     if (resync > 0) {
       this.resyncTimer = setInterval(() => {
@@ -119,15 +133,26 @@ export class ExternalResizer {
     return undefined;
   }
 
-  private async patchStatus(pvc: PersistentVolumeClaim, f: (s: NonNullable<PersistentVolumeClaim['status']>) => void): Promise<void> {
-    const cur = (await this.opts.store.get('PersistentVolumeClaim', pvc.metadata.namespace, pvc.metadata.name!)) as PersistentVolumeClaim;
+  private async patchStatus(
+    pvc: PersistentVolumeClaim,
+    f: (s: NonNullable<PersistentVolumeClaim['status']>) => void,
+  ): Promise<void> {
+    const cur = (await this.opts.store.get(
+      'PersistentVolumeClaim',
+      pvc.metadata.namespace,
+      pvc.metadata.name!,
+    )) as PersistentVolumeClaim;
     const next = deepCopy(cur);
     next.status ??= {};
     f(next.status);
     await this.opts.store.updateStatus(next);
   }
 
-  private setCondition(s: NonNullable<PersistentVolumeClaim['status']>, c: Condition | undefined, drop: string[]): void {
+  private setCondition(
+    s: NonNullable<PersistentVolumeClaim['status']>,
+    c: Condition | undefined,
+    drop: string[],
+  ): void {
     const rest = (s.conditions ?? []).filter((x) => !drop.includes(x.type) && x.type !== c?.type);
     s.conditions = c ? [...rest, c] : rest;
     if (!s.conditions.length) delete s.conditions;
@@ -138,7 +163,12 @@ export class ExternalResizer {
       s.allocatedResources = { ...(s.allocatedResources ?? {}), storage: q(want) };
       this.setCondition(
         s,
-        { type: 'FileSystemResizePending', status: 'True', lastTransitionTime: rfc3339(), message: FS_RESIZE_PENDING_MESSAGE },
+        {
+          type: 'FileSystemResizePending',
+          status: 'True',
+          lastTransitionTime: rfc3339(),
+          message: FS_RESIZE_PENDING_MESSAGE,
+        },
         ['Resizing'],
       );
     });
@@ -156,9 +186,13 @@ export class ExternalResizer {
     try {
       if (await this.info.hasController(csi.ControllerServiceCapability_RPC_Type.EXPAND_VOLUME)) {
         let secrets: Record<string, string> = {};
-        const ref = (c as { controllerExpandSecretRef?: { name: string; namespace: string } }).controllerExpandSecretRef;
-        if (ref) secrets = await readSecretData(this.opts.store, ref.namespace, ref.name, 'controller expand');
-        const snmw = await this.info.hasController(csi.ControllerServiceCapability_RPC_Type.SINGLE_NODE_MULTI_WRITER);
+        const ref = (c as { controllerExpandSecretRef?: { name: string; namespace: string } })
+          .controllerExpandSecretRef;
+        if (ref)
+          secrets = await readSecretData(this.opts.store, ref.namespace, ref.name, 'controller expand');
+        const snmw = await this.info.hasController(
+          csi.ControllerServiceCapability_RPC_Type.SINGLE_NODE_MULTI_WRITER,
+        );
         this.stats.expandCalls++;
         const r = await withTimeout(
           this.opts.csi.controller.ControllerExpandVolume(
@@ -166,7 +200,13 @@ export class ExternalResizer {
               volumeId: c.volumeHandle,
               capacityRange: { requiredBytes: want, limitBytes: 0 },
               secrets,
-              volumeCapability: pvCapability(pv.spec.accessModes ?? [], pv.spec.volumeMode, c.fsType ?? '', pv.spec.mountOptions ?? [], snmw),
+              volumeCapability: pvCapability(
+                pv.spec.accessModes ?? [],
+                pv.spec.volumeMode,
+                c.fsType ?? '',
+                pv.spec.mountOptions ?? [],
+                snmw,
+              ),
             },
             { timeoutMs: this.timeoutMs },
           ),
@@ -180,7 +220,13 @@ export class ExternalResizer {
     } catch (e) {
       const msg = `resize volume "${pv.metadata.name}" by resizer "${this.driverName}" failed: ${describeError(e)}`;
       this.recorder.event(pvc, 'Warning', 'VolumeResizeFailed', msg);
-      await this.patchStatus(pvc, (s) => this.setCondition(s, { type: 'ControllerResizeError', status: 'True', lastTransitionTime: rfc3339(), message: msg }, ['Resizing'])).catch(() => {});
+      await this.patchStatus(pvc, (s) =>
+        this.setCondition(
+          s,
+          { type: 'ControllerResizeError', status: 'True', lastTransitionTime: rfc3339(), message: msg },
+          ['Resizing'],
+        ),
+      ).catch(() => {});
       throw e;
     }
     const curPV = (await this.opts.store.get('PersistentVolume', '', pv.metadata.name!)) as PersistentVolume;
@@ -189,7 +235,12 @@ export class ExternalResizer {
     await this.opts.store.update(nextPV);
     if (nodeExpansionRequired && pv.spec.volumeMode !== 'Block') {
       await this.markNodeResizePending(pvc, want);
-      this.recorder.event(pvc, 'Normal', 'FileSystemResizeRequired', 'Require file system resize of volume on node');
+      this.recorder.event(
+        pvc,
+        'Normal',
+        'FileSystemResizeRequired',
+        'Require file system resize of volume on node',
+      );
       return;
     }
     await this.patchStatus(pvc, (s) => {

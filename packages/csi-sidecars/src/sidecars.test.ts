@@ -4,7 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { MemoryStore, type Node, type Pod, type VolumeAttachment } from '@kemu/core';
 import { AttachDetachController, attachmentName, PersistentVolumeBinder } from '@kemu/core/controllers';
-import { createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME as DRIVER, DEFAULT_TOPOLOGY_KEY, type SimBackend } from '@kemu/csi';
+import {
+  createCsiDriver,
+  type CsiDriver,
+  DEFAULT_DRIVER_NAME as DRIVER,
+  DEFAULT_TOPOLOGY_KEY,
+  type SimBackend,
+} from '@kemu/csi';
 import { pluginregistration, grpc, unaryCall } from '@kemu/proto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { attacherFinalizer, ExternalAttacher } from './attacher.js';
@@ -30,12 +36,21 @@ const stops: (() => Promise<void>)[] = [];
 
 beforeEach(async () => {
   store = await MemoryStore.open();
-  driver = await createCsiDriver({ backend: 'sim', nodeId: 'n1', enableAttach: true, capacityBytes: 10 * 2 ** 30 });
+  driver = await createCsiDriver({
+    backend: 'sim',
+    nodeId: 'n1',
+    enableAttach: true,
+    capacityBytes: 10 * 2 ** 30,
+  });
   conn = inProcessCsi(driver);
   await store.create({
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name: 'n1', labels: { [DEFAULT_TOPOLOGY_KEY]: 'n1' }, annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' } },
+    metadata: {
+      name: 'n1',
+      labels: { [DEFAULT_TOPOLOGY_KEY]: 'n1' },
+      annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' },
+    },
     spec: {},
   } as Node);
   await store.create({
@@ -60,15 +75,26 @@ describe('sidecars in process', () => {
   it('provisions, attaches (ControllerPublish with the CSINode id), detaches and deletes', async () => {
     await run(new PersistentVolumeBinder({ store }));
     await run(new AttachDetachController({ store }));
-    const prov = await run(new ExternalProvisioner({ store, csi: conn, topology: true, retryIntervalStartMs: 20 }));
+    const prov = await run(
+      new ExternalProvisioner({ store, csi: conn, topology: true, retryIntervalStartMs: 20 }),
+    );
     expect(prov.driverName).toBe(DRIVER); // asked with GetPluginInfo
     const att = await run(new ExternalAttacher({ store, csi: conn, retryIntervalStartMs: 20 }));
-    await store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'sc' }, provisioner: DRIVER });
+    await store.create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'sc' },
+      provisioner: DRIVER,
+    });
     await store.create({
       apiVersion: 'v1',
       kind: 'PersistentVolumeClaim',
       metadata: { name: 'c', namespace: 'default' },
-      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, storageClassName: 'sc' },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Gi' } },
+        storageClassName: 'sc',
+      },
     });
     const claim = await until('bound', async () => {
       const c = await store.get('PersistentVolumeClaim', 'default', 'c');
@@ -80,7 +106,11 @@ describe('sidecars in process', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'p', namespace: 'default' },
-      spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'x' }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'c' } }] },
+      spec: {
+        nodeName: 'n1',
+        containers: [{ name: 'c', image: 'x' }],
+        volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'c' } }],
+      },
     } as Pod);
     const vaName = attachmentName(handle, DRIVER, 'n1');
     const va = await until('attached', async () => {
@@ -88,16 +118,25 @@ describe('sidecars in process', () => {
       return v.status?.attached ? v : undefined;
     });
     expect(va.metadata.finalizers).toEqual([attacherFinalizer(DRIVER)]);
-    expect((await store.get('PersistentVolume', '', pv.metadata.name!)).metadata.finalizers).toContain(`external-attacher/${DRIVER}`);
+    expect((await store.get('PersistentVolume', '', pv.metadata.name!)).metadata.finalizers).toContain(
+      `external-attacher/${DRIVER}`,
+    );
     expect(driver.driver.snapshotState().volumes[handle]?.published).toHaveProperty('n1');
     expect(att.stats.publishCalls).toBe(1);
     // Pod gone: detached in the driver, attachment and the PV's attacher finalizer gone.
     await store.delete('Pod', 'default', 'p', { gracePeriodSeconds: 0 });
-    await until('detached', async () => (await store.get('VolumeAttachment', '', vaName).catch(() => undefined)) === undefined);
+    await until(
+      'detached',
+      async () => (await store.get('VolumeAttachment', '', vaName).catch(() => undefined)) === undefined,
+    );
     expect(Object.keys(driver.driver.snapshotState().volumes[handle]!.published)).toEqual([]);
     await store.delete('PersistentVolumeClaim', 'default', 'c');
     await until('volume deleted', async () => !driver.driver.snapshotState().volumes[handle]);
-    await until('pv deleted', async () => (await store.get('PersistentVolume', '', pv.metadata.name!).catch(() => undefined)) === undefined);
+    await until(
+      'pv deleted',
+      async () =>
+        (await store.get('PersistentVolume', '', pv.metadata.name!).catch(() => undefined)) === undefined,
+    );
   });
 
   it('reports an attach failure in the attachment status and retries until it works', async () => {
@@ -106,7 +145,9 @@ describe('sidecars in process', () => {
     const vol = await conn.controller.CreateVolume({
       name: 'v1',
       capacityRange: { requiredBytes: 2 ** 20, limitBytes: 0 },
-      volumeCapabilities: [{ mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 1 } }],
+      volumeCapabilities: [
+        { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 1 } },
+      ],
       parameters: {},
       secrets: {},
       mutableParameters: {},
@@ -115,7 +156,11 @@ describe('sidecars in process', () => {
       apiVersion: 'v1',
       kind: 'PersistentVolume',
       metadata: { name: 'pv1' },
-      spec: { capacity: { storage: '1Mi' }, accessModes: ['ReadWriteOnce'], csi: { driver: DRIVER, volumeHandle: vol.volume!.volumeId } },
+      spec: {
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        csi: { driver: DRIVER, volumeHandle: vol.volume!.volumeId },
+      },
     });
     // No CSINode entry for this node: the attacher cannot know the driver's node id.
     await store.create({
@@ -143,7 +188,9 @@ describe('sidecars in process', () => {
       return v.status?.attached ? v : undefined;
     });
     expect(ok.status?.attachError).toBeUndefined();
-    expect(Object.keys(driver.driver.snapshotState().volumes[vol.volume!.volumeId!]!.published)).toEqual(['n1']);
+    expect(Object.keys(driver.driver.snapshotState().volumes[vol.volume!.volumeId!]!.published)).toEqual([
+      'n1',
+    ]);
   });
 
   it('publishes CSIStorageCapacity per class and topology segment from GetCapacity', async () => {
@@ -154,21 +201,37 @@ describe('sidecars in process', () => {
       provisioner: DRIVER,
       volumeBindingMode: 'WaitForFirstConsumer',
     });
-    await store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'now' }, provisioner: DRIVER });
-    const cap = await run(new CapacityPublisher({ store, csi: conn, namespace: 'kube-system', pollIntervalMs: 60_000 }));
+    await store.create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: 'now' },
+      provisioner: DRIVER,
+    });
+    const cap = await run(
+      new CapacityPublisher({ store, csi: conn, namespace: 'kube-system', pollIntervalMs: 60_000 }),
+    );
     const list = async () => (await store.list('CSIStorageCapacity', { namespace: 'kube-system' })).items;
-    const items = await until('capacity objects', async () => ((await list()).length === 1 ? list() : undefined));
+    const items = await until('capacity objects', async () =>
+      (await list()).length === 1 ? list() : undefined,
+    );
     expect(items[0]).toMatchObject({
       storageClassName: 'late',
       nodeTopology: { matchLabels: { [DEFAULT_TOPOLOGY_KEY]: 'n1' } },
       capacity: '10Gi',
-      metadata: { labels: { 'csi.storage.k8s.io/drivername': DRIVER, 'csi.storage.k8s.io/managed-by': 'external-provisioner' } },
+      metadata: {
+        labels: {
+          'csi.storage.k8s.io/drivername': DRIVER,
+          'csi.storage.k8s.io/managed-by': 'external-provisioner',
+        },
+      },
     });
     // Capacity changes are seen on the next poll; a removed class takes its objects along.
     await conn.controller.CreateVolume({
       name: 'big',
       capacityRange: { requiredBytes: 4 * 2 ** 30, limitBytes: 0 },
-      volumeCapabilities: [{ mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 1 } }],
+      volumeCapabilities: [
+        { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 1 } },
+      ],
       parameters: {},
       secrets: {},
       mutableParameters: {},
@@ -182,18 +245,35 @@ describe('sidecars in process', () => {
   it('registers a driver with the kubelet plugin watcher protocol', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-reg-'));
     try {
-      const reg = new NodeDriverRegistrar({ csi: conn, kubeletRegistrationPath: '/var/lib/kubelet/plugins/kemu/csi.sock', pluginRegistrationDir: dir });
+      const reg = new NodeDriverRegistrar({
+        csi: conn,
+        kubeletRegistrationPath: '/var/lib/kubelet/plugins/kemu/csi.sock',
+        pluginRegistrationDir: dir,
+      });
       await reg.start();
       stops.push(() => reg.stop());
       expect(reg.socketPath).toBe(path.join(dir, `${DRIVER}-reg.sock`));
       expect(await reg.healthy()).toBe(true);
-      const client = new pluginregistration.RegistrationClient(`unix://${reg.socketPath}`, grpc.credentials.createInsecure());
+      const client = new pluginregistration.RegistrationClient(
+        `unix://${reg.socketPath}`,
+        grpc.credentials.createInsecure(),
+      );
       const info = await unaryCall(client, 'GetInfo', {});
-      expect(info).toMatchObject({ type: 'CSIPlugin', name: DRIVER, endpoint: '/var/lib/kubelet/plugins/kemu/csi.sock', supportedVersions: ['1.0.0'] });
-      await unaryCall(client, 'NotifyRegistrationStatus', { pluginRegistered: false, error: 'version mismatch' });
+      expect(info).toMatchObject({
+        type: 'CSIPlugin',
+        name: DRIVER,
+        endpoint: '/var/lib/kubelet/plugins/kemu/csi.sock',
+        supportedVersions: ['1.0.0'],
+      });
+      await unaryCall(client, 'NotifyRegistrationStatus', {
+        pluginRegistered: false,
+        error: 'version mismatch',
+      });
       expect(reg.status).toEqual({ registered: false, error: 'version mismatch' });
       client.close();
-      expect(() => new NodeDriverRegistrar({ csi: conn, kubeletRegistrationPath: 'relative/csi.sock' })).toThrow('must be an absolute path');
+      expect(
+        () => new NodeDriverRegistrar({ csi: conn, kubeletRegistrationPath: 'relative/csi.sock' }),
+      ).toThrow('must be an absolute path');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

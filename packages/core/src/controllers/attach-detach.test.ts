@@ -16,7 +16,12 @@ function node(name: string, managed = true): Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
-    metadata: { name, ...(managed ? { annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' } } : {}) },
+    metadata: {
+      name,
+      ...(managed
+        ? { annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' } }
+        : {}),
+    },
     spec: {},
   } as Node;
 }
@@ -41,7 +46,10 @@ beforeEach(async () => {
   await Promise.all([binder.start(), adc.start()]);
   await store.create(makePV('pv1'));
   await store.create(makePVC('c1'));
-  await until('bound', async () => (await store.get('PersistentVolumeClaim', 'default', 'c1')).status?.phase === 'Bound');
+  await until(
+    'bound',
+    async () => (await store.get('PersistentVolumeClaim', 'default', 'c1')).status?.phase === 'Bound',
+  );
 });
 afterEach(async () => {
   await Promise.all([binder.stop(), adc.stop()]);
@@ -61,25 +69,41 @@ describe('AttachDetachController', () => {
     const va = await until('va', () => store.get('VolumeAttachment', '', name).catch(() => undefined));
     expect(va.spec).toEqual({ attacher: DRIVER, nodeName: 'n1', source: { persistentVolumeName: 'pv1' } });
     // The attacher reports success: the node lists the volume as attached and the pod hears of it.
-    await store.patch('VolumeAttachment', '', name, { status: { attached: true } }, 'merge', { subresource: 'status' });
+    await store.patch('VolumeAttachment', '', name, { status: { attached: true } }, 'merge', {
+      subresource: 'status',
+    });
     const n = await until('node status', async () => {
       const n = (await store.get('Node', '', 'n1')) as Node;
       return n.status?.volumesAttached?.length ? n : undefined;
     });
-    expect(n.status?.volumesAttached).toEqual([{ name: `kubernetes.io/csi/${DRIVER}^h-pv1`, devicePath: '' }]);
+    expect(n.status?.volumesAttached).toEqual([
+      { name: `kubernetes.io/csi/${DRIVER}^h-pv1`, devicePath: '' },
+    ]);
     const ev = await until('event', async () =>
-      (await store.list('Event', { fieldSelector: 'involvedObject.name=p' })).items.find((e) => e.reason === 'SuccessfulAttachVolume'),
+      (await store.list('Event', { fieldSelector: 'involvedObject.name=p' })).items.find(
+        (e) => e.reason === 'SuccessfulAttachVolume',
+      ),
     );
     expect(ev.message).toContain('AttachVolume.Attach succeeded for volume "pv1"');
     await store.delete('Pod', 'default', 'p', { gracePeriodSeconds: 0 });
-    await until('va deleted', async () => (await store.get('VolumeAttachment', '', name).catch(() => undefined)) === undefined);
+    await until(
+      'va deleted',
+      async () => (await store.get('VolumeAttachment', '', name).catch(() => undefined)) === undefined,
+    );
   });
 
   it('waits for the kubelet to stop using the volume before detaching', async () => {
     const n = node('n1');
     n.status = { volumesInUse: [`kubernetes.io/csi/${DRIVER}^h-pv1`] };
     await store.create(n);
-    await store.patch('Node', '', 'n1', { status: { volumesInUse: [`kubernetes.io/csi/${DRIVER}^h-pv1`] } }, 'merge', { subresource: 'status' });
+    await store.patch(
+      'Node',
+      '',
+      'n1',
+      { status: { volumesInUse: [`kubernetes.io/csi/${DRIVER}^h-pv1`] } },
+      'merge',
+      { subresource: 'status' },
+    );
     await store.create(pod('p', 'n1', 'c1'));
     const name = attachmentName('h-pv1', DRIVER, 'n1');
     await until('va', () => store.get('VolumeAttachment', '', name).catch(() => undefined));
@@ -87,11 +111,19 @@ describe('AttachDetachController', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(await store.get('VolumeAttachment', '', name).catch(() => undefined)).toBeDefined();
     await store.patch('Node', '', 'n1', { status: { volumesInUse: [] } }, 'merge', { subresource: 'status' });
-    await until('va deleted', async () => (await store.get('VolumeAttachment', '', name).catch(() => undefined)) === undefined);
+    await until(
+      'va deleted',
+      async () => (await store.get('VolumeAttachment', '', name).catch(() => undefined)) === undefined,
+    );
   });
 
   it('creates nothing when the CSIDriver says attachRequired: false, or the node is not controller-managed', async () => {
-    await store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: DRIVER }, spec: { attachRequired: false } });
+    await store.create({
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'CSIDriver',
+      metadata: { name: DRIVER },
+      spec: { attachRequired: false },
+    });
     await store.create(node('n1'));
     await store.create(node('n2', false));
     await store.create(pod('p', 'n1', 'c1'));

@@ -81,13 +81,22 @@ export class AttachDetachController {
     this.podInformer.addIndexers({
       [NODE_NAME_INDEX]: nodeNameIndexFunc as (p: Pod) => string[],
       [POD_CLAIM_INDEX]: (p: Pod) =>
-        (p.spec?.volumes ?? []).filter((v) => v.persistentVolumeClaim).map((v) => `${p.metadata.namespace}/${v.persistentVolumeClaim!.claimName}`),
+        (p.spec?.volumes ?? [])
+          .filter((v) => v.persistentVolumeClaim)
+          .map((v) => `${p.metadata.namespace}/${v.persistentVolumeClaim!.claimName}`),
     });
     this.vaInformer.addIndexers({ [VA_NODE_INDEX]: (va: VolumeAttachment) => [va.spec.nodeName] });
     this.controller = new Controller({
       name: 'attachdetach',
       workers: opts.workers ?? 2,
-      informers: [this.podInformer, this.nodeInformer, this.pvcInformer, this.pvInformer, this.vaInformer, this.driverInformer],
+      informers: [
+        this.podInformer,
+        this.nodeInformer,
+        this.pvcInformer,
+        this.pvInformer,
+        this.vaInformer,
+        this.driverInformer,
+      ],
       queue: new RateLimitingQueue<string>(new ItemExponentialFailureRateLimiter(5, 30_000)),
       reconcile: (node) => this.syncNode(node),
     });
@@ -107,7 +116,10 @@ export class AttachDetachController {
       onDelete: (va) => this.controller.enqueue(va.spec.nodeName),
     });
     const claimChanged = (c: PersistentVolumeClaim) => {
-      for (const p of this.podInformer.lister.byIndex(POD_CLAIM_INDEX, `${c.metadata.namespace}/${c.metadata.name}`)) {
+      for (const p of this.podInformer.lister.byIndex(
+        POD_CLAIM_INDEX,
+        `${c.metadata.namespace}/${c.metadata.name}`,
+      )) {
         if (p.spec?.nodeName) this.controller.enqueue(p.spec.nodeName);
       }
     };
@@ -167,9 +179,12 @@ export class AttachDetachController {
     const node = this.nodeInformer.lister.get(undefined, nodeName);
     const managed =
       !!node &&
-      (this.opts.requireManagedAnnotation === false || node.metadata.annotations?.[ANN_CONTROLLER_MANAGED_ATTACH_DETACH] === 'true');
+      (this.opts.requireManagedAnnotation === false ||
+        node.metadata.annotations?.[ANN_CONTROLLER_MANAGED_ATTACH_DETACH] === 'true');
     const want = managed ? this.desired(nodeName) : new Map<string, Desired>();
-    const have = new Map(this.vaInformer.lister.byIndex(VA_NODE_INDEX, nodeName).map((va) => [va.metadata.name!, va]));
+    const have = new Map(
+      this.vaInformer.lister.byIndex(VA_NODE_INDEX, nodeName).map((va) => [va.metadata.name!, va]),
+    );
     // Attach.
     for (const d of want.values()) {
       const va = have.get(d.name);
@@ -188,7 +203,12 @@ export class AttachDetachController {
       }
       if (va.status?.attachError?.message && !va.status.attached) {
         for (const p of d.pods) {
-          this.recorder.event(p, 'Warning', Reasons.FailedAttachVolume, `AttachVolume.Attach failed for volume "${d.pv.metadata.name}" : ${va.status.attachError.message}`);
+          this.recorder.event(
+            p,
+            'Warning',
+            Reasons.FailedAttachVolume,
+            `AttachVolume.Attach failed for volume "${d.pv.metadata.name}" : ${va.status.attachError.message}`,
+          );
         }
       }
     }
@@ -229,7 +249,10 @@ export class AttachDetachController {
       const pvName = va.spec.source.persistentVolumeName;
       const pv = pvName ? this.pvInformer.lister.get(undefined, pvName) : undefined;
       if (!pv?.spec.csi) continue;
-      attached.push({ name: csiUniqueVolumeName(pv.spec.csi.driver, pv.spec.csi.volumeHandle), devicePath: '' });
+      attached.push({
+        name: csiUniqueVolumeName(pv.spec.csi.driver, pv.spec.csi.volumeHandle),
+        devicePath: '',
+      });
     }
     attached.sort((a, b) => a.name.localeCompare(b.name));
     const before = node.status?.volumesAttached ?? [];
@@ -239,7 +262,12 @@ export class AttachDetachController {
       if (had.has(csiUniqueVolumeName(d.driver, d.handle))) continue;
       if (!attached.some((a) => a.name === csiUniqueVolumeName(d.driver, d.handle))) continue;
       for (const p of d.pods) {
-        this.recorder.event(p, 'Normal', Reasons.SuccessfulAttachVolume, `AttachVolume.Attach succeeded for volume "${d.pv.metadata.name}" `);
+        this.recorder.event(
+          p,
+          'Normal',
+          Reasons.SuccessfulAttachVolume,
+          `AttachVolume.Attach succeeded for volume "${d.pv.metadata.name}" `,
+        );
       }
     }
     const next = deepCopy(node);

@@ -37,7 +37,10 @@ export function objectRef(obj: KubeObject): ObjectReference {
 }
 
 export class EventRecorder {
-  private readonly seen = new Map<string, { name: string; namespace: string; count: number; pending: Promise<void> }>();
+  private readonly seen = new Map<
+    string,
+    { name: string; namespace: string; count: number; pending: Promise<void> }
+  >();
   private readonly inflight = new Set<Promise<void>>();
 
   constructor(
@@ -59,7 +62,9 @@ export class EventRecorder {
       const count = prev.count;
       // Chain after the create so the patch never races ahead of it.
       p = prev.pending.then(async () => {
-        await this.store.patch('Event', prev.namespace, prev.name, { count, lastTimestamp: now }, 'merge').catch(() => {});
+        await this.store
+          .patch('Event', prev.namespace, prev.name, { count, lastTimestamp: now }, 'merge')
+          .catch(() => {});
       });
       prev.pending = p;
     } else {
@@ -75,7 +80,10 @@ export class EventRecorder {
         count: 1,
         firstTimestamp: now,
         lastTimestamp: now,
-        source: { component: this.options.component, ...(this.options.host ? { host: this.options.host } : {}) },
+        source: {
+          component: this.options.component,
+          ...(this.options.host ? { host: this.options.host } : {}),
+        },
         reportingComponent: this.options.component,
         reportingInstance: this.options.host ?? '',
       };

@@ -1,7 +1,13 @@
 // Storage controllers (PV binder, attach/detach) built on the store, informers and work queues.
 // Imported as `@kemu/core/controllers`.
 export * from './annotations.js';
-export { EventRecorder, type EventRecorderOptions, type EventType, objectRef, type RecordedEvent } from './events.js';
+export {
+  EventRecorder,
+  type EventRecorderOptions,
+  type EventType,
+  objectRef,
+  type RecordedEvent,
+} from './events.js';
 export {
   checkAccessModes,
   checkVolumeSatisfyClaim,
@@ -17,4 +23,9 @@ export {
   volumeNodeAffinityMatches,
 } from './pv-matching.js';
 export { isDelayBindingMode, PersistentVolumeBinder, type PVBinderOptions } from './pv-binder.js';
-export { AttachDetachController, type AttachDetachOptions, attachmentName, csiUniqueVolumeName } from './attach-detach.js';
+export {
+  AttachDetachController,
+  type AttachDetachOptions,
+  attachmentName,
+  csiUniqueVolumeName,
+} from './attach-detach.js';

@@ -21,7 +21,13 @@ import {
   Reasons,
 } from './annotations.js';
 import { EventRecorder } from './events.js';
-import { checkVolumeSatisfyClaim, claimClass, findBestMatchForClaim, isVolumeBoundToClaim, volumeClass } from './pv-matching.js';
+import {
+  checkVolumeSatisfyClaim,
+  claimClass,
+  findBestMatchForClaim,
+  isVolumeBoundToClaim,
+  volumeClass,
+} from './pv-matching.js';
 
 export interface PVBinderOptions {
   store: Store;
@@ -51,7 +57,10 @@ function setAnn(o: KubeObject, k: string, v: string): void {
 }
 
 /** The claim's class is WaitForFirstConsumer (IsDelayBindingMode). */
-export function isDelayBindingMode(claim: PersistentVolumeClaim, classes: { get(name: string): StorageClass | undefined }): boolean {
+export function isDelayBindingMode(
+  claim: PersistentVolumeClaim,
+  classes: { get(name: string): StorageClass | undefined },
+): boolean {
   const cls = claimClass(claim);
   if (!cls) return false;
   return classes.get(cls)?.volumeBindingMode === 'WaitForFirstConsumer';
@@ -77,21 +86,37 @@ export class PersistentVolumeBinder {
     this.store = opts.store;
     this.ownFactory = !opts.informers;
     this.factory = opts.informers ?? new InformerFactory(opts.store);
-    this.recorder = opts.recorder ?? new EventRecorder(opts.store, { component: 'persistentvolume-controller' });
+    this.recorder =
+      opts.recorder ?? new EventRecorder(opts.store, { component: 'persistentvolume-controller' });
     this.pvcInformer = this.factory.informer('PersistentVolumeClaim');
     this.pvInformer = this.factory.informer('PersistentVolume');
     this.classInformer = this.factory.informer('StorageClass');
     // Candidates for a claim are the volumes pre-bound to it and the unclaimed volumes of its class.
     this.pvInformer.addIndexers({
-      [CLAIM_REF_INDEX]: (pv: PersistentVolume) => (pv.spec.claimRef?.name ? [`${pv.spec.claimRef.namespace ?? ''}/${pv.spec.claimRef.name}`] : []),
+      [CLAIM_REF_INDEX]: (pv: PersistentVolume) =>
+        pv.spec.claimRef?.name ? [`${pv.spec.claimRef.namespace ?? ''}/${pv.spec.claimRef.name}`] : [],
       [UNCLAIMED_CLASS_INDEX]: (pv: PersistentVolume) => (pv.spec.claimRef ? [] : [volumeClass(pv)]),
     });
     const queue = () =>
-      new RateLimitingQueue<string>(new ItemExponentialFailureRateLimiter(opts.retryBaseMs ?? 5, opts.retryMaxMs ?? 30_000));
+      new RateLimitingQueue<string>(
+        new ItemExponentialFailureRateLimiter(opts.retryBaseMs ?? 5, opts.retryMaxMs ?? 30_000),
+      );
     const informers = [this.pvcInformer, this.pvInformer, this.classInformer];
     const workers = opts.workers ?? 4;
-    this.claims = new Controller({ name: 'pv-binder-claims', workers, informers, queue: queue(), reconcile: (k) => this.syncClaimKey(k) });
-    this.volumes = new Controller({ name: 'pv-binder-volumes', workers, informers, queue: queue(), reconcile: (k) => this.syncVolumeKey(k) });
+    this.claims = new Controller({
+      name: 'pv-binder-claims',
+      workers,
+      informers,
+      queue: queue(),
+      reconcile: (k) => this.syncClaimKey(k),
+    });
+    this.volumes = new Controller({
+      name: 'pv-binder-volumes',
+      workers,
+      informers,
+      queue: queue(),
+      reconcile: (k) => this.syncVolumeKey(k),
+    });
     const resync = opts.resyncPeriodMs ?? 15_000;
     this.pvcInformer.addEventHandler({
       onAdd: (c) => this.claims.enqueue(c),
@@ -100,7 +125,8 @@ export class PersistentVolumeBinder {
         this.newerPVC.delete(`${c.metadata.namespace}/${c.metadata.name}`);
         // The volume it was bound to is released now.
         if (c.spec.volumeName) this.volumes.enqueue(c.spec.volumeName);
-        for (const pv of this.pvInformer.lister.list()) if (isVolumeBoundToClaim(pv, c)) this.volumes.enqueue(pv);
+        for (const pv of this.pvInformer.lister.list())
+          if (isVolumeBoundToClaim(pv, c)) this.volumes.enqueue(pv);
       },
     });
     this.pvInformer.addEventHandler({
@@ -115,7 +141,8 @@ export class PersistentVolumeBinder {
     // A new class (or a changed default) can unblock pending claims.
     this.classInformer.addEventHandler({
       onAdd: (_c, initial) => {
-        if (!initial) for (const c of this.pvcInformer.lister.list()) if (!c.spec.volumeName) this.claims.enqueue(c);
+        if (!initial)
+          for (const c of this.pvcInformer.lister.list()) if (!c.spec.volumeName) this.claims.enqueue(c);
       },
     });
     if (resync > 0) {
@@ -135,7 +162,8 @@ export class PersistentVolumeBinder {
     if (ref?.name) this.claims.enqueue(`${ref.namespace}/${ref.name}`);
     else if ((v.status?.phase ?? '') !== 'Bound') {
       // A volume became available: pending claims may fit it now.
-      for (const c of this.pvcInformer.lister.list()) if (!c.spec.volumeName && c.status?.phase !== 'Bound') this.claims.enqueue(c);
+      for (const c of this.pvcInformer.lister.list())
+        if (!c.spec.volumeName && c.status?.phase !== 'Bound') this.claims.enqueue(c);
     }
   }
 
@@ -169,7 +197,8 @@ export class PersistentVolumeBinder {
     const cached = this.pvcInformer.lister.get(namespace, name);
     const mine = this.newerPVC.get(key);
     if (!cached) return undefined;
-    if (mine && mine.metadata.uid === cached.metadata.uid && this.rvNum(mine) > this.rvNum(cached)) return mine;
+    if (mine && mine.metadata.uid === cached.metadata.uid && this.rvNum(mine) > this.rvNum(cached))
+      return mine;
     if (mine) this.newerPVC.delete(key);
     return cached;
   }
@@ -183,7 +212,11 @@ export class PersistentVolumeBinder {
       seen.add(v.metadata.name!);
       out.push(this.getPV(v.metadata.name!) ?? v);
     };
-    for (const v of this.pvInformer.lister.byIndex(CLAIM_REF_INDEX, `${claim.metadata.namespace}/${claim.metadata.name}`)) add(v);
+    for (const v of this.pvInformer.lister.byIndex(
+      CLAIM_REF_INDEX,
+      `${claim.metadata.namespace}/${claim.metadata.name}`,
+    ))
+      add(v);
     for (const v of this.pvInformer.lister.byIndex(UNCLAIMED_CLASS_INDEX, claimClass(claim))) add(v);
     // Our own writes the cache has not caught up with yet.
     for (const [name, v] of this.newerPV) {
@@ -198,13 +231,17 @@ export class PersistentVolumeBinder {
   }
 
   private async writePV(pv: PersistentVolume, status: boolean): Promise<PersistentVolume> {
-    const out = (status ? await this.store.updateStatus(pv) : await this.store.update(pv)) as PersistentVolume;
+    const out = (
+      status ? await this.store.updateStatus(pv) : await this.store.update(pv)
+    ) as PersistentVolume;
     this.newerPV.set(out.metadata.name!, out);
     return out;
   }
 
   private async writePVC(pvc: PersistentVolumeClaim, status: boolean): Promise<PersistentVolumeClaim> {
-    const out = (status ? await this.store.updateStatus(pvc) : await this.store.update(pvc)) as PersistentVolumeClaim;
+    const out = (
+      status ? await this.store.updateStatus(pvc) : await this.store.update(pvc)
+    ) as PersistentVolumeClaim;
     this.newerPVC.set(`${out.metadata.namespace}/${out.metadata.name}`, out);
     return out;
   }
@@ -249,7 +286,8 @@ export class PersistentVolumeBinder {
     phase: 'Available' | 'Bound' | 'Released' | 'Failed',
     message?: string,
   ): Promise<PersistentVolume> {
-    if (volume.status?.phase === phase && (message === undefined || volume.status?.message === message)) return volume;
+    if (volume.status?.phase === phase && (message === undefined || volume.status?.message === message))
+      return volume;
     const next = deepCopy(volume);
     next.status = { phase, lastPhaseTransitionTime: rfc3339(), ...(message ? { message } : {}) };
     return this.writePV(next, true);
@@ -274,16 +312,31 @@ export class PersistentVolumeBinder {
 
   private async syncUnboundClaim(claim: PersistentVolumeClaim): Promise<void> {
     if (!claim.spec.volumeName) {
-      const delayBinding = isDelayBindingMode(claim, { get: (n) => this.classInformer.lister.get(undefined, n) });
-      const volume = findBestMatchForClaim(claim, this.candidateVolumes(claim), { delayBinding, excluded: this.reserved });
+      const delayBinding = isDelayBindingMode(claim, {
+        get: (n) => this.classInformer.lister.get(undefined, n),
+      });
+      const volume = findBestMatchForClaim(claim, this.candidateVolumes(claim), {
+        delayBinding,
+        excluded: this.reserved,
+      });
       if (!volume) {
         const selectedNode = ann(claim, ANN_SELECTED_NODE);
         if (delayBinding && !selectedNode) {
-          this.event(claim, 'Normal', Reasons.WaitForFirstConsumer, 'waiting for first consumer to be created before binding');
+          this.event(
+            claim,
+            'Normal',
+            Reasons.WaitForFirstConsumer,
+            'waiting for first consumer to be created before binding',
+          );
         } else if (claimClass(claim) !== '') {
           claim = await this.provisionClaim(claim);
         } else {
-          this.event(claim, 'Normal', Reasons.FailedBinding, 'no persistent volumes available for this claim and no storage class is set');
+          this.event(
+            claim,
+            'Normal',
+            Reasons.FailedBinding,
+            'no persistent volumes available for this claim and no storage class is set',
+          );
         }
         await this.claimPhase(claim, 'Pending');
         return;
@@ -305,7 +358,12 @@ export class PersistentVolumeBinder {
     if (!volume.spec.claimRef) {
       const why = checkVolumeSatisfyClaim(volume, claim);
       if (why) {
-        this.event(claim, 'Warning', Reasons.VolumeMismatch, `Cannot bind to requested volume "${volume.metadata.name}": ${why}`);
+        this.event(
+          claim,
+          'Warning',
+          Reasons.VolumeMismatch,
+          `Cannot bind to requested volume "${volume.metadata.name}": ${why}`,
+        );
         await this.claimPhase(claim, 'Pending');
         return;
       }
@@ -314,7 +372,12 @@ export class PersistentVolumeBinder {
       await this.bind(volume, claim);
     } else {
       if (ann(claim, ANN_BOUND_BY_CONTROLLER) === undefined) {
-        this.event(claim, 'Warning', Reasons.FailedBinding, `volume "${volume.metadata.name}" already bound to a different claim.`);
+        this.event(
+          claim,
+          'Warning',
+          Reasons.FailedBinding,
+          `volume "${volume.metadata.name}" already bound to a different claim.`,
+        );
       }
       await this.claimPhase(claim, 'Pending');
     }
@@ -325,11 +388,17 @@ export class PersistentVolumeBinder {
     const clsName = claimClass(claim);
     const cls = this.classInformer.lister.get(undefined, clsName);
     if (!cls) {
-      this.event(claim, 'Warning', Reasons.ProvisioningFailed, `storageclass.storage.k8s.io "${clsName}" not found`);
+      this.event(
+        claim,
+        'Warning',
+        Reasons.ProvisioningFailed,
+        `storageclass.storage.k8s.io "${clsName}" not found`,
+      );
       return claim;
     }
     const prov = cls.provisioner;
-    if (ann(claim, ANN_STORAGE_PROVISIONER) === prov && ann(claim, ANN_BETA_STORAGE_PROVISIONER) === prov) return claim;
+    if (ann(claim, ANN_STORAGE_PROVISIONER) === prov && ann(claim, ANN_BETA_STORAGE_PROVISIONER) === prov)
+      return claim;
     this.event(
       claim,
       'Normal',
@@ -345,7 +414,12 @@ export class PersistentVolumeBinder {
   private async syncBoundClaim(claim: PersistentVolumeClaim): Promise<void> {
     if (!claim.spec.volumeName) {
       if (claim.status?.phase !== 'Lost') {
-        this.event(claim, 'Warning', Reasons.ClaimLost, 'Bound claim has lost reference to PersistentVolume. Data on the volume is lost!');
+        this.event(
+          claim,
+          'Warning',
+          Reasons.ClaimLost,
+          'Bound claim has lost reference to PersistentVolume. Data on the volume is lost!',
+        );
       }
       await this.claimPhase(claim, 'Lost');
       return;
@@ -353,17 +427,31 @@ export class PersistentVolumeBinder {
     const volume = this.getPV(claim.spec.volumeName);
     if (!volume) {
       if (claim.status?.phase !== 'Lost') {
-        this.event(claim, 'Warning', Reasons.ClaimLost, 'Bound claim has lost its PersistentVolume. Data on the volume is lost!');
+        this.event(
+          claim,
+          'Warning',
+          Reasons.ClaimLost,
+          'Bound claim has lost its PersistentVolume. Data on the volume is lost!',
+        );
       }
       await this.claimPhase(claim, 'Lost');
       return;
     }
-    if (!volume.spec.claimRef || volume.spec.claimRef.uid === claim.metadata.uid || isVolumeBoundToClaim(volume, claim)) {
+    if (
+      !volume.spec.claimRef ||
+      volume.spec.claimRef.uid === claim.metadata.uid ||
+      isVolumeBoundToClaim(volume, claim)
+    ) {
       await this.bind(volume, claim);
       return;
     }
     if (claim.status?.phase !== 'Lost') {
-      this.event(claim, 'Warning', Reasons.ClaimMisbound, 'Two claims are bound to the same volume, this one is bound incorrectly');
+      this.event(
+        claim,
+        'Warning',
+        Reasons.ClaimMisbound,
+        'Two claims are bound to the same volume, this one is bound incorrectly',
+      );
     }
     await this.claimPhase(claim, 'Lost');
   }
@@ -437,7 +525,11 @@ export class PersistentVolumeBinder {
     if (!claim) {
       // Make sure the claim is really gone, not just missing from a lagging cache.
       try {
-        const live = (await this.store.get('PersistentVolumeClaim', ref.namespace ?? '', ref.name ?? '')) as PersistentVolumeClaim;
+        const live = (await this.store.get(
+          'PersistentVolumeClaim',
+          ref.namespace ?? '',
+          ref.name ?? '',
+        )) as PersistentVolumeClaim;
         if (live.metadata.uid === ref.uid) {
           this.claims.enqueue(`${ref.namespace}/${ref.name}`);
           return;
@@ -465,7 +557,8 @@ export class PersistentVolumeBinder {
     const next = deepCopy(volume);
     if (ann(volume, ANN_DYNAMICALLY_PROVISIONED) && volume.spec.persistentVolumeReclaimPolicy === 'Delete') {
       // A provisioned volume nobody will use: release it so its provisioner deletes it.
-      if (volume.status?.phase !== 'Released' && volume.status?.phase !== 'Failed') await this.volumePhase(volume, 'Released');
+      if (volume.status?.phase !== 'Released' && volume.status?.phase !== 'Failed')
+        await this.volumePhase(volume, 'Released');
       return;
     }
     if (ann(volume, ANN_BOUND_BY_CONTROLLER) !== undefined) {
@@ -484,7 +577,12 @@ export class PersistentVolumeBinder {
     if (policy === 'Retain') return;
     if (policy === 'Recycle') {
       if (volume.status?.phase !== 'Failed') {
-        this.event(volume, 'Warning', Reasons.VolumeFailedRecycle, 'No recycler plugin found for the volume!');
+        this.event(
+          volume,
+          'Warning',
+          Reasons.VolumeFailedRecycle,
+          'No recycler plugin found for the volume!',
+        );
         await this.volumePhase(volume, 'Failed', 'No recycler plugin found for the volume!');
       }
       return;

@@ -1,7 +1,13 @@
 // Which PersistentVolume a claim binds to, by the rules of the Kubernetes PV controller (index.go and
 // the volume helpers): volumes are grouped by their access-mode set and the groups tried smallest first;
 // inside a group the smallest volume that fits wins. A volume pre-bound to the claim wins over all.
-import type { Node, NodeSelectorRequirement, PersistentVolume, PersistentVolumeAccessMode, PersistentVolumeClaim } from '../api-core.js';
+import type {
+  Node,
+  NodeSelectorRequirement,
+  PersistentVolume,
+  PersistentVolumeAccessMode,
+  PersistentVolumeClaim,
+} from '../api-core.js';
 import { selectorFromLabelSelector } from '../labels.js';
 import { parseQuantity } from '../quantity.js';
 import { ANN_BETA_STORAGE_CLASS } from './annotations.js';
@@ -50,7 +56,8 @@ export function volumeModeMismatch(claim: PersistentVolumeClaim, pv: PersistentV
 export function isVolumeBoundToClaim(pv: PersistentVolume, claim: PersistentVolumeClaim): boolean {
   const ref = pv.spec.claimRef;
   if (!ref) return false;
-  if (ref.name !== claim.metadata.name || (ref.namespace ?? '') !== (claim.metadata.namespace ?? '')) return false;
+  if (ref.name !== claim.metadata.name || (ref.namespace ?? '') !== (claim.metadata.namespace ?? ''))
+    return false;
   return !ref.uid || ref.uid === claim.metadata.uid;
 }
 
@@ -83,7 +90,9 @@ export function volumeNodeAffinityMatches(pv: PersistentVolume, node: Node): boo
     (t) =>
       (t.matchExpressions?.length || t.matchFields?.length) &&
       (t.matchExpressions ?? []).every((r) => matchRequirement(r, labels[r.key])) &&
-      (t.matchFields ?? []).every((r) => matchRequirement(r, r.key === 'metadata.name' ? node.metadata.name : undefined)),
+      (t.matchFields ?? []).every((r) =>
+        matchRequirement(r, r.key === 'metadata.name' ? node.metadata.name : undefined),
+      ),
   );
 }
 
@@ -142,7 +151,8 @@ export function findMatchingVolume(
   return best;
 }
 
-const modeKey = (modes: readonly PersistentVolumeAccessMode[] | undefined) => [...new Set(modes ?? [])].sort().join(',');
+const modeKey = (modes: readonly PersistentVolumeAccessMode[] | undefined) =>
+  [...new Set(modes ?? [])].sort().join(',');
 
 /**
  * The volume to bind the claim to (findBestMatchForClaim): volumes grouped by access-mode set, groups
@@ -173,7 +183,10 @@ export function findBestMatchForClaim(
 }
 
 /** Why a pre-bound volume cannot serve the claim, or undefined (checkVolumeSatisfyClaim). */
-export function checkVolumeSatisfyClaim(pv: PersistentVolume, claim: PersistentVolumeClaim): string | undefined {
+export function checkVolumeSatisfyClaim(
+  pv: PersistentVolume,
+  claim: PersistentVolumeClaim,
+): string | undefined {
   if (volumeCapacityBytes(pv) < claimRequestBytes(claim)) return 'requested PV is too small';
   if (volumeClass(pv) !== claimClass(claim)) return 'storageClassName does not match';
   if (volumeModeMismatch(claim, pv)) return 'incompatible volumeMode';

@@ -2,7 +2,11 @@
 import type { PersistentVolume, PersistentVolumeClaim } from '../api-core.js';
 import type { Store } from '../store.js';
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -17,7 +21,11 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
   }
 }
 
-export function makePV(name: string, o: Partial<PersistentVolume['spec']> = {}, labels?: Record<string, string>): PersistentVolume {
+export function makePV(
+  name: string,
+  o: Partial<PersistentVolume['spec']> = {},
+  labels?: Record<string, string>,
+): PersistentVolume {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
@@ -32,7 +40,11 @@ export function makePV(name: string, o: Partial<PersistentVolume['spec']> = {}, 
   };
 }
 
-export function makePVC(name: string, o: Partial<PersistentVolumeClaim['spec']> = {}, namespace = 'default'): PersistentVolumeClaim {
+export function makePVC(
+  name: string,
+  o: Partial<PersistentVolumeClaim['spec']> = {},
+  namespace = 'default',
+): PersistentVolumeClaim {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -41,7 +53,10 @@ export function makePVC(name: string, o: Partial<PersistentVolumeClaim['spec']> 
   };
 }
 
-export async function events(store: Store, name: string): Promise<{ reason?: string; message?: string; type?: string }[]> {
+export async function events(
+  store: Store,
+  name: string,
+): Promise<{ reason?: string; message?: string; type?: string }[]> {
   const l = await store.list('Event', { fieldSelector: `involvedObject.name=${name}` });
   return l.items;
 }

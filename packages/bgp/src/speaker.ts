@@ -129,7 +129,8 @@ export class BgpSpeaker extends EventEmitter {
   private readonly sessions = new Map<string, Session>();
   private readonly ribs = new Map<Session, PeerRib>();
   /** Adj-RIBs-In by prefix: every candidate route, keyed by session (null for our own routes). */
-  private readonly candidates = new Map<string, Map<Session | null, Route>>();
+  private readonly candidates = new Map<string, Route[]>();
+  private readonly prefixObjects = new Map<string, Prefix>();
   private readonly locRibMap = new Map<string, Route>();
   private listener?: Listener;
   private flushScheduled = false;
@@ -298,7 +299,7 @@ export class BgpSpeaker extends EventEmitter {
       source: this.localSource,
     };
     if (opts.nextHop) (r as Route & { fixedNextHop?: boolean }).fixedNextHop = true;
-    this.setCandidate(key, null, r);
+    this.setCandidate(key, r);
     this.decide(key);
   }
 
@@ -307,10 +308,7 @@ export class BgpSpeaker extends EventEmitter {
     const p = parsePrefix(prefix);
     if (!p) throw new BgpConfigError('withdraw', `${JSON.stringify(prefix)} is not a network in CIDR form`);
     const key = formatPrefix(p);
-    const m = this.candidates.get(key);
-    if (!m?.has(null)) return false;
-    m.delete(null);
-    if (m.size === 0) this.candidates.delete(key);
+    if (!this.candRemove(key, this.localSource)) return false;
     this.decide(key);
     return true;
   }
@@ -414,13 +412,35 @@ export class BgpSpeaker extends EventEmitter {
     log: (line) => this.log(line),
   };
 
-  private setCandidate(prefix: string, s: Session | null, r: Route): void {
-    let m = this.candidates.get(prefix);
-    if (!m) {
-      m = new Map();
-      this.candidates.set(prefix, m);
+  /** Adds or replaces the candidate from `r.source` (arrays: most prefixes have one or two candidates). */
+  private setCandidate(prefix: string, r: Route): void {
+    const l = this.candidates.get(prefix);
+    if (!l) {
+      this.candidates.set(prefix, [r]);
+      return;
     }
-    m.set(s, r);
+    for (let i = 0; i < l.length; i++) {
+      if (l[i]!.source === r.source) {
+        l[i] = r;
+        return;
+      }
+    }
+    l.push(r);
+  }
+
+  private candRemove(prefix: string, source: RouteSource): boolean {
+    const l = this.candidates.get(prefix);
+    if (!l) return false;
+    for (let i = 0; i < l.length; i++) {
+      if (l[i]!.source !== source) continue;
+      if (l.length === 1) this.candidates.delete(prefix);
+      else {
+        l[i] = l[l.length - 1]!;
+        l.pop();
+      }
+      return true;
+    }
+    return false;
   }
 
   private onEstablished(s: Session): void {
@@ -448,11 +468,7 @@ export class BgpSpeaker extends EventEmitter {
     rib.adjIn.clear();
     rib.adjOut.clear();
     rib.pending.clear();
-    for (const p of affected) {
-      const m = this.candidates.get(p);
-      m?.delete(s);
-      if (m?.size === 0) this.candidates.delete(p);
-    }
+    if (rib.source) for (const p of affected) this.candRemove(p, rib.source);
     for (const p of affected) this.decide(p);
   }
 
@@ -461,11 +477,11 @@ export class BgpSpeaker extends EventEmitter {
     const n = s.negotiated;
     if (!rib?.source || !n) return;
     const affected: string[] = [];
-    if (n.families.has(4)) for (const p of m.withdrawn) this.withdrawIn(s, rib, p, affected);
+    if (n.families.has(4)) for (const p of m.withdrawn) this.withdrawIn(rib, p, affected);
     const un = m.attributes.mpUnreach;
     if (un && un.safi === SAFI_UNICAST) {
       const f: Afi | undefined = un.afi === AFI_IPV4 ? 4 : un.afi === AFI_IPV6 ? 6 : undefined;
-      if (f && n.families.has(f)) for (const p of un.withdrawn) this.withdrawIn(s, rib, p, affected);
+      if (f && n.families.has(f)) for (const p of un.withdrawn) this.withdrawIn(rib, p, affected);
     }
     const a = m.attributes;
     const reach: { afi: Afi; nextHop: string; nlri: Prefix[] }[] = [];
@@ -487,13 +503,13 @@ export class BgpSpeaker extends EventEmitter {
       for (const r of reach) {
         for (const p of r.nlri) {
           if (looped) {
-            this.withdrawIn(s, rib, p, affected);
+            this.withdrawIn(rib, p, affected);
             continue;
           }
           const key = formatPrefix(p);
           const route: Route = {
             prefix: key,
-            pfx: p,
+            pfx: this.internPrefix(key, p),
             afi: r.afi,
             nextHop: r.nextHop,
             origin: a.origin!,
@@ -509,7 +525,7 @@ export class BgpSpeaker extends EventEmitter {
             source: rib.source,
           };
           rib.adjIn.set(key, route);
-          this.setCandidate(key, s, route);
+          this.setCandidate(key, route);
           affected.push(key);
         }
       }
@@ -517,12 +533,18 @@ export class BgpSpeaker extends EventEmitter {
     for (const p of affected) this.decide(p);
   }
 
-  private withdrawIn(s: Session, rib: PeerRib, p: Prefix, affected: string[]): void {
+  /** One Prefix object per prefix, however many neighbours announce it. */
+  private internPrefix(key: string, p: Prefix): Prefix {
+    const have = this.prefixObjects.get(key);
+    if (have) return have;
+    this.prefixObjects.set(key, p);
+    return p;
+  }
+
+  private withdrawIn(rib: PeerRib, p: Prefix, affected: string[]): void {
     const key = formatPrefix(p);
     if (rib.adjIn.delete(key)) {
-      const c = this.candidates.get(key);
-      c?.delete(s);
-      if (c?.size === 0) this.candidates.delete(key);
+      this.candRemove(key, rib.source!);
       affected.push(key);
     }
   }
@@ -543,7 +565,7 @@ export class BgpSpeaker extends EventEmitter {
   /** Runs the decision process for one prefix and propagates a change of best route. */
   private decide(prefix: string): void {
     const c = this.candidates.get(prefix);
-    const best = c ? selectBest(c.values()) : undefined;
+    const best = c ? selectBest(c) : undefined;
     const old = this.locRibMap.get(prefix);
     if (best === old) return;
     if (best) this.locRibMap.set(prefix, best);
@@ -749,8 +771,10 @@ export class BgpSpeaker extends EventEmitter {
   }
 }
 
+const NO_ASNS: number[] = [];
+
 function installed(r: Route): InstalledRoute {
-  const asPath: number[] = [];
+  const asPath: number[] = r.asPath.length === 0 ? NO_ASNS : [];
   for (const seg of r.asPath) for (const a of seg.asns) asPath.push(a);
   return { prefix: r.prefix, afi: r.afi, nextHop: r.nextHop, asPath, peer: r.source.address! };
 }

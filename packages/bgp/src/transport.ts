@@ -175,6 +175,8 @@ class MemorySocket implements BgpSocket {
     this.closed = true;
     this.net.forget(this);
     for (const cb of this.closeCbs) cb(err);
+    // A silently failed link carries no FIN either: the other end finds out from its hold timer.
+    if (this.blackholed) return;
     const p = this.peer;
     setImmediate(() => p.destroy());
   }

@@ -164,6 +164,32 @@ describe('dynamic provisioning through the sidecars', () => {
     );
   });
 
+  it('grows a block volume without a node step: capacity is final at once', async () => {
+    await s.claim('raw', { storageClassName: 'keep', volumeMode: 'Block' });
+    const claim = await s.bound('raw');
+    const pv = (await s.getPV(claim.spec.volumeName!))!;
+    expect(pv.spec.volumeMode).toBe('Block');
+    expect(pv.spec.csi?.fsType).toBeUndefined();
+    await s.store.patch(
+      'PersistentVolumeClaim',
+      'default',
+      'raw',
+      { spec: { resources: { requests: { storage: '3Gi' } } } },
+      'merge',
+    );
+    const after = await until('resized', async () => {
+      const c = await s.getClaim('raw');
+      return c.status?.capacity?.storage === '3Gi' ? c : undefined;
+    });
+    expect(after.status?.conditions ?? []).toEqual([]);
+    expect((await s.driverVolumes()).get(pv.spec.csi!.volumeHandle)?.capacityBytes).toBe(3 * GiB);
+    expect((await s.events('raw')).map((e) => e.reason)).toContain('VolumeResizeSuccessful');
+    await s.store.delete('PersistentVolumeClaim', 'default', 'raw');
+    await until('released', async () => (await s.getPV(pv.metadata.name!))?.status?.phase === 'Released');
+    await s.store.delete('PersistentVolume', '', pv.metadata.name!);
+    await s.conn.controller.DeleteVolume({ volumeId: pv.spec.csi!.volumeHandle, secrets: {} });
+  });
+
   it('deletes Delete-policy volumes in the driver and keeps Retain-policy ones when claims go', async () => {
     const before = await s.driverVolumes();
     const handles = new Map<string, string>();

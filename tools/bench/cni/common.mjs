@@ -18,7 +18,8 @@ export const ms = (x) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 
 /** Builds @kemu/cni and the plugin packages with their own build (tsup) when dist is missing or stale. */
 export function ensureBuilt() {
-  for (const p of ['cni', ...PLUGINS.map((x) => `cni-${x}`)]) {
+  // Dependency order: the bridge executable bundles @kemu/cni and @kemu/cni-host-local.
+  for (const p of ['cni', 'cni-host-local', 'cni-bridge', 'cni-portmap', 'cni-loopback']) {
     const dir = path.join(repo, 'packages', p);
     const dist = path.join(dir, 'dist', p === 'cni' ? 'index.js' : 'main.js');
     const srcNewest = Math.max(

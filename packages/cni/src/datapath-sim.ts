@@ -30,6 +30,7 @@ import {
   type Datapath,
   DatapathError,
   type DatapathErrorCode,
+  isDatapathError,
   type DatapathOptions,
   type FdbSpec,
   HOST_NETNS,
@@ -321,7 +322,7 @@ export class SimDatapath implements Datapath {
         return out;
       });
     } catch (e) {
-      if (e instanceof DatapathError) throw e;
+      if (isDatapathError(e)) throw e;
       const code = (e as { code?: unknown }).code;
       if (code === 11) throw new DatapathError('EBUSY', (e as Error).message);
       if (isNetsimError(e)) throw new DatapathError(errnoToDatapath(e.code), e.message);

@@ -43,8 +43,15 @@ export class DatapathError extends Error {
   }
 }
 
+/**
+ * Recognises a DatapathError by its shape, not its class: a plugin executable bundles its own copy of this
+ * module, so an error thrown by the datapath of another copy must still be understood (errors are data).
+ */
 export function isDatapathError(e: unknown, code?: DatapathErrorCode): e is DatapathError {
-  return e instanceof DatapathError && (code === undefined || e.code === code);
+  const shaped =
+    e instanceof DatapathError ||
+    (e instanceof Error && e.name === 'DatapathError' && typeof (e as { code?: unknown }).code === 'string');
+  return shaped && (code === undefined || (e as DatapathError).code === code);
 }
 
 /** Runs `fn`, returning `undefined` instead of throwing when the target does not exist (ENOENT/ENODEV). */

@@ -49,6 +49,11 @@ export class CniError extends Error {
 /** The one place where any thrown value becomes a CNI error: no stack traces ever reach stdout. */
 export function toCniError(e: unknown): CniError {
   if (e instanceof CniError) return e;
+  // A CniError from another bundled copy of this module: same shape, different class.
+  if (e instanceof Error && e.name === 'CniError' && typeof (e as { code?: unknown }).code === 'number') {
+    const o = e as Error & { code: number; details?: string };
+    return new CniError(o.code, o.message, o.details);
+  }
   if (isDatapathError(e)) {
     switch (e.code) {
       case 'EBUSY':

@@ -4,9 +4,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { serveCsiDriver } from './server.js';
 import { tmpDir } from './test-support.js';
+
+// these start real processes; a crowded CI machine can take tens of seconds for that
+vi.setConfig({ testTimeout: 180_000 });
 
 const PYTHON = '/usr/bin/python3';
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -2,7 +2,7 @@
 // snapshot must still be there and every further call must answer as before.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { canMount, mountPoints, unmount } from './mount.js';
 import {
   blockCap,
@@ -15,6 +15,9 @@ import {
   tmpDir,
   waitReady,
 } from './test-support.js';
+
+// these start real processes; a crowded CI machine can take tens of seconds for that
+vi.setConfig({ testTimeout: 180_000 });
 
 const NODE = 'restart-node';
 

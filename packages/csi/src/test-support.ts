@@ -97,7 +97,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): CliProcess 
 }
 
 /** Waits until the driver answers Probe on its socket. */
-export async function waitReady(p: CliProcess, socketPath: string, timeoutMs = 20_000): Promise<void> {
+export async function waitReady(p: CliProcess, socketPath: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (p.child.exitCode !== null) throw new Error(`kemu-csi exited early: ${p.stderr()}`);

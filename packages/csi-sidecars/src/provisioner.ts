@@ -741,9 +741,11 @@ export class ExternalProvisioner {
     const shouldDelete = phase === 'Released' || (!!pv.metadata.deletionTimestamp && phase !== 'Bound');
     if (!shouldDelete) return undefined;
     if (phase === 'Released' && pv.spec.claimRef) {
-      // Released by the binder: the claim must really be gone.
+      // Released by the binder: the claim is gone, or bound to another volume. A claim still pointing
+      // here means our cache lags behind the binder; look again on the next event.
       const c = this.pvcInformer.lister.get(pv.spec.claimRef.namespace, pv.spec.claimRef.name ?? '');
-      if (c && c.metadata.uid === pv.spec.claimRef.uid) return undefined;
+      if (c && c.metadata.uid === pv.spec.claimRef.uid && (!c.spec.volumeName || c.spec.volumeName === name))
+        return undefined;
     }
     let secrets: Record<string, string> = {};
     const sName = pv.metadata.annotations?.[ANN_DELETION_SECRET_NAME];

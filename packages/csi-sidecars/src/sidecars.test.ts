@@ -139,6 +139,72 @@ describe('sidecars in process', () => {
     );
   });
 
+  it('deletes a provisioned volume whose claim got bound to another volume meanwhile', async () => {
+    await run(new PersistentVolumeBinder({ store }));
+    await run(new ExternalProvisioner({ store, csi: conn, retryIntervalStartMs: 20 }));
+    await store.create({
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: 'static' },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        csi: { driver: DRIVER, volumeHandle: 'static-handle' },
+      },
+    });
+    const claim = await store.create({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'c', namespace: 'default' },
+      spec: {
+        accessModes: ['ReadWriteOnce'],
+        resources: { requests: { storage: '1Gi' } },
+        storageClassName: '',
+        volumeName: 'static',
+      },
+    });
+    await until(
+      'bound to the static volume',
+      async () => (await store.get('PersistentVolumeClaim', 'default', 'c')).status?.phase === 'Bound',
+    );
+    const vol = await conn.controller.CreateVolume({
+      name: 'late',
+      capacityRange: { requiredBytes: 2 ** 20, limitBytes: 0 },
+      volumeCapabilities: [
+        { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 1 } },
+      ],
+      parameters: {},
+      secrets: {},
+      mutableParameters: {},
+    });
+    await store.create({
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: {
+        name: 'pvc-late',
+        annotations: { 'pv.kubernetes.io/provisioned-by': DRIVER },
+        finalizers: ['external-provisioner.volume.kubernetes.io/finalizer'],
+      },
+      spec: {
+        capacity: { storage: '1Mi' },
+        accessModes: ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: '',
+        claimRef: { kind: 'PersistentVolumeClaim', namespace: 'default', name: 'c', uid: claim.metadata.uid },
+        csi: { driver: DRIVER, volumeHandle: vol.volume!.volumeId! },
+      },
+    });
+    await until(
+      'late volume deleted',
+      async () => !driver.driver.snapshotState().volumes[vol.volume!.volumeId!],
+    );
+    await until(
+      'late PV gone',
+      async () => (await store.get('PersistentVolume', '', 'pvc-late').catch(() => undefined)) === undefined,
+    );
+    expect((await store.get('PersistentVolumeClaim', 'default', 'c')).spec.volumeName).toBe('static');
+  });
+
   it('reports an attach failure in the attachment status and retries until it works', async () => {
     const sim = driver.backend as SimBackend;
     await run(new ExternalAttacher({ store, csi: conn, retryIntervalStartMs: 20 }));

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { cri } from '@kemu/proto';
+import { collectStream, cri } from '@kemu/proto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCriLog } from './log-writer.js';
@@ -80,6 +80,7 @@ describe.runIf(canRun)('process backend', () => {
             isGateway: true,
             ipMasq: false,
             hairpinMode: true,
+            capabilities: { ipRanges: true },
             ipam: { type: 'host-local', ranges: [[{ subnet }]], dataDir: path.join(dir, 'ipam') },
           },
           { type: 'portmap', capabilities: { portMappings: true } },
@@ -375,6 +376,26 @@ describe.runIf(canRun)('process backend', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
   });
 
+  it('answers the list, stream, metric-descriptor and runtime-config RPCs', async () => {
+    const pod = await runPod({ labels: { app: 'lists' } });
+    const cid = await runContainer(pod, { metadata: { name: 'lister' } });
+    const pods = await collectStream(shim.rt.StreamPodSandboxes({ filter: { labelSelector: { app: 'lists' } } }));
+    expect(pods.flatMap((r) => r.podSandboxes!.map((p) => p.id))).toEqual([pod.id]);
+    const ctrs = await collectStream(shim.rt.StreamContainers({ filter: { podSandboxId: pod.id } }));
+    expect(ctrs.flatMap((r) => r.containers!.map((c) => c.id))).toEqual([cid]);
+    const cstats = await collectStream(shim.rt.StreamContainerStats({ filter: { id: cid } }));
+    expect(cstats[0].containerStats![0].memory!.workingSetBytes!.value).toBeGreaterThan(0);
+    const pstats = await collectStream(shim.rt.StreamPodSandboxStats({ filter: { id: pod.id } }));
+    expect(pstats[0].podSandboxStats![0].attributes!.id).toBe(pod.id);
+    const pm = await collectStream(shim.rt.StreamPodSandboxMetrics({}));
+    expect(pm[0].podSandboxMetrics!.map((m) => m.podSandboxId)).toContain(pod.id);
+    expect((await shim.call('ListMetricDescriptors', {})).descriptors!.length).toBeGreaterThan(0);
+    expect((await shim.call('RuntimeConfig', {})).linux!.cgroupDriver).toBe(cri.CgroupDriver.CGROUPFS);
+    const imgs = await collectStream(shim.img.StreamImages({}));
+    expect(imgs[0].images!.some((i) => i.repoTags!.includes(IMAGE))).toBe(true);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
   it('recovers running and exited containers after a restart', async () => {
     const pod = await runPod();
     const running = await runContainer(pod, { metadata: { name: 'keeps-running' } });
@@ -473,5 +494,59 @@ describe.runIf(canRun)('process backend when the CNI chain fails', () => {
     expect((await shim.call('ListPodSandbox', {})).items).toEqual([]);
     expect(spawnSync('pgrep', ['-f', `kemu-f${process.pid}-`]).status).toBe(1);
     expect((await shim.call('Version', {})).runtimeName).toBe('kemu');
+  });
+});
+
+describe.runIf(canRun)('process backend with a pod CIDR from kubelet', () => {
+  let shim: TestShim;
+  let dir: string;
+  const cidrBridge = `kr${process.pid % 100000}br`;
+
+  beforeAll(async () => {
+    dir = tempDir('kemu-cri-cidr-');
+    fs.mkdirSync(path.join(dir, 'net.d'));
+    // No range in the file: like a kubelet-managed node, the range is the pod CIDR, passed in ipRanges
+    // (the reference host-local would otherwise add a second address from the static range).
+    fs.writeFileSync(
+      path.join(dir, 'net.d', '10-cidr.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: `kemu-cidr-${process.pid}`,
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: cidrBridge,
+            isGateway: true,
+            capabilities: { ipRanges: true },
+            ipam: { type: 'host-local', dataDir: path.join(dir, 'ipam') },
+          },
+        ],
+      }),
+    );
+    shim = await startTestShim(
+      {
+        backend: 'process',
+        syntheticImages: true,
+        cni: { confDir: path.join(dir, 'net.d'), binDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cache') },
+        process: { netnsPrefix: `kemu-r${process.pid}-` },
+      },
+      dir,
+    );
+  });
+
+  afterAll(async () => {
+    if (shim) for (const p of (await shim.call('ListPodSandbox', {})).items ?? []) await shim.call('RemovePodSandbox', { podSandboxId: p.id });
+    await shim?.close();
+    spawnSync('ip', ['link', 'del', cidrBridge]);
+  });
+
+  it('passes the CIDR from UpdateRuntimeConfig to the IPAM plugin, and keeps it across a restart', async () => {
+    await shim.call('UpdateRuntimeConfig', { runtimeConfig: { networkConfig: { podCidr: `10.216.${n}.0/24` } } });
+    const a = (await shim.call('RunPodSandbox', { config: podConfig(dir) })).podSandboxId!;
+    expect((await shim.call('PodSandboxStatus', { podSandboxId: a })).status!.network!.ip!.startsWith(`10.216.${n}.`)).toBe(true);
+    await shim.restart();
+    const b = (await shim.call('RunPodSandbox', { config: podConfig(dir) })).podSandboxId!;
+    expect((await shim.call('PodSandboxStatus', { podSandboxId: b })).status!.network!.ip!.startsWith(`10.216.${n}.`)).toBe(true);
+    expect(JSON.parse((await shim.call('Status', { verbose: true })).info!.config).podCidr).toBe(`10.216.${n}.0/24`);
   });
 });

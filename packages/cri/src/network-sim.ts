@@ -11,6 +11,7 @@ import { bridge } from '@kemu/cni-bridge';
 import { hostLocal } from '@kemu/cni-host-local';
 import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork } from './network-cni.js';
+import { writeFileAtomicSync } from './state-store.js';
 import type { NetworkManager, NetworkStatus, NetworkUsageSample, PodNetworkRequest, PodNetworkResult } from './types.js';
 
 export interface SimNetworkOptions {
@@ -29,34 +30,45 @@ export class SimDefaultNetwork implements NetworkManager {
   readonly datapath: SimDatapath;
   readonly cni: CniNetwork;
   readonly dir: string;
+  private readonly confDir: string;
+  private readonly bridgeName: string;
 
   constructor(opts: SimNetworkOptions = {}) {
     this.datapath = opts.datapath ?? createSimDatapath();
     this.dir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-cri-simnet-'));
-    const confDir = path.join(this.dir, 'net.d');
-    fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(
-      path.join(confDir, `10-${SIM_NETWORK_NAME}.conflist`),
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: SIM_NETWORK_NAME,
-        plugins: [
-          {
-            type: 'bridge',
-            bridge: opts.bridgeName ?? 'kemu0',
-            isGateway: true,
-            ipMasq: true,
-            hairpinMode: true,
-            capabilities: { ipRanges: true, ips: true },
-            ipam: { type: 'host-local', ranges: [[{ subnet: opts.podCidr ?? '10.88.0.0/16' }]], dataDir: path.join(this.dir, 'ipam') },
-          },
-          { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-        ],
-      }),
-    );
+    this.confDir = path.join(this.dir, 'net.d');
+    fs.mkdirSync(this.confDir, { recursive: true, mode: 0o700 });
+    this.bridgeName = opts.bridgeName ?? 'kemu0';
+    this.writeConf(opts.podCidr ?? '10.88.0.0/16');
     const invoker = new InProcessInvoker({ plugins: { bridge, 'host-local': hostLocal, portmap }, datapath: this.datapath });
     // Plugins run as objects; CNI_PATH only has to be set, so it names an empty directory of ours.
-    this.cni = new CniNetwork({ confDir, binDirs: [path.join(this.dir, 'bin')], cacheDir: path.join(this.dir, 'cache'), invoker });
+    this.cni = new CniNetwork({ confDir: this.confDir, binDirs: [path.join(this.dir, 'bin')], cacheDir: path.join(this.dir, 'cache'), invoker });
+  }
+
+  /** The network list, with the pod CIDR as host-local's range (rewritten when the CIDR changes, as containerd does with its template). */
+  private writeConf(podCidr: string): void {
+    const ranges = podCidr
+      .split(',')
+      .map((c) => c.trim())
+      .filter(Boolean)
+      .map((subnet) => [{ subnet }]);
+    const conf = {
+      cniVersion: '1.0.0',
+      name: SIM_NETWORK_NAME,
+      plugins: [
+        {
+          type: 'bridge',
+          bridge: this.bridgeName,
+          isGateway: true,
+          ipMasq: true,
+          hairpinMode: true,
+          capabilities: { ips: true },
+          ipam: { type: 'host-local', ranges, dataDir: path.join(this.dir, 'ipam') },
+        },
+        { type: 'portmap', capabilities: { portMappings: true }, snat: true },
+      ],
+    };
+    writeFileAtomicSync(path.join(this.confDir, `10-${SIM_NETWORK_NAME}.conflist`), JSON.stringify(conf));
   }
 
   /** Hooks for the sim backend: the simulated `ip netns add/delete`. */
@@ -98,8 +110,9 @@ export class SimDefaultNetwork implements NetworkManager {
     return this.cni.tearDown(req);
   }
 
-  updatePodCidr(cidr: string): Promise<void> {
-    return this.cni.updatePodCidr(cidr);
+  async updatePodCidr(cidr: string): Promise<void> {
+    this.writeConf(cidr);
+    await this.cni.refresh();
   }
 
   /**

@@ -42,6 +42,7 @@ export class EventRecorder {
     { name: string; namespace: string; count: number; pending: Promise<void> }
   >();
   private readonly inflight = new Set<Promise<void>>();
+  private serial = 0;
 
   constructor(
     readonly store: Store,
@@ -68,7 +69,7 @@ export class EventRecorder {
       });
       prev.pending = p;
     } else {
-      const name = `${ref.name}.${(BigInt(Date.now()) * 1_000_000n + BigInt(this.seen.size)).toString(16)}`;
+      const name = `${ref.name}.${(BigInt(Date.now()) * 1_000_000n + BigInt(this.serial++ % 1_000_000)).toString(16)}`;
       const ev: Event = {
         apiVersion: 'v1',
         kind: 'Event',

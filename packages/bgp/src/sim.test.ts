@@ -74,4 +74,17 @@ describe('route simulation', () => {
     expect(n11.sink.routes.get(defaultBlock(12))?.nextHop).toBe(simAddress(12));
     expect(n11.sink.routes.size).toBe(16);
   });
+
+  it('over real TCP: each node on its own 127.x.y.z address', async () => {
+    const port = 20000 + Math.floor(Math.random() * 30000);
+    sim = (await startCluster(8, { topology: { kind: 'full-mesh' }, transport: 'tcp', tcpPort: port })).sim;
+    const n0 = sim.nodes.get('node-0')!;
+    expect(n0.address).toBe(simAddress(0, 'tcp'));
+    expect(n0.address.startsWith('127.')).toBe(true);
+    expect(n0.sink.routes.get(defaultBlock(7))).toMatchObject({
+      nextHop: simAddress(7, 'tcp'),
+      peer: simAddress(7, 'tcp'),
+    });
+    expect(n0.speaker.peers().every((p) => p.state === 'Established')).toBe(true);
+  });
 });

@@ -289,6 +289,11 @@ export class RouteSimulation {
     });
   }
 
+  /** Waits until no BGP message is in flight any more (in-memory transport only). */
+  async quiet(): Promise<void> {
+    await this.network.quiet();
+  }
+
   async destroy(): Promise<void> {
     await Promise.all([...this.nodes.values()].map((n) => n.speaker.destroy()));
     this.nodes.clear();

@@ -154,6 +154,27 @@ describe('two speakers over the in-memory transport', () => {
     await until(() => a.locRibSize === 1, 'recovery', 15_000);
   });
 
+  it('hold time is negotiated down to the smaller proposal, keepalive a third of it', async () => {
+    const net = new MemoryNetwork();
+    const a = mk(net, '10.0.0.1', {
+      as: 64512,
+      holdTime: 30,
+      neighbors: [{ address: '10.0.0.2', as: 64512 }],
+    });
+    const b = mk(net, '10.0.0.2', {
+      as: 64512,
+      holdTime: 9,
+      neighbors: [{ address: '10.0.0.1', as: 64512, passive: true }],
+    });
+    await Promise.all([a.start(), b.start()]);
+    await until(
+      () => a.peer('10.0.0.2')?.state === 'Established' && b.peer('10.0.0.1')?.state === 'Established',
+      'Established',
+    );
+    expect(a.peer('10.0.0.2')).toMatchObject({ holdTime: 9, keepaliveTime: 3 });
+    expect(b.peer('10.0.0.1')).toMatchObject({ holdTime: 9, keepaliveTime: 3 });
+  });
+
   it('rejects bad configuration with the field path', () => {
     expect(() => new BgpSpeaker({ routerId: '10.0.0', as: 1 })).toThrow(
       /^routerId: "10.0.0" is not a non-zero dotted quad/,

@@ -150,6 +150,7 @@ class MemorySocket implements BgpSocket {
     this.queue.push(b);
     if (!this.scheduled) {
       this.scheduled = true;
+      this.net.inflight++;
       // Asynchronous delivery, like a socket: a write never re-enters the receiver's code.
       setImmediate(() => this.flush());
     }
@@ -157,6 +158,7 @@ class MemorySocket implements BgpSocket {
 
   private flush(): void {
     this.scheduled = false;
+    this.net.inflight--;
     const q = this.queue;
     this.queue = [];
     if (this.closed || !this.dataCb) return;
@@ -204,6 +206,20 @@ export class MemoryNetwork {
   private sockets = new Set<MemorySocket>();
   private failed = new Map<string, 'reset' | 'silent'>();
   private nextPort = 40000;
+  /** @internal sockets with bytes scheduled for delivery. */
+  inflight = 0;
+
+  /**
+   * Resolves once no bytes have been in flight for a few event-loop turns: every speaker has processed
+   * everything it was sent and answered it (useful after convergence, before measuring the next change).
+   */
+  async quiet(turns = 5): Promise<void> {
+    let still = 0;
+    while (still < turns) {
+      await new Promise((r) => setImmediate(r));
+      still = this.inflight === 0 ? still + 1 : 0;
+    }
+  }
 
   /** A transport whose outgoing connections come from `localAddress`. */
   transport(localAddress: string): Transport {

@@ -192,7 +192,7 @@ describe('kemu-csi', () => {
     ],
   ])('refuses %j with a one-line error', async (args, msg) => {
     const p = runCli(args, { CSI_ENDPOINT: '' });
-    expect(await p.exited).not.toBe(0);
+    expect(await p.exited).toBe(2);
     const err = p.stderr().trim();
     expect(err.split('\n')).toHaveLength(1);
     expect(err).toMatch(msg);

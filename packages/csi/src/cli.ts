@@ -73,7 +73,9 @@ const program = new Command()
     'sim: fail an operation with a gRPC code, e.g. createVolume=RESOURCE_EXHAUSTED:2',
     collect,
   )
-  .option('-v, --verbose', 'log every call, not only failures', false);
+  .option('-v, --verbose', 'log every call, not only failures', false)
+  // usage errors exit 2 like our own checks; --help and --version exit 0
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
 function fail(msg: string): never {
   process.stderr.write(`kemu-csi: ${msg}\n`);

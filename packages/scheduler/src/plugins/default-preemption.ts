@@ -4,6 +4,7 @@ import type {
   PluginFactory,
   PostFilterPlugin,
   PostFilterResult,
+  PreFilterPlugin,
 } from '../framework.js';
 import { labelSelectorMatcher } from '../labels.js';
 import type { NodeInfo } from '../node-info.js';
@@ -50,15 +51,24 @@ export function nodesAvailableMessage(numAll: number, statuses: Iterable<Status>
 
 const NO_VICTIMS = Status.unresolvable(MSG_NO_VICTIMS).withPlugin(DefaultPreemption);
 
-function removeFromNode(fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, victim: PodInfo): void {
+/** PreFilter plugins whose state follows pods removed or added during a dry run (none skipped). */
+function trackers(fw: Framework, state: CycleState): PreFilterPlugin[] {
+  return fw.preFilterPlugins.filter((p) => (p.addPod || p.removePod) && !state.skipFilter.has(p.name));
+}
+
+function removeFromNode(
+  pfs: PreFilterPlugin[],
+  state: CycleState,
+  pi: PodInfo,
+  n: NodeInfo,
+  victim: PodInfo,
+): void {
   n.removePod(victim.key);
-  const pfs = fw.preFilterPlugins;
   for (let i = 0; i < pfs.length; i++) pfs[i].removePod?.(state, pi, victim, n);
 }
 
-function addToNode(fw: Framework, state: CycleState, pi: PodInfo, n: NodeInfo, p: PodInfo): void {
+function addToNode(pfs: PreFilterPlugin[], state: CycleState, pi: PodInfo, n: NodeInfo, p: PodInfo): void {
   n.addPod(p);
-  const pfs = fw.preFilterPlugins;
   for (let i = 0; i < pfs.length; i++) pfs[i].addPod?.(state, pi, p, n);
 }
 
@@ -101,7 +111,8 @@ export const newDefaultPreemption: PluginFactory = (
     const potential: PodInfo[] = [];
     for (const p of n.pods) if (p.priority < pi.priority) potential.push(p);
     if (potential.length === 0) return { victims: [], violations: 0, status: NO_VICTIMS };
-    for (const p of potential) removeFromNode(fw, state, pi, n, p);
+    const pfs = trackers(fw, state);
+    for (const p of potential) removeFromNode(pfs, state, pi, n, p);
     const s = fw.runFilterWithNominatedPods(state, pi, n);
     if (s) return { victims: [], violations: 0, status: s };
     sortByImportance(potential);
@@ -112,9 +123,9 @@ export const newDefaultPreemption: PluginFactory = (
     for (let round = 0; round < 2; round++) {
       const list = round === 0 ? violating : nonViolating;
       for (const p of list) {
-        addToNode(fw, state, pi, n, p);
+        addToNode(pfs, state, pi, n, p);
         if (fw.runFilterWithNominatedPods(state, pi, n)) {
-          removeFromNode(fw, state, pi, n, p);
+          removeFromNode(pfs, state, pi, n, p);
           victims.push(p);
           if (round === 0) violations++;
         }
@@ -196,7 +207,7 @@ export const newDefaultPreemption: PluginFactory = (
           ),
         };
       }
-      const want = Math.min(potential.length, Math.max(Math.ceil((potential.length * pct) / 100), abs));
+      const want = Math.min(potential.length, Math.max(Math.trunc((potential.length * pct) / 100), abs));
       const offset = Math.floor(handle.random() * potential.length);
       const pdbs = [...handle.cluster.pdbs.values()];
       const stateful = fw.hasPreFilterState(state);

@@ -45,8 +45,18 @@ export function parseIP(s: string): { afi: Afi; bytes: Uint8Array } | undefined 
   return undefined;
 }
 
+const v4Text = new Map<number, string>();
+
 export function formatIPv4(b: Uint8Array, off = 0): string {
-  return `${b[off]}.${b[off + 1]}.${b[off + 2]}.${b[off + 3]}`;
+  // Memoised by value: routers see the same few thousand next hops and identifiers in every UPDATE,
+  // and one shared string per address keeps large RIBs small.
+  const n = ((b[off]! << 24) >>> 0) + (b[off + 1]! << 16) + (b[off + 2]! << 8) + b[off + 3]!;
+  let t = v4Text.get(n);
+  if (t === undefined) {
+    t = `${b[off]}.${b[off + 1]}.${b[off + 2]}.${b[off + 3]}`;
+    if (v4Text.size < 1_000_000) v4Text.set(n, t);
+  }
+  return t;
 }
 
 /** RFC 5952 text form: lower case, longest zero run (of 2+) compressed. */

@@ -480,7 +480,11 @@ function updateError(subcode: number, data?: Uint8Array, detail?: string): BgpEr
   return new BgpError(ErrorCode.UpdateMessage, subcode, data, detail);
 }
 
+/** The empty AS_PATH of every iBGP-originated route, shared (paths are never modified in place). */
+const EMPTY_AS_PATH: AsPathSegment[] = [];
+
 function decodeAsPath(v: Buffer, start: number, end: number, asSize: 2 | 4): AsPathSegment[] | undefined {
+  if (start === end) return EMPTY_AS_PATH;
   const segs: AsPathSegment[] = [];
   let p = start;
   while (p < end) {

@@ -130,7 +130,7 @@ export class BgpSpeaker extends EventEmitter {
   private readonly ribs = new Map<Session, PeerRib>();
   /** Adj-RIBs-In by prefix: every candidate route, keyed by session (null for our own routes). */
   private readonly candidates = new Map<string, Route[]>();
-  private readonly prefixObjects = new Map<string, Prefix>();
+  private readonly prefixObjects = new Map<string, { key: string; pfx: Prefix }>();
   private readonly locRibMap = new Map<string, Route>();
   private listener?: Listener;
   private flushScheduled = false;
@@ -506,10 +506,10 @@ export class BgpSpeaker extends EventEmitter {
             this.withdrawIn(rib, p, affected);
             continue;
           }
-          const key = formatPrefix(p);
+          const { key, pfx } = this.intern(p);
           const route: Route = {
             prefix: key,
-            pfx: this.internPrefix(key, p),
+            pfx,
             afi: r.afi,
             nextHop: r.nextHop,
             origin: a.origin!,
@@ -533,12 +533,15 @@ export class BgpSpeaker extends EventEmitter {
     for (const p of affected) this.decide(p);
   }
 
-  /** One Prefix object per prefix, however many neighbours announce it. */
-  private internPrefix(key: string, p: Prefix): Prefix {
-    const have = this.prefixObjects.get(key);
-    if (have) return have;
-    this.prefixObjects.set(key, p);
-    return p;
+  /** One key string and Prefix object per prefix, however many neighbours announce it. */
+  private intern(p: Prefix): { key: string; pfx: Prefix } {
+    const text = formatPrefix(p);
+    let have = this.prefixObjects.get(text);
+    if (!have) {
+      have = { key: text, pfx: p };
+      this.prefixObjects.set(text, have);
+    }
+    return have;
   }
 
   private withdrawIn(rib: PeerRib, p: Prefix, affected: string[]): void {

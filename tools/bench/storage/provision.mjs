@@ -14,7 +14,7 @@
 // Upstream anchors for orientation: the Kubernetes e2e bar of 0.5 PVC/s, and about 60 s at p99 for 1,000
 // static pairs.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -166,6 +166,15 @@ async function main() {
     }
     return {
       conn,
+      /** CPU seconds the driver process used so far (Linux /proc). */
+      cpuSeconds() {
+        try {
+          const f = readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+          return (Number(f[11]) + Number(f[12])) / 100;
+        } catch {
+          return Number.NaN;
+        }
+      },
       async close() {
         conn.close();
         proc.kill('SIGTERM');
@@ -179,10 +188,12 @@ async function main() {
     const store = await MemoryStore.open();
     let conn;
     let close;
+    let driverCpu = () => Number.NaN;
     if (pathName === 'socket') {
       const d = await startDriverProcess(dir);
       conn = d.conn;
       close = d.close;
+      driverCpu = d.cpuSeconds;
     } else {
       const drv = await createCsiDriver({ nodeId: 'node-1', backend: 'sim', capacityBytes: 2 ** 50 });
       conn = inProcessCsi(drv);
@@ -198,7 +209,9 @@ async function main() {
       metadata: { name: 'bench' },
       provisioner: DRIVER,
     });
+    const driverCpu0 = driverCpu();
     const r = await measure(store, (created) => createClaims(store, created, 'bench', 'claim'));
+    r.driverCpuSeconds = driverCpu() - driverCpu0;
     const vols = (await conn.controller.ListVolumes({ maxEntries: 0, startingToken: '' })).entries.length;
     const pvs = (await store.list('PersistentVolume')).items.length;
     if (vols !== count || pvs !== count)
@@ -242,7 +255,7 @@ async function main() {
       const r = await dynamicRun(p);
       results[p].push(r);
       console.log(
-        `run ${run} ${p.padEnd(10)} ${r.perSecond.toFixed(0).padStart(6)} PVC/s  p50 ${r.p50.toFixed(0)} ms  p99 ${r.p99.toFixed(0)} ms  (${r.seconds.toFixed(2)} s wall, ${r.cpuSeconds.toFixed(2)} s CPU, ${r.createVolumeCalls} CreateVolume calls, ${r.claimSyncs} claim syncs)`,
+        `run ${run} ${p.padEnd(10)} ${r.perSecond.toFixed(0).padStart(6)} PVC/s  p50 ${r.p50.toFixed(0)} ms  p99 ${r.p99.toFixed(0)} ms  (${r.seconds.toFixed(2)} s wall, ${r.cpuSeconds.toFixed(2)} s CPU, ${r.createVolumeCalls} CreateVolume calls, ${r.claimSyncs} claim syncs${Number.isNaN(r.driverCpuSeconds) ? '' : `, driver process ${r.driverCpuSeconds.toFixed(2)} s CPU`})`,
       );
     }
     const r = await staticRun();

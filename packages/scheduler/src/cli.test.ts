@@ -1,13 +1,14 @@
 // The kemu-scheduler command, run as its own process (from source through tsx, so no build is needed).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
 const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(path.join(tmpdir(), 'kemu-sched-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function cli(...args: string[]) {
   const r = spawnSync(
@@ -171,3 +172,100 @@ describe('kemu-scheduler run', () => {
     expect(events.find((e) => e.pod === 'default/web-1')?.reason).toBe('FailedScheduling');
   });
 });
+
+const canEtcd = spawnSync('etcd', ['--version']).status === 0;
+if (!canEtcd)
+  console.warn('skipping kemu-scheduler run --etcd test: needs the etcd binary (Debian package etcd-server)');
+
+describe.runIf(canEtcd)(
+  'kemu-scheduler run --etcd (a separate process sharing the cluster through etcd)',
+  () => {
+    it('binds pods created by another client and stops cleanly on SIGTERM', async () => {
+      const { spawn } = await import('node:child_process');
+      const { createEtcdStore } = await import('@kemu/core');
+      const base = 20000 + (process.pid % 20000);
+      const client = `http://127.0.0.1:${base}`;
+      const peer = `http://127.0.0.1:${base + 1}`;
+      const etcd = spawn(
+        'etcd',
+        [
+          '--name',
+          'sched-test',
+          '--data-dir',
+          path.join(dir, 'etcd'),
+          '--listen-client-urls',
+          client,
+          '--advertise-client-urls',
+          client,
+          '--listen-peer-urls',
+          peer,
+          '--initial-advertise-peer-urls',
+          peer,
+          '--initial-cluster',
+          `sched-test=${peer}`,
+        ],
+        { stdio: 'ignore' },
+      );
+      let sched: ReturnType<typeof spawn> | undefined;
+      try {
+        const store = await createEtcdStore({ endpoints: client, prefix: '/sched-test/' });
+        await store.create({
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: { name: 'n1', labels: { 'kubernetes.io/hostname': 'n1' } },
+          status: { allocatable: { cpu: '2', memory: '4Gi', pods: '10' } },
+        });
+        sched = spawn(
+          process.execPath,
+          [
+            '--conditions=@kemu/source',
+            '--import',
+            'tsx',
+            path.join(pkg, 'src/cli.ts'),
+            'run',
+            '--etcd',
+            client,
+            '--etcd-prefix',
+            '/sched-test/',
+          ],
+          {
+            cwd: pkg,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+        let out = '';
+        let err = '';
+        sched.stdout!.on('data', (d) => (out += d));
+        sched.stderr!.on('data', (d) => (err += d));
+        await store.create({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'web', namespace: 'default' },
+          spec: { containers: [{ name: 'c', image: 'nginx', resources: { requests: { cpu: '1' } } }] },
+        });
+        let bound: string | undefined;
+        for (let i = 0; i < 300 && !bound; i++) {
+          bound = ((await store.get('Pod', 'default', 'web')) as { spec: { nodeName?: string } }).spec
+            .nodeName;
+          if (!bound) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(bound).toBe('n1');
+        const exited = new Promise<number | null>((r) => sched!.once('exit', (code) => r(code)));
+        sched.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        expect(err).toBe('');
+        expect(out).toContain('"reason":"Scheduled"');
+        await store.close();
+      } finally {
+        if (sched && sched.exitCode === null) sched.kill('SIGKILL');
+        etcd.kill('SIGTERM');
+      }
+    }, 90_000);
+
+    it('a malformed --etcd URL is one clear line', () => {
+      const r = cli('run', '--etcd', 'not-a-url');
+      expect(r.code).toBe(1);
+      expect(r.err).toBe('error: --etcd: "not-a-url" is not a client URL like http://127.0.0.1:2379\n');
+    });
+  },
+);

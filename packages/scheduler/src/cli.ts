@@ -128,6 +128,12 @@ program
   .command('run')
   .description('run a long-lived scheduler against a @kemu/core store')
   .option('--config <file>', 'KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1)')
+  .option(
+    '--etcd <endpoints>',
+    'use the @kemu/core etcd store at these client URLs (comma-separated), shared with the cluster',
+  )
+  .option('--etcd-prefix <prefix>', 'key prefix of the cluster in etcd', '/kemu/')
+  .option('--data-dir <dir>', 'use a @kemu/core file store in this directory (this process owns it)')
   .option('--load <file>', 'create these objects in the store first (repeatable)', collect, [])
   .option('--plugin <module>', 'load out-of-tree plugins from a module (repeatable)', collect, [])
   .option('--once', 'exit when no pod is left to schedule (instead of running until SIGINT/SIGTERM)')
@@ -135,11 +141,38 @@ program
     const config = loadConfig(o.config);
     const plugins = await loadPlugins(o.plugin);
     const objects = (o.load as string[]).flatMap((f) => readManifests(f, '--load'));
-    const store = await core.createMemoryStore();
+    if (o.etcd && o.dataDir) throw new CliError('--etcd and --data-dir are exclusive: pick one store');
+    let store: core.Store;
+    try {
+      if (o.etcd) {
+        const endpoints = String(o.etcd)
+          .split(',')
+          .map((e) => e.trim())
+          .filter(Boolean);
+        for (const e of endpoints) {
+          if (!/^https?:\/\/[^/\s]+\/?$/.test(e))
+            throw new CliError(`--etcd: "${e}" is not a client URL like http://127.0.0.1:2379`);
+        }
+        // Fail now, not in the middle of scheduling, if etcd is unreachable.
+        const timeout = new Promise<never>((_, reject) =>
+          setTimeout(
+            () => reject(new CliError(`cannot reach etcd at ${endpoints.join(',')} within 10s`)),
+            10_000,
+          ).unref(),
+        );
+        store = await Promise.race([core.createEtcdStore({ endpoints, prefix: o.etcdPrefix }), timeout]);
+        await Promise.race([store.resourceVersion(), timeout]);
+      } else if (o.dataDir) store = await core.createFileStore({ dir: o.dataDir });
+      else store = await core.createMemoryStore();
+    } catch (err) {
+      if (err instanceof CliError) throw err;
+      throw new CliError(`cannot open the store: ${(err as Error).message.split('\n')[0]}`);
+    }
     for (const obj of objects) {
       try {
         await store.create(obj);
       } catch (err) {
+        if ((err as { reason?: string }).reason === 'AlreadyExists') continue;
         throw new CliError(`--load: ${obj.kind} "${obj.metadata?.name}": ${(err as Error).message}`);
       }
     }

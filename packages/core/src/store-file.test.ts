@@ -149,12 +149,15 @@ describe('FileStore crash test', () => {
     } catch {
       // tsx it is
     }
-    const model = new Map<string, string>();
-    let next = 0; // ops applied to the model so far
+    // Three concurrent writers with disjoint keys: their writes share WAL batches and fsyncs.
+    const WRITERS = 3;
+    const models = Array.from({ length: WRITERS }, () => new Map<string, string>());
+    const next = Array.from({ length: WRITERS }, () => 0); // ops applied to each model so far
     let totalAcked = 0;
+    let inflightLanded = 0;
     for (let round = 0; round < 50; round++) {
-      const proc = spawn(process.execPath, [...args, dir, String(next)], { stdio: ['ignore', 'pipe', 'pipe'], cwd: dirname(source) });
-      let lastAck = next - 1;
+      const proc = spawn(process.execPath, [...args, dir, next.join(',')], { stdio: ['ignore', 'pipe', 'pipe'], cwd: dirname(source) });
+      const lastAck = next.map((n) => n - 1);
       let buf = '';
       let stderr = '';
       proc.stderr.on('data', (d) => {
@@ -172,7 +175,10 @@ describe('FileStore crash test', () => {
               // Kill somewhere in the next 0-250 ms: mid-write, mid-fsync, mid-snapshot, ...
               setTimeout(() => proc.kill('SIGKILL'), Math.random() * 250);
               resolve();
-            } else if (/^\d+$/.test(line)) lastAck = Number(line);
+            } else {
+              const m = /^(\d+):(\d+)$/.exec(line);
+              if (m) lastAck[Number(m[1])] = Number(m[2]);
+            }
             nl = buf.indexOf('\n');
           }
         });
@@ -181,24 +187,31 @@ describe('FileStore crash test', () => {
       });
       const code = await exited;
       expect(code, stderr).toBeNull(); // killed, not crashed
-      // Model after exactly the acknowledged ops; the one in flight may or may not have landed.
-      for (let i = next; i <= lastAck; i++) await applyToModel(model, i);
-      totalAcked += lastAck - next + 1;
-      const withInflight = new Map(model);
-      await applyToModel(withInflight, lastAck + 1);
       const store = await FileStore.open({ dir, noBootstrap: true });
       const items = (await store.list('ConfigMap', { namespace: 'default' })).items;
-      const state = new Map(items.map((i) => [i.metadata.name!, i.data?.v as string]));
       await store.close();
-      const same = (m: Map<string, string>) => m.size === state.size && [...m].every(([k, v]) => state.get(k) === v);
-      if (same(model)) next = lastAck + 1;
-      else if (same(withInflight)) {
-        await applyToModel(model, lastAck + 1);
-        next = lastAck + 2;
-      } else {
-        expect(Object.fromEntries(state), `round ${round}: state after restart`).toEqual(Object.fromEntries(model));
+      const state = new Map(items.map((i) => [i.metadata.name!, i.data?.v as string]));
+      const keysOf = (w: number) => new Map([...state].filter(([k]) => k.startsWith(`w${w}-`)));
+      expect(items.every((i) => /^w\d+-k\d+$/.test(i.metadata.name!))).toBe(true);
+      for (let w = 0; w < WRITERS; w++) {
+        // Exactly the acknowledged ops; the one in flight may or may not have landed.
+        for (let i = next[w]; i <= lastAck[w]; i++) await applyToModel(models[w], w, i);
+        totalAcked += lastAck[w] - next[w] + 1;
+        const withInflight = new Map(models[w]);
+        await applyToModel(withInflight, w, lastAck[w] + 1);
+        const mine = keysOf(w);
+        const same = (m: Map<string, string>) => m.size === mine.size && [...m].every(([k, v]) => mine.get(k) === v);
+        if (same(models[w])) next[w] = lastAck[w] + 1;
+        else if (same(withInflight)) {
+          await applyToModel(models[w], w, lastAck[w] + 1);
+          next[w] = lastAck[w] + 2;
+          inflightLanded++;
+        } else {
+          expect(Object.fromEntries(mine), `round ${round}, writer ${w}: state after restart`).toEqual(Object.fromEntries(models[w]));
+        }
       }
     }
     expect(totalAcked).toBeGreaterThan(100);
+    console.log(`crash test: 50 kills, ${totalAcked} acknowledged writes verified, ${inflightLanded} unacknowledged in-flight writes found applied`);
   });
 });

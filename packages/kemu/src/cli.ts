@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// kemu: compose an emulated Kubernetes cluster and use it like kubectl.
+import { isStatusError } from '@kemu/core';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { ClusterUnreachableError } from './api-client.js';
+import * as cmd from './commands.js';
+import { runDemo } from './demo.js';
+import { defaultStateDir } from './state.js';
+
+const VERSION = '0.1.0';
+
+function int(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number`);
+    return n;
+  };
+}
+
+const program = new Command('kemu')
+  .description('Kubernetes node-interface emulators composed into a cluster you can run on one machine')
+  .version(VERSION)
+  .showHelpAfterError('(run with --help for usage)');
+
+const stateDirOpt = () => new Option('--state-dir <dir>', 'where the cluster keeps its socket and state').default(defaultStateDir(), '$KEMU_STATE_DIR or ~/.kemu');
+const nsOpt = () => new Option('-n, --namespace <ns>', 'namespace').default('default');
+
+program
+  .command('up')
+  .description('start a cluster (foreground until Ctrl-C, or --detach)')
+  .addOption(new Option('--nodes <n>', 'number of nodes').default(3).argParser(int('--nodes')))
+  .addOption(new Option('--datapath <kind>', 'pod networking datapath').choices(['sim', 'linux']).default('sim'))
+  .addOption(new Option('--network <kind>', 'cross-node networking').choices(['bridge', 'vxlan', 'bgp']).default('bridge'))
+  .addOption(new Option('--storage <kind>', 'CSI driver backend').choices(['sim', 'hostpath']).default('sim'))
+  .addOption(new Option('--runtime <kind>', 'CRI runtime backend').choices(['sim', 'process']).default('sim'))
+  .addOption(new Option('--store <kind>', 'object store').choices(['memory', 'file', 'etcd']).default('memory'))
+  .option('--etcd-endpoints <urls>', 'comma-separated etcd client URLs (with --store etcd)')
+  .option('-d, --detach', 'run in the background and return once the cluster is ready')
+  .addOption(stateDirOpt())
+  .action(async (o) => {
+    const handle = await cmd.up({
+      nodes: o.nodes,
+      datapath: o.datapath,
+      network: o.network,
+      storage: o.storage,
+      runtime: o.runtime,
+      store: o.store,
+      etcdEndpoints: o.etcdEndpoints ? String(o.etcdEndpoints).split(',') : undefined,
+      stateDir: o.stateDir,
+      detach: o.detach,
+    });
+    if (!handle) return;
+    await new Promise<void>((resolve) => {
+      const bye = () => {
+        process.stderr.write('stopping the cluster...\n');
+        handle.stop().then(resolve, resolve);
+      };
+      process.once('SIGINT', bye);
+      process.once('SIGTERM', bye);
+    });
+  });
+
+program
+  .command('down')
+  .description('stop the cluster started by `kemu up`')
+  .addOption(stateDirOpt())
+  .action(async (o) => cmd.down(o.stateDir));
+
+program
+  .command('apply')
+  .description('create or update objects from a manifest file (multi-document YAML or JSON)')
+  .requiredOption('-f, --filename <file>', 'manifest file, or - for stdin')
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (o) => cmd.apply(o.filename, { namespace: o.namespace, stateDir: o.stateDir }));
+
+program
+  .command('get')
+  .description('list objects, or show one, formatted like kubectl')
+  .argument('<kind>', 'pods, nodes, pvc, pv, sc, volumeattachments, events, ...')
+  .argument('[name]')
+  .addOption(new Option('-o, --output <format>', 'output format').choices(['wide', 'yaml', 'json']))
+  .addOption(nsOpt())
+  .option('-A, --all-namespaces', 'across all namespaces')
+  .option('-l, --selector <selector>', 'label selector, e.g. app=web')
+  .addOption(stateDirOpt())
+  .action(async (kind, name, o) =>
+    cmd.get(kind, name, { output: o.output, namespace: o.namespace, allNamespaces: o.allNamespaces, selector: o.selector, stateDir: o.stateDir }),
+  );
+
+program
+  .command('describe')
+  .description('show an object in detail, with its events')
+  .argument('<kind>')
+  .argument('<name>')
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (kind, name, o) => cmd.describe(kind, name, { namespace: o.namespace, stateDir: o.stateDir }));
+
+program
+  .command('delete')
+  .description('delete objects by kind and name, or those in a manifest file')
+  .argument('[kind]')
+  .argument('[name]')
+  .option('-f, --filename <file>', 'manifest file')
+  .addOption(new Option('--grace-period <seconds>', 'seconds pods get to stop').argParser(int('--grace-period')))
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (kind, name, o) => cmd.del(kind, name, { file: o.filename, namespace: o.namespace, stateDir: o.stateDir, gracePeriod: o.gracePeriod }));
+
+program
+  .command('logs')
+  .description("print a container's logs")
+  .argument('<pod>')
+  .option('-c, --container <name>', 'container (default: the first)')
+  .addOption(new Option('--tail <lines>', 'last lines only').argParser(int('--tail')))
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (pod, o) => cmd.logs(pod, { container: o.container, namespace: o.namespace, tail: o.tail, stateDir: o.stateDir }));
+
+program
+  .command('exec')
+  .description('run a command in a container: kemu exec POD -- CMD [ARGS...]')
+  .argument('<pod>')
+  .argument('[command...]')
+  .option('-c, --container <name>', 'container (default: the first)')
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (pod, command, o) => {
+    process.exitCode = await cmd.exec(pod, command, { container: o.container, namespace: o.namespace, stateDir: o.stateDir });
+  });
+
+program
+  .command('trace')
+  .description('send a ping from a pod to another pod or an IP and show every hop')
+  .argument('<from>', 'pod name (or namespace/name)')
+  .argument('<to>', 'pod name (or namespace/name) or IP address')
+  .addOption(new Option('-o, --output <format>').choices(['text', 'json']).default('text'))
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (from, to, o) => cmd.trace(from, to, { namespace: o.namespace, stateDir: o.stateDir, output: o.output }));
+
+program
+  .command('bench')
+  .description('run a benchmark workload on an in-process cluster (see tools/bench/cluster)')
+  .argument('<workload>', 'pods')
+  .addOption(new Option('--nodes <n>').default(100).argParser(int('--nodes')))
+  .addOption(new Option('--pods <n>').default(10_000).argParser(int('--pods')))
+  .action(async (workload, o) => {
+    const { runBench } = await import('./bench.js');
+    await runBench(workload, { nodes: o.nodes, pods: o.pods }, cmd.stdio);
+  });
+
+program
+  .command('demo')
+  .description('start a 3-node cluster, run the sample app, trace a packet across nodes, clean up')
+  .addOption(new Option('--nodes <n>').default(3).argParser(int('--nodes')))
+  .option('--keep', 'leave the app running at the end (and stop the cluster)')
+  .action(async (o) => runDemo(cmd.stdio, { nodes: o.nodes, keep: o.keep }));
+
+function message(err: unknown): string {
+  if (err instanceof ClusterUnreachableError || err instanceof cmd.UsageError) return err.message;
+  if (isStatusError(err)) return `Error from server (${err.reason}): ${err.message}`;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+program.parseAsync(process.argv).catch((err) => {
+  process.stderr.write(`error: ${message(err)}\n`);
+  process.exitCode = 1;
+});

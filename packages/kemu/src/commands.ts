@@ -1,0 +1,259 @@
+// What each `kemu` subcommand does. The CLI wiring (flags, help, exit codes) is in cli.ts.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { isNotFound, type KubeObject, kindInfo, parseManifests, type Pod, toYaml } from '@kemu/core';
+import cliProgress from 'cli-progress';
+import { ApiClient, ClusterUnreachableError } from './api-client.js';
+import { startApiServer } from './api-server.js';
+import { Cluster, type ClusterOptions } from './cluster.js';
+import { describeObject } from './describe.js';
+import { printTable, resolveKind } from './printers.js';
+import { defaultStateDir, paths } from './state.js';
+
+export class UsageError extends Error {}
+
+export interface Out {
+  log(line: string): void;
+  err(line: string): void;
+}
+
+export const stdio: Out = {
+  log: (l) => process.stdout.write(`${l}\n`),
+  err: (l) => process.stderr.write(`${l}\n`),
+};
+
+export function client(stateDir?: string): ApiClient {
+  return new ApiClient(paths(stateDir ?? defaultStateDir()).socket);
+}
+
+function progressReporter(out: Out, label: string) {
+  if (!process.stderr.isTTY) {
+    let last = -1;
+    return {
+      update: (step: string, done: number, total: number) => {
+        const pct = Math.floor((done / total) * 10);
+        if (pct !== last || done === total) out.err(`${label}: ${step} ${done}/${total}`);
+        last = pct;
+      },
+      stop() {},
+    };
+  }
+  const bar = new cliProgress.SingleBar(
+    { format: `${label} [{bar}] {value}/{total} {step}`, stream: process.stderr, hideCursor: true, clearOnComplete: false },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update: (step: string, done: number, total: number) => {
+      if (!started) {
+        bar.start(total, 0, { step });
+        started = true;
+      }
+      bar.update(done, { step });
+    },
+    stop: () => started && bar.stop(),
+  };
+}
+
+/** `kemu up`: runs the cluster and its API in this process until SIGINT/SIGTERM. */
+export async function up(opts: ClusterOptions & { detach?: boolean }, out: Out = stdio): Promise<{ stop(): Promise<void> } | undefined> {
+  const p = paths(opts.stateDir);
+  fs.mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
+  const running = await client(opts.stateDir)
+    .info()
+    .then(() => true)
+    .catch(() => false);
+  if (running) throw new UsageError(`a cluster is already running with state dir ${opts.stateDir}: stop it with \`kemu down\` first`);
+  if (opts.detach) return detach(opts, out);
+
+  const progress = progressReporter(out, 'starting nodes');
+  const cluster = await Cluster.start({
+    ...opts,
+    onProgress: (s, d, t) => progress.update(s, d, t),
+    onError: opts.onError ?? ((err, ctx) => fs.appendFileSync(p.log, `${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}\n`)),
+  });
+  progress.stop();
+  const api = await startApiServer(cluster.store, p.socket, cluster.extensions());
+  fs.writeFileSync(p.pid, String(process.pid), { mode: 0o600 });
+  fs.writeFileSync(p.config, JSON.stringify({ ...opts, onError: undefined }, null, 2), { mode: 0o600 });
+  out.log(`kemu cluster is up: ${cluster.nodes.length} node(s), store ${opts.store ?? 'memory'}, state in ${opts.stateDir}`);
+  out.log(`try: kemu get nodes -o wide${opts.stateDir !== defaultStateDir() ? ` --state-dir ${opts.stateDir}` : ''}`);
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await api.close();
+      await cluster.stop();
+      fs.rmSync(p.pid, { force: true });
+    })();
+    return stopping;
+  };
+  return { stop };
+}
+
+async function detach(opts: ClusterOptions, out: Out) {
+  const p = paths(opts.stateDir);
+  const args = process.argv.slice(1).filter((a) => a !== '--detach' && a !== '-d');
+  const log = fs.openSync(p.log, 'a', 0o600);
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: process.env });
+  child.unref();
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`kemu up exited with code ${child.exitCode}; see ${p.log}`);
+    const ok = await client(opts.stateDir)
+      .info()
+      .then(() => true)
+      .catch(() => false);
+    if (ok) {
+      out.log(`kemu cluster is up in the background (pid ${child.pid}); stop it with \`kemu down\``);
+      return undefined;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`kemu up did not become ready within 120 s; see ${p.log}`);
+}
+
+/** `kemu down`: stops a cluster started by `kemu up`. */
+export async function down(stateDir: string, out: Out = stdio): Promise<void> {
+  const p = paths(stateDir);
+  if (!fs.existsSync(p.pid)) throw new UsageError(`no running cluster found in ${stateDir} (no kemu.pid)`);
+  const pid = Number(fs.readFileSync(p.pid, 'utf8'));
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') {
+      fs.rmSync(p.pid, { force: true });
+      fs.rmSync(p.socket, { force: true });
+      out.log(`the cluster (pid ${pid}) was not running; cleaned up its files`);
+      return;
+    }
+    throw err;
+  }
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && fs.existsSync(p.pid)) await new Promise((r) => setTimeout(r, 100));
+  out.log(`kemu cluster (pid ${pid}) stopped`);
+}
+
+function kindOf(word: string): string {
+  const kind = resolveKind(word);
+  if (!kind) throw new UsageError(`the server doesn't have a resource type "${word}"`);
+  return kind;
+}
+
+export interface GetOptions {
+  output?: string;
+  namespace?: string;
+  allNamespaces?: boolean;
+  selector?: string;
+  stateDir?: string;
+}
+
+export async function get(kindWord: string, name: string | undefined, o: GetOptions, out: Out = stdio) {
+  const kind = kindOf(kindWord);
+  const api = client(o.stateDir);
+  const info = kindInfo(kind);
+  const ns = info.namespaced ? (o.allNamespaces ? undefined : (o.namespace ?? 'default')) : undefined;
+  const items: KubeObject[] = name ? [await api.get(kind, ns, name)] : (await api.list(kind, { namespace: ns, labelSelector: o.selector })).items;
+  if (o.output === 'json') return out.log(JSON.stringify(name ? items[0] : { apiVersion: 'v1', kind: 'List', items }, null, 2));
+  if (o.output === 'yaml') return out.log(toYaml(name ? items[0] : items).trimEnd());
+  if (o.output && o.output !== 'wide') throw new UsageError(`unable to match a printer suitable for the output format "${o.output}", allowed formats are: json,wide,yaml`);
+  if (!items.length) {
+    out.err(ns ? `No resources found in ${ns} namespace.` : 'No resources found');
+    return;
+  }
+  out.log(printTable(kind, items, { wide: o.output === 'wide', allNamespaces: o.allNamespaces && info.namespaced }));
+}
+
+export async function describe(kindWord: string, name: string, o: GetOptions, out: Out = stdio) {
+  const kind = kindOf(kindWord);
+  const api = client(o.stateDir);
+  const info = kindInfo(kind);
+  const ns = info.namespaced ? (o.namespace ?? 'default') : undefined;
+  const obj = await api.get(kind, ns, name);
+  const events = (await api.list('Event', { namespace: ns ?? 'default' })).items.filter(
+    (e) => (e as { involvedObject?: { uid?: string } }).involvedObject?.uid === obj.metadata.uid,
+  );
+  out.log(describeObject(obj, events as never));
+}
+
+function readManifests(file: string): KubeObject[] {
+  let text: string;
+  try {
+    text = file === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+  }
+  return parseManifests(text);
+}
+
+export async function apply(file: string, o: { namespace?: string; stateDir?: string }, out: Out = stdio) {
+  const api = client(o.stateDir);
+  const objs = readManifests(file);
+  for (const obj of objs) {
+    const info = kindInfo(obj.kind);
+    if (info.namespaced) obj.metadata = { ...obj.metadata, namespace: obj.metadata?.namespace ?? o.namespace ?? 'default' };
+    const what = `${info.resource.replace(/s$/, '')}${info.group ? `.${info.group}` : ''}/${obj.metadata.name}`;
+    try {
+      const cur = await api.get(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '');
+      await api.update({ ...obj, metadata: { ...obj.metadata, resourceVersion: cur.metadata.resourceVersion } });
+      out.log(`${what} configured`);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await api.create(obj);
+      out.log(`${what} created`);
+    }
+  }
+}
+
+export async function del(kindWord: string | undefined, name: string | undefined, o: { file?: string; namespace?: string; stateDir?: string; gracePeriod?: number }, out: Out = stdio) {
+  const api = client(o.stateDir);
+  const targets: { kind: string; ns?: string; name: string }[] = [];
+  if (o.file) {
+    for (const obj of readManifests(o.file)) targets.push({ kind: obj.kind, ns: obj.metadata.namespace ?? o.namespace ?? 'default', name: obj.metadata.name ?? '' });
+  } else {
+    if (!kindWord || !name) throw new UsageError('kemu delete needs KIND NAME, or -f FILE');
+    targets.push({ kind: kindOf(kindWord), ns: o.namespace ?? 'default', name });
+  }
+  for (const t of targets) {
+    const info = kindInfo(t.kind);
+    await api.delete(t.kind, info.namespaced ? t.ns : undefined, t.name, o.gracePeriod);
+    out.log(`${info.resource.replace(/s$/, '')} "${t.name}" deleted`);
+  }
+}
+
+export async function logs(pod: string, o: { container?: string; namespace?: string; tail?: number; stateDir?: string }, out: Out = stdio) {
+  const text = await client(o.stateDir).logs(o.namespace ?? 'default', pod, o.container, o.tail);
+  if (text) process.stdout.write(text);
+  void out;
+}
+
+export async function exec(pod: string, command: string[], o: { container?: string; namespace?: string; stateDir?: string }): Promise<number> {
+  if (!command.length) throw new UsageError('you must specify at least one command for the container: kemu exec POD -- CMD [ARGS...]');
+  const r = await client(o.stateDir).exec(o.namespace ?? 'default', pod, command, o.container);
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
+  return r.exitCode;
+}
+
+export async function trace(from: string, to: string, o: { namespace?: string; stateDir?: string; output?: string }, out: Out = stdio) {
+  const ns = o.namespace ?? 'default';
+  const qualify = (x: string) => (x.includes('/') || /^[\d.]+$/.test(x) || x.includes(':') ? x : `${ns}/${x}`);
+  const r = (await client(o.stateDir).trace(qualify(from), qualify(to))) as { reachable: boolean; ip: string; text: string; error?: { message: string } };
+  if (o.output === 'json') return out.log(JSON.stringify(r, null, 2));
+  out.log(r.text);
+  out.log(r.reachable ? `${from} -> ${to} (${r.ip}): reachable` : `${from} -> ${to} (${r.ip}): unreachable${r.error ? ` (${r.error.message})` : ''}`);
+}
+
+/** Waits until every pod matching the filter is Running (or the deadline passes). */
+export async function waitForPods(api: { list(kind: string, o: { namespace?: string }): Promise<{ items: KubeObject[] }> }, namespace: string, count: number, timeoutMs: number): Promise<Pod[]> {
+  const end = Date.now() + timeoutMs;
+  let pods: Pod[] = [];
+  while (Date.now() < end) {
+    pods = (await api.list('Pod', { namespace })).items as Pod[];
+    if (pods.length >= count && pods.every((p) => p.status?.phase === 'Running' && p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True')) return pods;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const stuck = pods.filter((p) => p.status?.phase !== 'Running').map((p) => `${p.metadata.name} (${p.status?.phase ?? 'Pending'})`);
+  throw new Error(`timed out waiting for ${count} pods to be Running; not running: ${stuck.join(', ') || 'none created'}`);
+}
+
+export { ClusterUnreachableError };

@@ -1,0 +1,216 @@
+// The simulated network of a whole cluster: one netsim world in which every node is a namespace joined to
+// an underlay bridge (its eth0 holds the node IP), each node runs the CNI chain (bridge + host-local +
+// portmap) in process on its own view of the world, and nodes route each other's pod CIDRs through the
+// underlay ("host-gw" style; no NAT between pods), so a packet can be traced from a pod on one node to a pod
+// on another.
+import fs from 'node:fs';
+import path from 'node:path';
+import { HOST_NETNS, InProcessInvoker, isDatapathError } from '@kemu/cni';
+import { createSimDatapath, type SimDatapath } from '@kemu/cni/datapath-sim';
+import { bridge } from '@kemu/cni-bridge';
+import { hostLocal } from '@kemu/cni-host-local';
+import { loopback } from '@kemu/cni-loopback';
+import { portmap } from '@kemu/cni-portmap';
+import { CniNetwork, type NetworkManager, type PodNetworkRequest } from '@kemu/cri';
+import { World } from '@kemu/netsim';
+
+export const UNDERLAY_NS = '/run/kemu/underlay';
+export const UNDERLAY_BRIDGE = 'kemu-underlay';
+export const CLUSTER_NETWORK = 'kemu';
+
+export interface SimNodeNetwork {
+  nodeName: string;
+  nodeIP: string;
+  podCIDR: string;
+  /** The world namespace that is this node's root namespace. */
+  hostNamespace: string;
+  datapath: SimDatapath;
+  manager: NetworkManager;
+  netnsHooks: { create(p: string): Promise<void>; remove(p: string): Promise<void> };
+}
+
+/** Records which netns a pod's sandbox got, so traces can start from a pod. */
+export class NetnsDirectory {
+  private byUid = new Map<string, { netns: string; node: string; ips: string[] }>();
+  set(uid: string, netns: string, node: string, ips: string[]) {
+    this.byUid.set(uid, { netns, node, ips });
+  }
+  delete(uid: string) {
+    this.byUid.delete(uid);
+  }
+  get(uid: string) {
+    return this.byUid.get(uid);
+  }
+}
+
+/** Wraps the CNI-backed manager to remember each pod's namespace and addresses. */
+class RecordingNetwork implements NetworkManager {
+  readonly name: string;
+  constructor(
+    private readonly inner: CniNetwork,
+    private readonly dir: NetnsDirectory,
+    private readonly node: string,
+    private readonly hooks: { create(p: string): Promise<void> },
+  ) {
+    this.name = `cni on netsim (${CLUSTER_NETWORK})`;
+  }
+  status() {
+    return this.inner.status();
+  }
+  async setUp(req: PodNetworkRequest) {
+    const res = await this.inner.setUp(req);
+    this.dir.set(req.uid, req.netnsPath, this.node, res.ips);
+    return res;
+  }
+  async tearDown(req: PodNetworkRequest) {
+    await this.inner.tearDown(req);
+    this.dir.delete(req.uid);
+  }
+  updatePodCidr(cidr: string) {
+    return this.inner.updatePodCidr(cidr);
+  }
+  /**
+   * After a restart the simulated world is new: recreate each recovered sandbox's namespace and run ADD
+   * again. host-local keeps its allocations on disk by container ID, so the pod keeps its address.
+   */
+  async recover(held: PodNetworkRequest[]) {
+    for (const r of held) {
+      if (!r.netnsPath) continue;
+      await this.hooks.create(r.netnsPath);
+      const res = await this.inner.setUp(r);
+      this.dir.set(r.uid, r.netnsPath, this.node, res.ips);
+    }
+  }
+}
+
+export class SimClusterNetwork {
+  readonly world: World;
+  readonly nodes = new Map<string, SimNodeNetwork>();
+  readonly pods = new NetnsDirectory();
+  private underlayReady = false;
+
+  constructor(
+    readonly stateDir: string,
+    readonly nodePrefixLen = 24,
+  ) {
+    this.world = new World({ seed: 7 });
+  }
+
+  private async underlay(dp: SimDatapath) {
+    if (this.underlayReady) return;
+    await dp.addNetns(UNDERLAY_NS);
+    await dp.addLink(UNDERLAY_NS, { kind: 'bridge', name: UNDERLAY_BRIDGE, up: true });
+    this.underlayReady = true;
+  }
+
+  /** Adds a node: its namespace, uplink to the underlay, and its CNI configuration. */
+  async addNode(nodeName: string, nodeIP: string, podCIDR: string): Promise<SimNodeNetwork> {
+    const hostNamespace = `/run/kemu/nodes/${nodeName}`;
+    const datapath = createSimDatapath({ world: this.world, hostNamespace });
+    await this.underlay(datapath);
+    const uplink = `up-${nodeName}`.slice(0, 15);
+    if (!(await datapath.getLink(HOST_NETNS, 'eth0'))) {
+      await datapath.addLink(HOST_NETNS, {
+        kind: 'veth',
+        name: 'eth0',
+        up: true,
+        peer: { name: uplink, netns: UNDERLAY_NS },
+      });
+      await datapath.setLink(UNDERLAY_NS, uplink, { master: UNDERLAY_BRIDGE, up: true });
+      await datapath.addAddr(HOST_NETNS, 'eth0', `${nodeIP}/${this.nodePrefixLen}`);
+      await datapath.setSysctl(HOST_NETNS, 'net.ipv4.ip_forward', '1');
+    }
+
+    const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
+    const confDir = path.join(dir, 'net.d');
+    fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(
+      path.join(confDir, `10-${CLUSTER_NETWORK}.conflist`),
+      JSON.stringify(
+        {
+          cniVersion: '1.0.0',
+          name: CLUSTER_NETWORK,
+          plugins: [
+            {
+              type: 'bridge',
+              bridge: 'cni0',
+              isGateway: true,
+              // Pod-to-pod traffic crosses nodes unmodified; there is no outside world to masquerade to.
+              ipMasq: false,
+              hairpinMode: true,
+              ipam: {
+                type: 'host-local',
+                ranges: [[{ subnet: podCIDR }]],
+                routes: [{ dst: '0.0.0.0/0' }],
+                dataDir: path.join(dir, 'ipam'),
+              },
+            },
+            { type: 'portmap', capabilities: { portMappings: true }, snat: true },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
+    const invoker = new InProcessInvoker({
+      plugins: { bridge, 'host-local': hostLocal, portmap, loopback },
+      datapath,
+    });
+    const cni = new CniNetwork({
+      confDir,
+      binDirs: [path.join(dir, 'bin')],
+      cacheDir: path.join(dir, 'cache'),
+      invoker,
+    });
+    await cni.refresh();
+    const netnsHooks = {
+      create: async (p: string) => {
+        try {
+          await datapath.addNetns(p);
+        } catch (err) {
+          if (!isDatapathError(err, 'EEXIST')) throw err;
+        }
+      },
+      remove: async (p: string) => {
+        try {
+          await datapath.delNetns(p);
+        } catch (err) {
+          if (!isDatapathError(err, 'ENOENT')) throw err;
+        }
+      },
+    };
+    const node: SimNodeNetwork = {
+      nodeName,
+      nodeIP,
+      podCIDR,
+      hostNamespace,
+      datapath,
+      manager: new RecordingNetwork(cni, this.pods, nodeName, netnsHooks),
+      netnsHooks,
+    };
+    this.nodes.set(nodeName, node);
+    await this.syncRoutes();
+    return node;
+  }
+
+  /** Every node routes every other node's pod CIDR via that node's IP. */
+  async syncRoutes(): Promise<void> {
+    for (const n of this.nodes.values()) {
+      for (const m of this.nodes.values()) {
+        if (m === n) continue;
+        await n.datapath.addRoute(
+          HOST_NETNS,
+          { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' },
+          { replace: true },
+        );
+      }
+    }
+  }
+
+  /** Pings `to` (an IP) from a pod's namespace; the result carries the hop-by-hop trace. */
+  ping(podUid: string, to: string) {
+    const pod = this.pods.get(podUid);
+    if (!pod) throw new Error(`pod ${podUid} has no network namespace on this cluster`);
+    return this.world.ping(pod.netns, to, { count: 1 });
+  }
+}

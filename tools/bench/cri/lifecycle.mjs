@@ -126,6 +126,21 @@ async function benchNetwork(network, values) {
     const rt = new cri.RuntimeServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
     const img = new cri.ImageServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
     await unaryCall(img, 'PullImage', { image: { image: 'busybox:1.36' } });
+    // Same-run reference for the transport: Version is a no-op in kemu-cri, so N of them with the same
+    // concurrency measure what a gRPC round trip costs here; a lifecycle is 5 round trips.
+    const noopN = Math.min(count * 5, 20000);
+    for (let i = 0; i < 2000; i++) await unaryCall(rt, 'Version', {}); // JIT warm-up on both sides
+    let sent = 0;
+    const n0 = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (sent < noopN) {
+          sent++;
+          await unaryCall(rt, 'Version', {});
+        }
+      }),
+    );
+    const noopRpcPerSec = noopN / (Number(process.hrtime.bigint() - n0) / 1e9);
     const cpu0 = cpuSeconds(server.pid);
     const clientCpu0 = process.cpuUsage();
     const socketResult = await runLifecycles((m, r) => unaryCall(rt, m, r), count, concurrency, `s${run}`);
@@ -133,6 +148,7 @@ async function benchNetwork(network, values) {
     socketResult.serverCpuMsPerLifecycle = ((cpuSeconds(server.pid) - cpu0) * 1000) / count;
     const cu = process.cpuUsage(clientCpu0);
     socketResult.clientCpuMsPerLifecycle = (cu.user + cu.system) / 1000 / count;
+    socketResult.noopRpcPerSec = noopRpcPerSec;
     const left = await unaryCall(rt, 'ListPodSandbox', {});
     if (left.items.length !== 0) throw new Error(`${left.items.length} sandboxes left behind`);
     rt.close();
@@ -162,6 +178,7 @@ async function benchNetwork(network, values) {
     lifecyclesPerSec: median(rs.map((r) => r.lifecyclesPerSec)),
     serverCpuMsPerLifecycle: median(rs.map((r) => r.serverCpuMsPerLifecycle)),
     ...(rs[0].clientCpuMsPerLifecycle !== undefined ? { clientCpuMsPerLifecycle: median(rs.map((r) => r.clientCpuMsPerLifecycle)) } : {}),
+    ...(rs[0].noopRpcPerSec !== undefined ? { noopRpcPerSec: median(rs.map((r) => r.noopRpcPerSec)) } : {}),
     perRpc: Object.fromEntries(RPCS.map((rpc) => [rpc, { p50: median(rs.map((r) => r.perRpc[rpc].p50)), p99: median(rs.map((r) => r.perRpc[rpc].p99)) }])),
   });
   const socket = summarize(results.socket);
@@ -181,6 +198,9 @@ async function benchNetwork(network, values) {
   };
   console.log(`\n[${network} network] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   console.log(`over the socket: ${socket.lifecyclesPerSec.toFixed(0)} lifecycles/s   in process: ${inProcess.lifecyclesPerSec.toFixed(0)} lifecycles/s   ratio ${out.ratioSocketToInProcess.toFixed(2)}`);
+  console.log(
+    `transport reference: no-op Version RPCs ${socket.noopRpcPerSec.toFixed(0)}/s with ${concurrency} in flight -> ceiling ${(socket.noopRpcPerSec / 5).toFixed(0)} lifecycles/s (5 RPCs each); lifecycles reach ${((100 * socket.lifecyclesPerSec * 5) / socket.noopRpcPerSec).toFixed(0)}% of it`,
+  );
   console.log(
     `CPU per lifecycle: kemu-cri ${socket.serverCpuMsPerLifecycle.toFixed(3)} ms (one core sustains ~${(1000 / socket.serverCpuMsPerLifecycle).toFixed(0)} lifecycles/s), client ${socket.clientCpuMsPerLifecycle.toFixed(3)} ms; in process ${inProcess.serverCpuMsPerLifecycle.toFixed(3)} ms`,
   );

@@ -161,3 +161,99 @@ describe('VolumeBinding PreBind', () => {
     expect(dyn?.metadata.annotations?.['volume.kubernetes.io/selected-node']).toBe('b');
   });
 });
+
+describe('profiles and extension points', () => {
+  it('each pod is scheduled by the profile named in spec.schedulerName', async () => {
+    const config = {
+      profiles: [
+        { schedulerName: 'default-scheduler' },
+        {
+          schedulerName: 'bin-packer',
+          pluginConfig: [{ name: 'NodeResourcesFit', args: { scoringStrategy: { type: 'MostAllocated' } } }],
+        },
+      ],
+    };
+    const cluster = [
+      makeNode('busy', { cpu: '4', memory: '8Gi' }),
+      makeNode('idle', { cpu: '4', memory: '8Gi' }),
+      makePod('x', { cpu: '2', memory: '4Gi', nodeName: 'busy' }),
+    ];
+    const r = await simulate(
+      cluster,
+      [
+        makePod('spread', { cpu: '1', memory: '1Gi' }),
+        makePod('packed', { cpu: '1', memory: '1Gi', spec: { schedulerName: 'bin-packer' } }),
+        makePod('other', { spec: { schedulerName: 'someone-else' } }),
+      ],
+      { config },
+    );
+    const by = new Map(r.placements.map((p) => [p.pod, p]));
+    expect(by.get('default/spread')?.node).toBe('idle');
+    expect(by.get('default/packed')?.node).toBe('busy');
+    expect(by.get('default/other')?.message).toBe(
+      'no profile for schedulerName "someone-else" in the configuration',
+    );
+  });
+
+  it('Reserve, Permit, PreBind, Bind and PostBind run in order; a PreBind failure unreserves and requeues', async () => {
+    const calls: string[] = [];
+    let failPreBind = true;
+    const plugins = {
+      Recorder: () => ({
+        name: 'Recorder',
+        reserve: (_s: unknown, pi: { key: string }, node: string) => {
+          calls.push(`reserve ${pi.key} ${node}`);
+          return null;
+        },
+        unreserve: (_s: unknown, pi: { key: string }) => {
+          calls.push(`unreserve ${pi.key}`);
+        },
+        permit: () => {
+          calls.push('permit');
+          return { status: null };
+        },
+        preBind: async () => {
+          calls.push('preBind');
+          if (failPreBind) throw new Error('volume not ready');
+          return null;
+        },
+        postBind: () => {
+          calls.push('postBind');
+        },
+      }),
+    };
+    const config = {
+      profiles: [
+        {
+          plugins: {
+            reserve: { enabled: [{ name: 'Recorder' }] },
+            permit: { enabled: [{ name: 'Recorder' }] },
+            preBind: { enabled: [{ name: 'Recorder' }] },
+            postBind: { enabled: [{ name: 'Recorder' }] },
+          },
+        },
+      ],
+    };
+    const client = new MemoryClient();
+    let clock = 0;
+    const sched = new Scheduler({ client, config, plugins, now: () => clock });
+    client.onPodChange = (p) => sched.onPodUpsert(p);
+    sched.onNodeAdd(makeNode('n'));
+    const pod = makePod('p');
+    client.pods.set('default/p', pod);
+    sched.onPodUpsert(pod);
+    const [first] = await sched.drain();
+    expect(first.reason).toBe('SchedulerError');
+    expect(first.message).toBe('running PreBind plugin "Recorder": volume not ready');
+    expect(calls).toEqual(['reserve default/p n', 'permit', 'preBind', 'unreserve default/p']);
+    expect(sched.cache.get('n')!.pods).toHaveLength(0);
+    failPreBind = false;
+    calls.length = 0;
+    clock += 1001;
+    sched.queue.flushBackoffCompleted();
+    const [second] = await sched.drain();
+    expect(second.node).toBe('n');
+    expect(calls).toEqual(['reserve default/p n', 'permit', 'preBind', 'postBind']);
+    expect(client.pods.get('default/p')?.spec.nodeName).toBe('n');
+  });
+});

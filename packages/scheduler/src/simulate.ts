@@ -137,6 +137,16 @@ export async function simulate(
     const pod = input;
     client.pods.set(keyOf(pod), pod);
     sched.onPodUpsert(pod);
+    if (!sched.responsibleFor(pod)) {
+      placements.set(keyOf(pod), {
+        pod: keyOf(pod),
+        node: null,
+        reason: 'SchedulerError',
+        message: `no profile for schedulerName "${pod.spec.schedulerName}" in the configuration`,
+        attempts: 0,
+      });
+      continue;
+    }
     const invalid = sched.invalidPods.get(keyOf(pod));
     if (invalid) {
       placements.set(keyOf(pod), {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from './api-meta.js';
+import { NODE_NAME_INDEX, nodeNameIndexFunc } from './indexer.js';
+import { SharedInformer } from './informer.js';
 import { storeContract } from './store-contract.suite.js';
 import { EtcdStore } from './store-etcd.js';
 import { type EtcdServer, ETCD_BIN, haveEtcd, startEtcd } from './testdata/etcd-server.js';
@@ -83,6 +85,31 @@ describe.runIf(haveEtcd)('etcd backend', () => {
     }
     expect(added).toBe(40);
     await a.close();
+  });
+
+  it('an informer in one process follows writes made by another', async () => {
+    const writer = await EtcdStore.open({ endpoints: etcd.endpoint, prefix: '/informer/' });
+    const reader = await EtcdStore.open({ endpoints: etcd.endpoint, prefix: '/informer/' });
+    await writer.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'a' }, spec: { containers: [{ name: 'c', image: 'busybox:1' }] } });
+    const inf = new SharedInformer(reader, 'Pod');
+    inf.addIndexers({ [NODE_NAME_INDEX]: nodeNameIndexFunc });
+    const log: string[] = [];
+    inf.addEventHandler({
+      onAdd: (p) => log.push(`add:${p.metadata.name}`),
+      onUpdate: (_o, n) => log.push(`update:${n.metadata.name}:${n.spec.nodeName ?? ''}`),
+      onDelete: (p) => log.push(`delete:${p.metadata.name}`),
+    });
+    inf.start();
+    expect(await inf.waitForSync()).toBe(true);
+    await writer.bind({ apiVersion: 'v1', kind: 'Binding', metadata: { name: 'a', namespace: 'default' }, target: { kind: 'Node', name: 'n1' } });
+    await writer.delete('Pod', 'default', 'a', { gracePeriodSeconds: 0 });
+    const end = Date.now() + 10_000;
+    while (log.length < 3 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    expect(log).toEqual(['add:a', 'update:a:n1', 'delete:a']);
+    expect(inf.lister.byIndex(NODE_NAME_INDEX, 'n1')).toEqual([]);
+    await inf.stop();
+    await writer.close();
+    await reader.close();
   });
 
   it('reports an unreachable etcd as ServiceUnavailable', async () => {

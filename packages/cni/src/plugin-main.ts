@@ -1,7 +1,8 @@
 import type { Datapath } from './datapath.js';
-import { CniError, CniErrorCode } from './errors.js';
+import { CniError, CniErrorCode, toCniError } from './errors.js';
 import { execDelegate, findInPath } from './invoke-exec.js';
 import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
+import { CURRENT_VERSION } from './types.js';
 
 /**
  * Picks the datapath for an exec'd plugin: `KEMU_DATAPATH=linux` (default) or `sim` with
@@ -73,17 +74,23 @@ export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<v
     if (out.error) throw out.error;
     return out.result;
   };
-  const stdin = env.CNI_COMMAND === 'VERSION' && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
-  const out = await invokePlugin(plugin, {
-    env,
-    stdin,
-    datapath: () => {
-      dp ??= datapathFromEnv(env);
-      return dp;
-    },
-    delegate,
-  });
-  if (dp) await (await dp.catch(() => undefined))?.close?.();
-  if (out.stdout) process.stdout.write(out.stdout);
-  process.exitCode = out.exitCode;
+  try {
+    const stdin = env.CNI_COMMAND === 'VERSION' && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
+    const out = await invokePlugin(plugin, {
+      env,
+      stdin,
+      datapath: () => {
+        dp ??= datapathFromEnv(env);
+        return dp;
+      },
+      delegate,
+    });
+    if (dp) await (await dp.catch(() => undefined))?.close?.();
+    if (out.stdout) process.stdout.write(out.stdout);
+    process.exitCode = out.exitCode;
+  } catch (e) {
+    // Anything outside the skeleton (stdin unreadable, close failing) still ends as a CNI error, never a trace.
+    process.stdout.write(JSON.stringify(toCniError(e).toJSON(CURRENT_VERSION)));
+    process.exitCode = 1;
+  }
 }

@@ -188,8 +188,7 @@ export class RouteSimulation {
     this.nodes.delete(name);
     this.byAddress.delete(node.address);
     this.unsatisfied.delete(node);
-    for (const p of node.prefixes) this.expected.delete(p);
-    this.recomputeAll();
+    for (const p of node.prefixes) this.unexpect(p);
     if (opts.graceful !== false) {
       // The others notice through the Cease; de-configuring it afterwards is bookkeeping.
       await new Promise((r) => setImmediate(r));
@@ -204,16 +203,31 @@ export class RouteSimulation {
     const node = this.nodes.get(name)!;
     node.speaker.withdraw(prefix);
     node.prefixes = node.prefixes.filter((p) => p !== prefix);
-    this.expected.delete(prefix);
-    this.recomputeAll();
+    this.unexpect(prefix);
   }
 
   advertise(name: string, prefix: string): void {
     const node = this.nodes.get(name)!;
     node.speaker.advertise(prefix);
     node.prefixes.push(prefix);
-    this.expected.set(prefix, node.address);
-    this.recomputeAll();
+    this.expect(prefix, node.address);
+  }
+
+  /** Bookkeeping for one prefix leaving the expected set: O(nodes), not O(nodes × routes). */
+  private unexpect(prefix: string): void {
+    this.expected.delete(prefix);
+    for (const n of this.nodes.values()) {
+      n.correct.delete(prefix);
+      this.update(n);
+    }
+  }
+
+  private expect(prefix: string, owner: string): void {
+    this.expected.set(prefix, owner);
+    for (const n of this.nodes.values()) {
+      if (n.sink.routes.get(prefix)?.nextHop === owner) n.correct.add(prefix);
+      this.update(n);
+    }
   }
 
   failLink(a: string, b: string, mode: 'reset' | 'silent' = 'reset'): void {

@@ -266,6 +266,8 @@ describe('containers', () => {
     const byPrefix = await shim.call('ListContainers', { filter: { id: cid.slice(0, 6) } });
     expect(byPrefix.containers!.map((c) => c.id)).toEqual([cid]);
 
+    const podStatus = await shim.call('PodSandboxStatus', { podSandboxId: pod.id });
+    expect(podStatus.containersStatuses!.map((c) => [c.id, c.state])).toEqual([[cid, cri.ContainerState.CONTAINER_RUNNING]]);
     const verbose = await shim.call('ContainerStatus', { containerId: cid, verbose: true });
     expect(JSON.parse(verbose.info!.info)).toMatchObject({ sandboxID: pod.id, backend: 'sim' });
 

@@ -427,7 +427,8 @@ export class CriRuntime {
     const res: cri.PodSandboxStatusResponse = {
       status: toPodSandboxStatus(sb),
       info: {},
-      containersStatuses: [],
+      // What kubelet's evented PLEG reads, so one call gives the pod and its containers.
+      containersStatuses: this.containersOf(sb.id).map((c) => this.containerStatusOf(c)),
       timestamp: nowNs(),
     };
     if (req.verbose) {

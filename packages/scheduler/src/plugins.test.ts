@@ -257,3 +257,48 @@ describe('profiles and extension points', () => {
     expect(client.pods.get('default/p')?.spec.nodeName).toBe('n');
   });
 });
+
+describe('binding cycles', () => {
+  it('run in parallel with the next scheduling cycles', async () => {
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const client = new MemoryClient();
+    const plugins = {
+      SlowBinder: () => ({
+        name: 'SlowBinder',
+        bind: async (_s: unknown, pi: { pod: Parameters<MemoryClient['bind']>[0] }, node: string) => {
+          inFlight++;
+          maxInFlight = Math.max(maxInFlight, inFlight);
+          await gate;
+          await client.bind(pi.pod, node);
+          inFlight--;
+          return null;
+        },
+      }),
+    };
+    const config = {
+      profiles: [{ plugins: { bind: { enabled: [{ name: 'SlowBinder' }], disabled: [{ name: '*' }] } } }],
+    };
+    const sched = new Scheduler({ client, config, plugins });
+    client.onPodChange = (p) => sched.onPodUpsert(p);
+    sched.onNodeAdd(makeNode('n'));
+    for (const name of ['a', 'b', 'c']) {
+      const p = makePod(name);
+      client.pods.set(`default/${name}`, p);
+      sched.onPodUpsert(p);
+    }
+    const results = [await sched.scheduleOne(), await sched.scheduleOne(), await sched.scheduleOne()];
+    expect(results.map((r) => r?.node)).toEqual(['n', 'n', 'n']);
+    // All three scheduling cycles finished while every binding was still waiting.
+    expect(maxInFlight).toBe(3);
+    expect(sched.cache.get('n')!.pods).toHaveLength(3); // assumed
+    release();
+    await sched.flushBindings();
+    expect([...client.pods.values()].every((p) => p.spec.nodeName === 'n')).toBe(true);
+    await sched.stop();
+  });
+});

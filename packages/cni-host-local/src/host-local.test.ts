@@ -80,6 +80,14 @@ describe('kemu-host-local', () => {
     expect(Object.values(files(join(d, 'hlnet'))).filter((c) => c.startsWith('b\r\n'))).toEqual([]);
   });
 
+  it('refuses a second ADD for the same container and ifname, keeping the first allocation', async () => {
+    const d = join(tmp, 'dup');
+    expect((await add(d, 'twice')).exitCode).toBe(0);
+    const again = await add(d, 'twice');
+    expect(again.json).toMatchObject({ code: 102, msg: expect.stringMatching(/duplicate allocation/) });
+    expect(Object.values(files(join(d, 'hlnet'))).filter((c) => c === 'twice\r\neth0')).toHaveLength(2);
+  });
+
   it('rejects bad config with code 7 naming the key, and leaves no state', async () => {
     const d = join(tmp, 'bad');
     const r1 = await add(d, 'x', { ipam: { ranges: [[{ subnet: '10.0.0.0/33' }]] } });

@@ -302,3 +302,33 @@ describe('binding cycles', () => {
     await sched.stop();
   });
 });
+
+describe('Reserve rejection', () => {
+  it('reports the Reserve plugin message, not a node histogram, and releases the node', async () => {
+    const { Status } = await import('./status.js');
+    const plugins = {
+      Quota: () => ({
+        name: 'Quota',
+        reserve: () => Status.unschedulable('namespace quota exhausted'),
+        unreserve: () => {},
+      }),
+    };
+    const config = { profiles: [{ plugins: { reserve: { enabled: [{ name: 'Quota' }] } } }] };
+    const client = new MemoryClient();
+    const sched = new Scheduler({ client, config, plugins });
+    sched.onNodeAdd(makeNode('ok'));
+    sched.onNodeAdd(makeNode('tainted', { taints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }] }));
+    const p = makePod('p');
+    client.pods.set('default/p', p);
+    sched.onPodUpsert(p);
+    const [r] = await sched.drain();
+    expect(r).toMatchObject({
+      node: null,
+      reason: 'Unschedulable',
+      message: 'namespace quota exhausted',
+      unschedulablePlugins: ['Quota'],
+    });
+    expect(sched.cache.get('ok')!.pods).toHaveLength(0);
+    expect(sched.queue.where('default/p')).toBe('backoff');
+  });
+});

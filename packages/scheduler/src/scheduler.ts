@@ -322,6 +322,28 @@ export class Scheduler {
   }
 
   async runCycle(qpi: QueuedPodInfo, awaitBinding = false): Promise<ScheduleResult> {
+    try {
+      return await this.runCycleUnguarded(qpi, awaitBinding);
+    } catch (err) {
+      // A bug must cost one attempt of one pod, not the scheduling loop.
+      const result: ScheduleResult = {
+        pod: qpi.pi.key,
+        node: null,
+        reason: 'SchedulerError',
+        message: '',
+        evaluatedNodes: 0,
+        feasibleNodes: 0,
+      };
+      this.cache.forgetPod(qpi.pi.key);
+      const fw = this.frameworkFor(qpi.pi.pod)!;
+      return this.handleFailure(fw, new CycleState(), qpi, this.queue.schedulingCycle, {
+        result,
+        status: Status.error(err),
+      });
+    }
+  }
+
+  private async runCycleUnguarded(qpi: QueuedPodInfo, awaitBinding: boolean): Promise<ScheduleResult> {
     const pi = qpi.pi;
     const pod = pi.pod;
     const fw = this.frameworkFor(pod)!;
@@ -341,7 +363,7 @@ export class Scheduler {
       fw.runUnreserve(state, pi, node);
       this.cache.forgetPod(pi.key);
       this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Pod', action: 'Delete' });
-      return this.handleFailure(fw, state, qpi, cycle, { ...r, status: s });
+      return this.handleFailure(fw, state, qpi, cycle, { result: r.result, status: s });
     }
     const binding = this.bindingCycle(fw, state, qpi, node, r);
     this.bindings.add(binding);

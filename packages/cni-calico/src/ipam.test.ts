@@ -12,7 +12,8 @@ beforeEach(async () => {
   ipam = new CalicoIpam(store);
 });
 
-const blocksOf = async () => ((await store.list('IPAMBlock')).items as IPAMBlock[]).map((b) => [b.spec.cidr, b.spec.affinity]);
+const blocksOf = async () =>
+  ((await store.list('IPAMBlock')).items as IPAMBlock[]).map((b) => [b.spec.cidr, b.spec.affinity]);
 
 describe('IPPool validation', () => {
   it('defaults blockSize 26 and the encapsulation modes', () => {
@@ -28,7 +29,10 @@ describe('IPPool validation', () => {
     [{ cidr: '10.244.0.0/16', ipipMode: 'always' }, /spec\.ipipMode: Unsupported value/],
     [{ cidr: '10.244.0.0/16', natOutgoing: 'yes' }, /spec\.natOutgoing: .*must be a boolean/],
     [{ cidr: '10.244.1.0/16' }, /spec\.cidr: .*host bits set, did you mean 10\.244\.0\.0\/16/],
-    [{ cidr: '10.244.0.0/16', ipipMode: 'Always', vxlanMode: 'CrossSubnet' }, /spec\.vxlanMode: .*cannot both be enabled/],
+    [
+      { cidr: '10.244.0.0/16', ipipMode: 'Always', vxlanMode: 'CrossSubnet' },
+      /spec\.vxlanMode: .*cannot both be enabled/,
+    ],
   ])('rejects %j with a field path', async (spec, re) => {
     expect(() => validatePool('p', spec)).toThrow(re);
     // Rejected before anything is written.
@@ -72,7 +76,9 @@ describe('block IPAM', () => {
     expect(borrowed).toMatchObject({ block: '10.9.0.16/28', borrowed: true });
     expect(await ipam.affineBlocks('node-2')).toEqual([]);
     for (let i = 18; i < 32; i++) await ipam.assign({ handle: `net.x-${i}`, node: 'node-2' });
-    await expect(ipam.assign({ handle: 'net.full', node: 'node-3' })).rejects.toBeInstanceOf(PoolExhaustedError);
+    await expect(ipam.assign({ handle: 'net.full', node: 'node-3' })).rejects.toBeInstanceOf(
+      PoolExhaustedError,
+    );
     // Releasing one address makes exactly that one available again.
     expect(await ipam.releaseByHandle('net.n1-3')).toEqual(['10.9.0.3']);
     expect((await ipam.assign({ handle: 'net.again', node: 'node-3' })).ip).toBe('10.9.0.3');
@@ -80,7 +86,9 @@ describe('block IPAM', () => {
 
   it('gives 50 concurrent allocations on one node 50 distinct addresses', async () => {
     await ipam.applyPool('default', { cidr: '10.244.0.0/16' });
-    const got = await Promise.all(Array.from({ length: 50 }, (_, i) => ipam.assign({ handle: `net.c${i}`, node: 'node-1' })));
+    const got = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => ipam.assign({ handle: `net.c${i}`, node: 'node-1' })),
+    );
     const ips = got.map((g) => g.ip);
     expect(new Set(ips).size).toBe(50);
     // All from the node's own block: one claim, no duplicate claims.
@@ -99,7 +107,10 @@ describe('block IPAM', () => {
       await x.applyPool('default', { cidr: '10.20.0.0/24', blockSize: 26 });
       // Two independent allocators (as two nodes would be), both starting with no blocks.
       const y = new CalicoIpam(s);
-      const [a, b] = await Promise.all([x.assign({ handle: 'n.a', node: 'node-a' }), y.assign({ handle: 'n.b', node: 'node-b' })]);
+      const [a, b] = await Promise.all([
+        x.assign({ handle: 'n.a', node: 'node-a' }),
+        y.assign({ handle: 'n.b', node: 'node-b' }),
+      ]);
       expect(a.block).not.toBe(b.block);
       expect(a.borrowed || b.borrowed).toBe(false);
       const affs = (await s.list('BlockAffinity')).items;
@@ -132,7 +143,7 @@ describe('block IPAM', () => {
     await ipam.assign({ handle: 'net.n3', node: 'node-3' });
     const r3 = await ipam.gc({ inUse: ['net.keep', 'other.x', 'net.n3'], nodes: ['node-1'] });
     expect(r3).toEqual({ released: [], blocksFreed: [] });
-    expect((await ipam.ipsByHandle('net.n3'))).toHaveLength(1);
+    expect(await ipam.ipsByHandle('net.n3')).toHaveLength(1);
   });
 
   it('installs each affine block as a blackhole route on its node (sim datapath)', async () => {
@@ -145,7 +156,10 @@ describe('block IPAM', () => {
     await dp.addRoute(HOST_NETNS, { dst: '10.40.0.192/26', type: 'blackhole' }); // stale, inside a pool
     await dp.addRoute(HOST_NETNS, { dst: '192.168.0.0/24', type: 'blackhole' }); // not ours
     await ipam.syncBlackholes(dp, 'node-1');
-    const bh = (await dp.listRoutes(HOST_NETNS)).filter((r) => r.type === 'blackhole').map((r) => r.dst).sort();
+    const bh = (await dp.listRoutes(HOST_NETNS))
+      .filter((r) => r.type === 'blackhole')
+      .map((r) => r.dst)
+      .sort();
     expect(bh).toEqual(['10.40.0.0/26', '10.41.0.0/26', '192.168.0.0/24']);
     expect(within('10.40.0.0/24', '10.40.0.64/26')).toBe(true);
     // Idempotent.

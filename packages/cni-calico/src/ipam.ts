@@ -70,7 +70,9 @@ export function validatePool(name: string, spec: PoolSpecInput): IPPool {
       );
     }
     if (pool.spec.ipipMode !== 'Never' && pool.spec.vxlanMode !== 'Never') {
-      causes.push(`spec.vxlanMode: Invalid value: "${pool.spec.vxlanMode}": ipipMode and vxlanMode cannot both be enabled`);
+      causes.push(
+        `spec.vxlanMode: Invalid value: "${pool.spec.vxlanMode}": ipipMode and vxlanMode cannot both be enabled`,
+      );
     }
   }
   if (causes.length > 0) throw new PoolConfigError(`IPPool "${name}" is invalid: ${causes.join('; ')}`);
@@ -178,7 +180,8 @@ export class CalicoIpam {
 
   /** Allocates one address for `handle` on `node`. Idempotent per handle: a second call returns the same IP. */
   async assign(req: AssignRequest): Promise<Allocation> {
-    if (!req.handle || /[\0/]/.test(req.handle)) throw new Error(`invalid handle ${JSON.stringify(req.handle)}`);
+    if (!req.handle || /[\0/]/.test(req.handle))
+      throw new Error(`invalid handle ${JSON.stringify(req.handle)}`);
     const existing = await this.ipsByHandle(req.handle);
     if (existing.length > 0) return existing[0]!;
     const pools = await this.pools(req.pools);
@@ -203,9 +206,13 @@ export class CalicoIpam {
       }
       if (claimed) continue; // allocate from it on the next round
       // 3. The pools are fully carved up: borrow from another node's block.
-      const other = inPools.filter((b) => b.spec.affinity !== host && b.spec.unallocated.length > 0 && !b.spec.strictAffinity);
+      const other = inPools.filter(
+        (b) => b.spec.affinity !== host && b.spec.unallocated.length > 0 && !b.spec.strictAffinity,
+      );
       if (other.length === 0) {
-        throw new PoolExhaustedError(`no free address left in IP pools ${pools.map((p) => p.spec.cidr).join(', ')}`);
+        throw new PoolExhaustedError(
+          `no free address left in IP pools ${pools.map((p) => p.spec.cidr).join(', ')}`,
+        );
       }
       const got = await this.tryAllocate(other[Math.floor(Math.random() * other.length)]!, req, true);
       if (got) return got;
@@ -214,7 +221,11 @@ export class CalicoIpam {
   }
 
   /** Takes the next free ordinal of a block with a compare-and-swap; undefined when someone else won. */
-  private async tryAllocate(b: IPAMBlock, req: AssignRequest, borrowed: boolean): Promise<Allocation | undefined> {
+  private async tryAllocate(
+    b: IPAMBlock,
+    req: AssignRequest,
+    borrowed: boolean,
+  ): Promise<Allocation | undefined> {
     const ord = b.spec.unallocated[0]!;
     const attrs = [...b.spec.attributes];
     let ai = attrs.findIndex((a) => a.handle_id === req.handle && sameAttrs(a.secondary, req.attrs));
@@ -251,7 +262,11 @@ export class CalicoIpam {
    * itself (a create: of two nodes racing for it exactly one succeeds), then the affinity is confirmed.
    * Returns the block CIDR, 'retry' when it lost a race, or undefined when no block is left.
    */
-  private async claimBlock(pools: IPPool[], blocks: IPAMBlock[], node: string): Promise<string | 'retry' | undefined> {
+  private async claimBlock(
+    pools: IPPool[],
+    blocks: IPAMBlock[],
+    node: string,
+  ): Promise<string | 'retry' | undefined> {
     const taken = new Set(blocks.map((b) => b.spec.cidr));
     for (const pool of pools) {
       const cidr = nextFreeBlock(pool, taken);
@@ -343,7 +358,11 @@ export class CalicoIpam {
    * `prefix`, when given, so one network's GC leaves another's alone), then gives up empty blocks that
    * are affine to nodes not in `nodes` (when given). An address whose handle is in use is never freed.
    */
-  async gc(opts: { inUse: Iterable<string>; prefix?: string; nodes?: Iterable<string> }): Promise<{ released: string[]; blocksFreed: string[] }> {
+  async gc(opts: {
+    inUse: Iterable<string>;
+    prefix?: string;
+    nodes?: Iterable<string>;
+  }): Promise<{ released: string[]; blocksFreed: string[] }> {
     const keep = new Set(opts.inUse);
     const released: string[] = [];
     const handles = new Set<string>();
@@ -384,7 +403,10 @@ export class CalicoIpam {
       if (isConflict(e)) {
         // Someone allocated meanwhile: the block stays, and so does the affinity.
         const aff = await this.store.get('BlockAffinity', '', affName).catch(() => undefined);
-        if (aff) await this.store.update({ ...aff, spec: { ...aff.spec, state: 'confirmed' } }).catch(() => undefined);
+        if (aff)
+          await this.store
+            .update({ ...aff, spec: { ...aff.spec, state: 'confirmed' } })
+            .catch(() => undefined);
         return false;
       }
       if (!isNotFound(e)) throw e;
@@ -462,4 +484,3 @@ function nextFreeBlock(pool: IPPool, taken: Set<string>): string | undefined {
   }
   return undefined;
 }
-

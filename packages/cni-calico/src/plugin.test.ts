@@ -54,7 +54,11 @@ describe('kemu-calico-ipam plugin (in process)', () => {
     expect((await run('DEL', 'c1', conf())).exitCode).toBe(0); // idempotent
     const gc = await invokePlugin(createCalicoIpamPlugin({ store }), {
       env: { CNI_COMMAND: 'GC', CNI_PATH: '/nonexistent' },
-      stdin: JSON.stringify({ ...conf(), cniVersion: '1.1.0', 'cni.dev/valid-attachments': [{ containerID: 'c3', ifname: 'eth0' }] }),
+      stdin: JSON.stringify({
+        ...conf(),
+        cniVersion: '1.1.0',
+        'cni.dev/valid-attachments': [{ containerID: 'c3', ifname: 'eth0' }],
+      }),
       datapath: async () => new MemoryDatapath(),
       delegate: async () => undefined,
     });
@@ -64,11 +68,17 @@ describe('kemu-calico-ipam plugin (in process)', () => {
   });
 
   it('rejects a broken pool in the config with a field path, writing nothing', async () => {
-    const out = await run('ADD', 'c1', conf({ kemu: { pools: [{ name: 'p', cidr: '10.0.0.0/16', blockSize: 40 }] } }));
+    const out = await run(
+      'ADD',
+      'c1',
+      conf({ kemu: { pools: [{ name: 'p', cidr: '10.0.0.0/16', blockSize: 40 }] } }),
+    );
     expect(out.exitCode).not.toBe(0);
     const err = JSON.parse(out.stdout);
     expect(err.code).toBe(7);
-    expect(err.msg).toMatch(/ipam "kemu\.pools"\[0\]: IPPool "p" is invalid: spec\.blockSize: .*between 20 and 32/);
+    expect(err.msg).toMatch(
+      /ipam "kemu\.pools"\[0\]: IPPool "p" is invalid: spec\.blockSize: .*between 20 and 32/,
+    );
     expect((await store.list('IPPool')).items).toHaveLength(0);
     expect((await store.list('IPAMBlock')).items).toHaveLength(0);
   });
@@ -77,20 +87,32 @@ describe('kemu-calico-ipam plugin (in process)', () => {
     await new CalicoIpam(store).applyPool('tiny', { cidr: '10.61.0.0/28', blockSize: 28 });
     for (let i = 0; i < 16; i++) expect((await run('ADD', `c${i}`, conf())).exitCode).toBe(0);
     const out = await run('ADD', 'c16', conf());
-    expect(JSON.parse(out.stdout)).toMatchObject({ code: 11, msg: expect.stringMatching(/no free address left in IP pools 10\.61\.0\.0\/28/) });
+    expect(JSON.parse(out.stdout)).toMatchObject({
+      code: 11,
+      msg: expect.stringMatching(/no free address left in IP pools 10\.61\.0\.0\/28/),
+    });
     expect(await new CalicoIpam(store).ipsByHandle('k8s-pod-network.c16')).toEqual([]);
   });
 
   it('names bad store URLs and node names precisely', async () => {
     const plugin = createCalicoIpamPlugin();
     const go = (c: unknown) =>
-      invokePlugin(plugin, { env: env('ADD', 'c1'), stdin: JSON.stringify(c), datapath: async () => new MemoryDatapath(), delegate: async () => undefined });
+      invokePlugin(plugin, {
+        env: env('ADD', 'c1'),
+        stdin: JSON.stringify(c),
+        datapath: async () => new MemoryDatapath(),
+        delegate: async () => undefined,
+      });
     expect(JSON.parse((await go(conf({ kemu: { store: 'http://x' } }))).stdout).msg).toBe(
       'ipam "kemu.store" must be "etcd://host:port" or "file:/path", got "http://x"',
     );
     expect(JSON.parse((await go(conf())).stdout).msg).toMatch(/ipam "kemu\.store" is required/);
-    expect(JSON.parse((await go(conf({ nodename: 'Node_1' }))).stdout).msg).toMatch(/ipam "nodename": "Node_1" is not a valid node name/);
-    expect(JSON.parse((await go(conf({ ipv4_pools: 'x' }))).stdout).msg).toBe('ipam "ipv4_pools" must be a list of pool names or CIDRs');
+    expect(JSON.parse((await go(conf({ nodename: 'Node_1' }))).stdout).msg).toMatch(
+      /ipam "nodename": "Node_1" is not a valid node name/,
+    );
+    expect(JSON.parse((await go(conf({ ipv4_pools: 'x' }))).stdout).msg).toBe(
+      'ipam "ipv4_pools" must be a list of pool names or CIDRs',
+    );
   });
 });
 
@@ -100,9 +122,13 @@ describe('kemu-calico-ipam executable with a file store', () => {
 
   const exec = (command: string, cid: string, c: unknown) =>
     new Promise<{ code: number; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', join(import.meta.dirname, 'main.ts')], {
-        env: { ...env(command, cid), PATH: process.env.PATH },
-      });
+      const child = spawn(
+        process.execPath,
+        ['--conditions=@kemu/source', '--import', 'tsx', join(import.meta.dirname, 'main.ts')],
+        {
+          env: { ...env(command, cid), PATH: process.env.PATH },
+        },
+      );
       let stdout = '';
       child.stdout.on('data', (b: Buffer) => {
         stdout += b.toString();
@@ -112,7 +138,12 @@ describe('kemu-calico-ipam executable with a file store', () => {
     });
 
   it('allocates through the store named in the config, and the allocation is visible to other clients', async () => {
-    const c = conf({ kemu: { store: `file:${dir}/store`, pools: [{ name: 'default', cidr: '10.70.0.0/16', natOutgoing: true }] } });
+    const c = conf({
+      kemu: {
+        store: `file:${dir}/store`,
+        pools: [{ name: 'default', cidr: '10.70.0.0/16', natOutgoing: true }],
+      },
+    });
     const a = await exec('ADD', 'pod-a', c);
     expect(a.code).toBe(0);
     expect(JSON.parse(a.stdout).ips).toEqual([{ address: '10.70.0.0/32' }]);

@@ -1,11 +1,19 @@
 import { hostname } from 'node:os';
-import { CniError, CniErrorCode, type CniPlugin, type CniResult, invalidConfig, type PluginContext } from '@kemu/cni';
+import {
+  CniError,
+  CniErrorCode,
+  type CniPlugin,
+  type CniResult,
+  invalidConfig,
+  type PluginContext,
+} from '@kemu/cni';
 import { createEtcdStore, createFileStore, isStatusError, type Store } from '@kemu/core';
 import { CalicoIpam, PoolConfigError, PoolExhaustedError, validatePool } from './ipam.js';
 
 export const PLUGIN_NAME = 'kemu-calico-ipam';
 
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const isObj = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x);
 
 export interface CalicoIpamConfig {
   network: string;
@@ -21,9 +29,12 @@ export interface CalicoIpamConfig {
 export function loadCalicoConfig(ctx: PluginContext): CalicoIpamConfig {
   const ipam = ctx.conf.ipam;
   if (!isObj(ipam)) throw invalidConfig('missing "ipam" section');
-  const nodeRaw = ipam.nodename ?? (ctx.conf as Record<string, unknown>).nodename ?? ctx.env.KEMU_NODENAME ?? hostname();
+  const nodeRaw =
+    ipam.nodename ?? (ctx.conf as Record<string, unknown>).nodename ?? ctx.env.KEMU_NODENAME ?? hostname();
   if (typeof nodeRaw !== 'string' || !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeRaw)) {
-    throw invalidConfig(`ipam "nodename": ${JSON.stringify(nodeRaw)} is not a valid node name (lower-case DNS subdomain)`);
+    throw invalidConfig(
+      `ipam "nodename": ${JSON.stringify(nodeRaw)} is not a valid node name (lower-case DNS subdomain)`,
+    );
   }
   const poolsRaw = ipam.ipv4_pools ?? [];
   if (!Array.isArray(poolsRaw) || !poolsRaw.every((p) => typeof p === 'string')) {
@@ -32,8 +43,13 @@ export function loadCalicoConfig(ctx: PluginContext): CalicoIpamConfig {
   const kemu = ipam.kemu ?? {};
   if (!isObj(kemu)) throw invalidConfig('ipam "kemu" must be an object');
   const storeUrl = kemu.store;
-  if (storeUrl !== undefined && (typeof storeUrl !== 'string' || !/^(etcd:\/\/[^/\s]+|file:\/\S+)$/.test(storeUrl))) {
-    throw invalidConfig(`ipam "kemu.store" must be "etcd://host:port" or "file:/path", got ${JSON.stringify(storeUrl)}`);
+  if (
+    storeUrl !== undefined &&
+    (typeof storeUrl !== 'string' || !/^(etcd:\/\/[^/\s]+|file:\/\S+)$/.test(storeUrl))
+  ) {
+    throw invalidConfig(
+      `ipam "kemu.store" must be "etcd://host:port" or "file:/path", got ${JSON.stringify(storeUrl)}`,
+    );
   }
   const ensurePools: CalicoIpamConfig['ensurePools'] = [];
   if (kemu.pools !== undefined) {
@@ -78,16 +94,24 @@ function toCni(e: unknown): unknown {
 
 /** The IPAM plugin. Without `opts.store` every invocation opens the store named in the config. */
 export function createCalicoIpamPlugin(opts: CalicoIpamPluginOptions = {}): CniPlugin {
-  async function withIpam<T>(ctx: PluginContext, fn: (ipam: CalicoIpam, cfg: CalicoIpamConfig) => Promise<T>): Promise<T> {
+  async function withIpam<T>(
+    ctx: PluginContext,
+    fn: (ipam: CalicoIpam, cfg: CalicoIpamConfig) => Promise<T>,
+  ): Promise<T> {
     const cfg = loadCalicoConfig(ctx);
     let store = opts.store;
     let owned = false;
     if (!store) {
       if (!cfg.storeUrl) {
-        throw invalidConfig('ipam "kemu.store" is required (e.g. "etcd://127.0.0.1:2379" or "file:/var/lib/kemu/store")');
+        throw invalidConfig(
+          'ipam "kemu.store" is required (e.g. "etcd://127.0.0.1:2379" or "file:/var/lib/kemu/store")',
+        );
       }
       store = await openStore(cfg.storeUrl).catch((e) => {
-        throw new CniError(CniErrorCode.TryAgainLater, `cannot open IPAM store ${cfg.storeUrl}: ${(e as Error).message}`);
+        throw new CniError(
+          CniErrorCode.TryAgainLater,
+          `cannot open IPAM store ${cfg.storeUrl}: ${(e as Error).message}`,
+        );
       });
       owned = true;
     }
@@ -95,7 +119,10 @@ export function createCalicoIpamPlugin(opts: CalicoIpamPluginOptions = {}): CniP
     try {
       for (const p of cfg.ensurePools) {
         const have = await store.get('IPPool', '', p.name).catch(() => undefined);
-        if (!have) await ipam.applyPool(p.name, p.spec).catch((e) => (isStatusError(e) && e.reason === 'AlreadyExists' ? undefined : Promise.reject(e)));
+        if (!have)
+          await ipam
+            .applyPool(p.name, p.spec)
+            .catch((e) => (isStatusError(e) && e.reason === 'AlreadyExists' ? undefined : Promise.reject(e)));
       }
       return await fn(ipam, cfg);
     } catch (e) {
@@ -123,7 +150,10 @@ export function createCalicoIpamPlugin(opts: CalicoIpamPluginOptions = {}): CniP
           handle: handleId(cfg.network, ctx.containerId),
           node: cfg.node,
           pools: await poolNames(ipam, cfg),
-          attrs: { node: cfg.node, ...(ctx.args.get('K8S_POD_NAME') ? { pod: ctx.args.get('K8S_POD_NAME')! } : {}) },
+          attrs: {
+            node: cfg.node,
+            ...(ctx.args.get('K8S_POD_NAME') ? { pod: ctx.args.get('K8S_POD_NAME')! } : {}),
+          },
         });
         // As calico's IPAM does: a host route per pod, so the address is reported as a /32.
         return { cniVersion: ctx.version, ips: [{ address: `${a.ip}/32` }] };
@@ -144,7 +174,8 @@ export function createCalicoIpamPlugin(opts: CalicoIpamPluginOptions = {}): CniP
     },
     async status(ctx): Promise<void> {
       await withIpam(ctx, async (ipam) => {
-        if ((await ipam.pools()).length === 0) throw new CniError(CniErrorCode.TryAgainLater, 'no enabled IP pool');
+        if ((await ipam.pools()).length === 0)
+          throw new CniError(CniErrorCode.TryAgainLater, 'no enabled IP pool');
       });
     },
     async gc(ctx): Promise<void> {

@@ -1,0 +1,25 @@
+export {
+  ANNOTATIONS,
+  DEFAULT_DEVICE,
+  DEFAULT_NETWORK,
+  DEFAULT_PORT,
+  DEFAULT_SUBNET_LEN,
+  DEFAULT_VNI,
+  leaseSubnet,
+  type ReconcileReport,
+  type RemoteNode,
+  remoteOf,
+  VxlanAgent,
+  type VxlanAgentOptions,
+} from './agent.js';
+export {
+  DEFAULT_DATA_DIR,
+  DEFAULT_SUBNET_FILE,
+  delegateConfig,
+  loadVxlanConfig,
+  PLUGIN_NAME,
+  parseSubnetEnv,
+  type SubnetEnv,
+  type VxlanCniConfig,
+  vxlan,
+} from './plugin.js';

@@ -3,7 +3,7 @@
 //
 //   node tools/bench/core/store.mjs [--backends memory,file,etcd] [--runs 3] [--nodes 5000]
 //                                   [--pods 150000] [--small-pods 10000] [--watchers 5000]
-//                                   [--events 20000] [--json FILE]
+//                                   [--events 20000] [--json FILE] [--node-flags=--max-semi-space-size=32]
 //
 // Per backend and run (each run in a fresh process, so peak RSS is the run's own):
 //   1. create `nodes` Nodes and then the pods (memory: `pods`; file/etcd: `small-pods`), each pod bound to
@@ -38,6 +38,8 @@ const { values: opts } = parseArgs({
     'small-events': { type: 'string', default: '5000' },
     json: { type: 'string' },
     child: { type: 'string' },
+    // Extra V8/node flags for the measured processes (e.g. a larger young generation).
+    'node-flags': { type: 'string', default: '' },
   },
 });
 
@@ -65,7 +67,8 @@ if (opts.child) {
 
 function runOnce(backend) {
   return new Promise((resolve, reject) => {
-    const args = ['--import', 'tsx', '--max-old-space-size=8192', fileURLToPath(import.meta.url), '--child', backend];
+    const flags = opts['node-flags'].split(' ').filter(Boolean);
+    const args = [...flags, '--import', 'tsx', '--max-old-space-size=8192', fileURLToPath(import.meta.url), '--child', backend];
     for (const k of ['nodes', 'pods', 'small-pods', 'watchers', 'events', 'small-events']) args.push(`--${k}`, opts[k]);
     const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: path.resolve(here, '../../..') });
     let out = '';
@@ -122,7 +125,7 @@ for (const b of backends) {
   };
 }
 
-console.log('\n@kemu/core store benchmark (medians over runs)');
+console.log(`\n@kemu/core store benchmark (medians over runs${opts['node-flags'] ? `; node flags: ${opts['node-flags']}` : ''})`);
 console.log('backend | nodes | pods | creates/s | creates/CPU-s | pod creates/s | vs reference | watchers | watch start | events/s | event p50 | event p99 | peak RSS');
 console.log('--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---');
 for (const [b, s] of Object.entries(summary)) {

@@ -122,14 +122,17 @@ describe('FileStore durability', () => {
     await b.close();
   });
 
-  it('refuses a directory locked by a live process', async () => {
+  it('refuses a directory locked by a live process, or already open in this one', async () => {
     const dir = tempDir();
     const a = await FileStore.open({ dir });
+    const twice = await FileStore.open({ dir }).catch((e) => e);
+    expect(twice.message).toBe(`${dir} is already open in this process; close the other FileStore first`);
+    await a.close();
     writeFileSync(join(dir, 'LOCK'), '1'); // pid 1 is alive
     const err = await FileStore.open({ dir }).catch((e) => e);
     expect(err.message).toBe(`${dir} is in use by process 1; stop it or use another directory`);
-    writeFileSync(join(dir, 'LOCK'), String(process.pid));
-    await a.close();
+    rmSync(join(dir, 'LOCK'));
+    await (await FileStore.open({ dir })).close();
   });
 });
 

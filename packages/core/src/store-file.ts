@@ -6,7 +6,20 @@
 // segment is started; older files are removed afterwards. Recovery loads the newest complete snapshot and
 // replays the WAL after it. A record torn by a crash can only be the last one of the last segment: it is
 // cut off. Damage anywhere else stops the open with an error rather than guessing.
-import { closeSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -34,6 +47,8 @@ const HEADER = 8;
 const SNAP_RE = /^snapshot-(\d{20})\.json$/;
 const WAL_RE = /^wal-(\d{20})\.log$/;
 const pad = (n: number) => String(n).padStart(20, '0');
+/** Directories held by FileStores of this process (the pid in LOCK cannot tell two of ours apart). */
+const openDirs = new Set<string>();
 
 interface WalRecord {
   t: 'A' | 'M' | 'D';
@@ -111,6 +126,7 @@ export class FileStore extends MemoryStore {
   private readonly snapshotEvery: number;
   private readonly doFsync: boolean;
   private lockPath = '';
+  private realDir = '';
   /** What recovery found, for operators and tests. */
   recovery = { snapshotRv: 0, replayed: 0, tornBytes: 0, segments: 0 };
 
@@ -136,12 +152,16 @@ export class FileStore extends MemoryStore {
 
   private acquireLock(): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const real = realpathSync(this.dir);
+    if (openDirs.has(real)) throw new FileStoreError(`${this.dir} is already open in this process; close the other FileStore first`);
     this.lockPath = join(this.dir, 'LOCK');
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         const fd = openSync(this.lockPath, 'wx', 0o600);
         writeSync(fd, String(process.pid));
         closeSync(fd);
+        this.realDir = real;
+        openDirs.add(real);
         return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
@@ -353,7 +373,11 @@ export class FileStore extends MemoryStore {
   private async closeQuietly(): Promise<void> {
     await this.wal?.close().catch(() => undefined);
     this.wal = undefined;
-    if (this.lockPath) rmSync(this.lockPath, { force: true });
+    if (this.realDir) {
+      rmSync(this.lockPath, { force: true });
+      openDirs.delete(this.realDir);
+      this.realDir = '';
+    }
   }
 
   override async close(): Promise<void> {

@@ -250,6 +250,9 @@ describe.runIf(canEtcd)(
           if (!bound) await new Promise((r) => setTimeout(r, 100));
         }
         expect(bound).toBe('n1');
+        // The Scheduled event is written after the binding; give the event watch a moment to print it.
+        for (let i = 0; i < 100 && !out.includes('"reason":"Scheduled"'); i++)
+          await new Promise((r) => setTimeout(r, 100));
         const exited = new Promise<number | null>((r) => sched!.once('exit', (code) => r(code)));
         sched.kill('SIGTERM');
         expect(await exited).toBe(0);

@@ -1,8 +1,8 @@
 // A SchedulerClient over a @kemu/core Store, plus the informer wiring that feeds a Scheduler from it.
-import type { Store } from '@kemu/core';
+import { InformerFactory, lookupKind, type Store } from '@kemu/core';
 import type { SchedulerClient } from './framework.js';
 import type { Scheduler } from './scheduler.js';
-import type { KubeObject, Pod } from './types.js';
+import type { KubeObject, Node, Pod } from './types.js';
 
 export const SCHEDULER_COMPONENT = 'default-scheduler';
 
@@ -136,53 +136,48 @@ export const WATCHED_KINDS = [
 ];
 
 /**
- * List every watched kind, feed it to the scheduler, then follow watches from the listed version.
- * Kinds the store does not know are skipped. Returns a function that stops the watches.
+ * Feed the scheduler from shared informers over the store (list, then watch; relist after a 410; back
+ * off on errors). Resolves once every informer has listed. Kinds the store does not register (for
+ * example CSIStorageCapacity on a minimal store) are skipped and reported.
  */
 export async function connectStore(
   store: Store,
   sched: Scheduler,
-): Promise<{ stop(): void; skipped: string[] }> {
-  const watches: { stop(): void }[] = [];
+  factory: InformerFactory = new InformerFactory(store),
+): Promise<{ stop(): Promise<void>; skipped: string[] }> {
   const skipped: string[] = [];
-  const dispatch = (kind: string, type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject) => {
-    if (kind === 'Node') {
-      if (type === 'DELETED') sched.onNodeDelete(obj as never);
-      else if (type === 'ADDED') sched.onNodeAdd(obj as never);
-      else sched.onNodeUpdate(obj as never);
-    } else if (kind === 'Pod') {
-      if (type === 'DELETED') sched.onPodDelete(obj as Pod);
-      else sched.onPodUpsert(obj as Pod);
-    } else sched.onObject(obj, type === 'ADDED' ? 'Add' : type === 'DELETED' ? 'Delete' : 'Update');
-  };
-  const versions = new Map<string, string>();
   for (const kind of WATCHED_KINDS) {
-    try {
-      const list = await store.list(kind);
-      for (const o of list.items) dispatch(kind, 'ADDED', o as KubeObject);
-      versions.set(kind, list.metadata.resourceVersion ?? '0');
-    } catch {
+    if (!lookupKind(kind)) {
       skipped.push(kind);
+      continue;
+    }
+    const inf = factory.informer(kind);
+    if (kind === 'Node') {
+      inf.addEventHandler({
+        onAdd: (o) => sched.onNodeAdd(o as Node),
+        onUpdate: (_old, o) => sched.onNodeUpdate(o as Node),
+        onDelete: (o) => sched.onNodeDelete(o as Node),
+      });
+    } else if (kind === 'Pod') {
+      inf.addEventHandler({
+        onAdd: (o) => sched.onPodUpsert(o as Pod),
+        onUpdate: (old, o) => {
+          // Resyncs deliver the same object; nothing changed for the scheduler.
+          if (old !== o) sched.onPodUpsert(o as Pod);
+        },
+        onDelete: (o) => sched.onPodDelete(o as Pod),
+      });
+    } else {
+      inf.addEventHandler({
+        onAdd: (o) => sched.onObject(o, 'Add'),
+        onUpdate: (old, o) => {
+          if (old !== o) sched.onObject(o, 'Update');
+        },
+        onDelete: (o) => sched.onObject(o, 'Delete'),
+      });
     }
   }
-  for (const [kind, rv] of versions) {
-    const w = await store.watch(kind, { resourceVersion: rv });
-    watches.push(w);
-    void (async () => {
-      try {
-        for await (const ev of w) {
-          if (ev.type === 'ADDED' || ev.type === 'MODIFIED' || ev.type === 'DELETED')
-            dispatch(kind, ev.type, ev.object as KubeObject);
-        }
-      } catch {
-        // The watch ended (store closed).
-      }
-    })();
-  }
-  return {
-    stop: () => {
-      for (const w of watches) w.stop();
-    },
-    skipped,
-  };
+  factory.start();
+  await factory.waitForCacheSync();
+  return { stop: () => factory.stop(), skipped };
 }

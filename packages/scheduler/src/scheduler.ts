@@ -86,7 +86,7 @@ export class Scheduler {
   readonly profiles = new Map<string, Framework>();
   readonly client: SchedulerClient;
   readonly store?: Store;
-  private informers: { stop(): void } | null = null;
+  private informers: { stop(): Promise<void> } | null = null;
   readonly waitingPods = new Map<string, WaitingPod>();
   explain: boolean;
   private nextStartNodeIndex = 0;
@@ -608,7 +608,7 @@ export class Scheduler {
 
   async stop(): Promise<void> {
     this.running = false;
-    this.informers?.stop();
+    await this.informers?.stop();
     this.informers = null;
     this.queue.close();
     await this.loop;

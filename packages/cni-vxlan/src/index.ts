@@ -23,3 +23,4 @@ export {
   type VxlanCniConfig,
   vxlan,
 } from './plugin.js';
+export { AGENT_USAGE, type AgentArgs, parseAgentArgs, runAgent, UsageError } from './cli.js';

@@ -110,6 +110,8 @@ interface OutRoute {
 }
 
 interface PeerRib {
+  session: Session;
+  ibgp: boolean;
   adjIn: Map<string, Route>;
   adjOut: Map<string, OutRoute>;
   pending: Set<string>;
@@ -130,7 +132,10 @@ export class BgpSpeaker extends EventEmitter {
   private readonly ribs = new Map<Session, PeerRib>();
   /** Adj-RIBs-In by prefix: every candidate route, keyed by session (null for our own routes). */
   private readonly candidates = new Map<string, Route[]>();
+  /** Neighbours in Established, the only ones a Loc-RIB change is propagated to. */
+  private readonly up = new Set<PeerRib>();
   private readonly prefixObjects = new Map<string, { key: string; pfx: Prefix }>();
+  private readonly prefixByNum = new Map<number, { key: string; pfx: Prefix }>();
   private readonly locRibMap = new Map<string, Route>();
   private listener?: Listener;
   private flushScheduled = false;
@@ -258,7 +263,13 @@ export class BgpSpeaker extends EventEmitter {
       this.hooks,
     );
     this.sessions.set(n.address, session);
-    this.ribs.set(session, { adjIn: new Map(), adjOut: new Map(), pending: new Set() });
+    this.ribs.set(session, {
+      session,
+      ibgp: session.isIbgp,
+      adjIn: new Map(),
+      adjOut: new Map(),
+      pending: new Set(),
+    });
     if (this.started) session.start();
   }
 
@@ -456,6 +467,7 @@ export class BgpSpeaker extends EventEmitter {
       as: n.remoteAs,
     };
     rib.adjOut.clear();
+    this.up.add(rib);
     for (const p of this.locRibMap.keys()) rib.pending.add(p);
     this.dirty.add(s);
     this.scheduleFlush();
@@ -464,6 +476,7 @@ export class BgpSpeaker extends EventEmitter {
   private dropPeerRoutes(s: Session): void {
     const rib = this.ribs.get(s);
     if (!rib) return;
+    this.up.delete(rib);
     const affected = [...rib.adjIn.keys()];
     rib.adjIn.clear();
     rib.adjOut.clear();
@@ -533,8 +546,30 @@ export class BgpSpeaker extends EventEmitter {
     for (const p of affected) this.decide(p);
   }
 
+  private knownKey(p: Prefix): string | undefined {
+    if (p.afi === 4) {
+      const a = p.addr;
+      const num = (((a[0]! << 24) >>> 0) + (a[1]! << 16) + (a[2]! << 8) + a[3]!) * 64 + p.len;
+      return this.prefixByNum.get(num)?.key;
+    }
+    return this.prefixObjects.get(formatPrefix(p))?.key;
+  }
+
   /** One key string and Prefix object per prefix, however many neighbours announce it. */
   private intern(p: Prefix): { key: string; pfx: Prefix } {
+    if (p.afi === 4) {
+      // IPv4 prefixes are looked up by number, which skips building the text on every announcement.
+      const a = p.addr;
+      const num = (((a[0]! << 24) >>> 0) + (a[1]! << 16) + (a[2]! << 8) + a[3]!) * 64 + p.len;
+      let rec = this.prefixByNum.get(num);
+      if (!rec) {
+        const text = formatPrefix(p);
+        rec = this.prefixObjects.get(text) ?? { key: text, pfx: p };
+        this.prefixObjects.set(text, rec);
+        this.prefixByNum.set(num, rec);
+      }
+      return rec;
+    }
     const text = formatPrefix(p);
     let have = this.prefixObjects.get(text);
     if (!have) {
@@ -545,7 +580,9 @@ export class BgpSpeaker extends EventEmitter {
   }
 
   private withdrawIn(rib: PeerRib, p: Prefix, affected: string[]): void {
-    const key = formatPrefix(p);
+    // Look up without interning: withdrawing something never announced must not grow any table.
+    const key = this.knownKey(p);
+    if (key === undefined) return;
     if (rib.adjIn.delete(key)) {
       this.candRemove(key, rib.source!);
       affected.push(key);
@@ -573,23 +610,18 @@ export class BgpSpeaker extends EventEmitter {
     if (best === old) return;
     if (best) this.locRibMap.set(prefix, best);
     else this.locRibMap.delete(prefix);
-    for (const [s, rib] of this.ribs) {
-      if (s.state !== 'Established' || !rib.source) continue;
-      // Skip neighbours that could get neither the old nor the new route (iBGP-learned, not reflecting).
-      if (!this.mayExport(s, old) && !this.mayExport(s, best)) continue;
+    // iBGP-learned routes go to iBGP neighbours only when reflecting; skip those that get neither.
+    const ibgpSkip = !this.isRouteReflector && (!old || old.source.ibgp) && (!best || best.source.ibgp);
+    for (const rib of this.up) {
+      if (ibgpSkip && rib.ibgp) continue;
       rib.pending.add(prefix);
-      this.dirty.add(s);
+      this.dirty.add(rib.session);
     }
     this.scheduleFlush();
     this.toSink(prefix, old, best);
     if (this.listenerCount('route') > 0) {
       this.emit('route', { prefix, route: best ? toRibEntry(best) : undefined } satisfies RibChange);
     }
-  }
-
-  private mayExport(s: Session, r: Route | undefined): boolean {
-    if (!r) return false;
-    return !(s.isIbgp && r.source.ibgp && !this.isRouteReflector);
   }
 
   private toSink(prefix: string, old: Route | undefined, best: Route | undefined): void {
@@ -604,37 +636,41 @@ export class BgpSpeaker extends EventEmitter {
       next = { op: 'remove', route: installed(old) };
     }
     if (!next) return;
-    this.sinkDesired.set(prefix, next);
-    if (!this.sinkBusy.has(prefix)) this.runSink(sink, prefix);
+    if (this.sinkBusy.has(prefix)) {
+      // An asynchronous operation on this prefix is in flight: only the latest wanted state follows it.
+      this.sinkDesired.set(prefix, next);
+      return;
+    }
+    this.applySink(sink, prefix, next);
   }
 
-  /** Applies the latest wanted state of one prefix; one operation in flight per prefix, in order. */
-  private runSink(sink: RouteSink, prefix: string): void {
-    this.sinkBusy.add(prefix);
-    for (;;) {
-      const w = this.sinkDesired.get(prefix);
-      if (!w) break;
-      this.sinkDesired.delete(prefix);
-      let r: Promise<void> | void;
-      try {
-        r = w.op === 'install' ? sink.install(w.route) : sink.remove(w.route);
-      } catch (e) {
-        this.log(`route ${prefix}: programming failed: ${(e as Error).message}`);
-        continue;
-      }
-      if (r && typeof r.then === 'function') {
-        // An asynchronous sink: continue with whatever is wanted by the time this one finishes.
-        r.then(
-          () => this.runSink(sink, prefix),
-          (e: Error) => {
-            this.log(`route ${prefix}: programming failed: ${e.message}`);
-            this.runSink(sink, prefix);
-          },
-        );
-        return;
-      }
+  /** One sink operation; synchronous sinks cost no bookkeeping, asynchronous ones are kept in order. */
+  private applySink(
+    sink: RouteSink,
+    prefix: string,
+    w: { op: 'install' | 'remove'; route: InstalledRoute },
+  ): void {
+    let r: Promise<void> | void;
+    try {
+      r = w.op === 'install' ? sink.install(w.route) : sink.remove(w.route);
+    } catch (e) {
+      this.log(`route ${prefix}: programming failed: ${(e as Error).message}`);
+      return;
     }
-    this.sinkBusy.delete(prefix);
+    if (!r || typeof r.then !== 'function') return;
+    this.sinkBusy.add(prefix);
+    const next = () => {
+      this.sinkBusy.delete(prefix);
+      const want = this.sinkDesired.get(prefix);
+      if (want) {
+        this.sinkDesired.delete(prefix);
+        this.applySink(sink, prefix, want);
+      }
+    };
+    r.then(next, (e: Error) => {
+      this.log(`route ${prefix}: programming failed: ${e.message}`);
+      next();
+    });
   }
 
   private scheduleFlush(): void {

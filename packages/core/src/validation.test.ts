@@ -41,6 +41,25 @@ describe('validation', () => {
     expect(() => assertValid(p)).toThrow(InvalidError);
   });
 
+  it('checks status: phases, condition shapes and IPs', () => {
+    const p = pod();
+    applyDefaults(p);
+    p.status = {
+      phase: 'Sleeping' as 'Running',
+      conditions: [{ type: 'Ready', status: 'Maybe' as 'True' }],
+      podIP: '10.0.0.300',
+      podIPs: [{ ip: '10.0.0.300' }],
+    };
+    expect(validationErrors(p).map((c) => `${c.field}: ${c.message}`)).toEqual([
+      'status.phase: Unsupported value: "Sleeping": supported values: "Failed", "Pending", "Running", "Succeeded", "Unknown"',
+      'status.conditions[0].status: Unsupported value: "Maybe": supported values: "False", "True", "Unknown"',
+      'status.podIP: Invalid value: "10.0.0.300": must be a valid IP address',
+      'status.podIPs[0].ip: Invalid value: "10.0.0.300": must be a valid IP address',
+    ]);
+    p.status = { phase: 'Running', podIP: '10.0.0.3', podIPs: [{ ip: '10.0.0.3' }, { ip: 'fd00::3' }], conditions: [{ type: 'Ready', status: 'True' }] };
+    expect(validationErrors(p)).toEqual([]);
+  });
+
   it('defaults imagePullPolicy from the tag', () => {
     expect(defaultPullPolicy('nginx')).toBe('Always');
     expect(defaultPullPolicy('nginx:latest')).toBe('Always');

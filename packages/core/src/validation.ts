@@ -511,6 +511,87 @@ function validateKindBody(e: FieldErrors, obj: KubeObject): void {
   }
 }
 
+const CONDITION_STATUS = ['False', 'True', 'Unknown'] as const;
+
+function validateConditions(e: FieldErrors, path: string, conds: unknown): void {
+  if (conds === undefined) return;
+  if (!Array.isArray(conds)) {
+    e.invalid(path, conds, 'must be a list');
+    return;
+  }
+  const seen = new Set<string>();
+  conds.forEach((c: { type?: string; status?: string }, i) => {
+    if (!c?.type) e.required(`${path}[${i}].type`);
+    else if (seen.has(c.type)) e.duplicate(`${path}[${i}].type`, c.type);
+    else seen.add(c.type);
+    if (!oneOf(c?.status, CONDITION_STATUS)) e.notSupported(`${path}[${i}].status`, c?.status ?? '', CONDITION_STATUS);
+  });
+}
+
+function validateIPs(e: FieldErrors, path: string, single: unknown, list: unknown): void {
+  if (single !== undefined && single !== '' && (typeof single !== 'string' || isIP(single) === 0)) {
+    e.invalid(path, single, 'must be a valid IP address');
+  }
+  if (Array.isArray(list)) {
+    list.forEach((x: { ip?: string }, i) => {
+      if (typeof x?.ip !== 'string' || isIP(x.ip) === 0) e.invalid(`${path.replace(/IP$/, 'IPs')}[${i}].ip`, x?.ip ?? '', 'must be a valid IP address');
+    });
+    if (typeof single === 'string' && single && list.length && list[0]?.ip !== single) {
+      e.invalid(`${path.replace(/IP$/, 'IPs')}[0].ip`, list[0]?.ip ?? '', `must be equal to ${path}`);
+    }
+  }
+}
+
+/** Status fields the API server checks (phases, condition shapes, IPs). */
+function validateStatus(e: FieldErrors, obj: KubeObject): void {
+  const st = obj.status;
+  if (st === undefined || st === null) return;
+  switch (obj.kind) {
+    case 'Pod': {
+      const phases = ['Failed', 'Pending', 'Running', 'Succeeded', 'Unknown'];
+      if (st.phase !== undefined && !oneOf(st.phase, phases)) e.notSupported('status.phase', st.phase, phases);
+      validateConditions(e, 'status.conditions', st.conditions);
+      validateIPs(e, 'status.podIP', st.podIP, st.podIPs);
+      validateIPs(e, 'status.hostIP', st.hostIP, st.hostIPs);
+      for (const which of ['containerStatuses', 'initContainerStatuses']) {
+        (st[which] ?? []).forEach((cs: { name?: string; restartCount?: number }, i: number) => {
+          if (!cs?.name) e.required(`status.${which}[${i}].name`);
+          if (cs?.restartCount !== undefined && !(Number.isInteger(cs.restartCount) && cs.restartCount >= 0)) {
+            e.invalid(`status.${which}[${i}].restartCount`, cs.restartCount, 'must be greater than or equal to 0');
+          }
+        });
+      }
+      break;
+    }
+    case 'Node':
+      validateConditions(e, 'status.conditions', st.conditions);
+      (st.addresses ?? []).forEach((a: { type?: string; address?: string }, i: number) => {
+        if (!a?.type) e.required(`status.addresses[${i}].type`);
+        if (!a?.address) e.required(`status.addresses[${i}].address`);
+      });
+      break;
+    case 'PersistentVolumeClaim': {
+      const phases = ['Bound', 'Lost', 'Pending'];
+      if (st.phase !== undefined && !oneOf(st.phase, phases)) e.notSupported('status.phase', st.phase, phases);
+      validateConditions(e, 'status.conditions', st.conditions);
+      break;
+    }
+    case 'PersistentVolume': {
+      const phases = ['Available', 'Bound', 'Failed', 'Pending', 'Released'];
+      if (st.phase !== undefined && !oneOf(st.phase, phases)) e.notSupported('status.phase', st.phase, phases);
+      break;
+    }
+    case 'Namespace': {
+      const phases = ['Active', 'Terminating'];
+      if (st.phase !== undefined && !oneOf(st.phase, phases)) e.notSupported('status.phase', st.phase, phases);
+      break;
+    }
+    case 'VolumeAttachment':
+      if (st.attached !== undefined && typeof st.attached !== 'boolean') e.invalid('status.attached', st.attached, 'must be a boolean');
+      break;
+  }
+}
+
 /** All field errors of an object (empty when valid). Does not throw. */
 export function validationErrors(obj: KubeObject): StatusCause[] {
   const e = new FieldErrors();
@@ -522,6 +603,7 @@ export function validationErrors(obj: KubeObject): StatusCause[] {
   if (obj.apiVersion !== info.apiVersion) e.notSupported('apiVersion', obj.apiVersion, [info.apiVersion]);
   validateMeta(e, obj.metadata, info);
   validateKindBody(e, obj);
+  validateStatus(e, obj);
   return e.list;
 }
 

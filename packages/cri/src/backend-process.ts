@@ -369,7 +369,7 @@ export class ProcessBackend implements Backend {
       c.backend.pid = init;
       c.backend.pidStart = procStartTime(init);
       // Until unshare has exec'd the command we cannot tell "started" from "not executable".
-      if (!(await waitForExec(init, UNSHARE))) await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (!(await waitForExec(init, [NSENTER, UNSHARE]))) await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
     }
     if (cgroup) c.backend.cgroupFiles = cgroup.apply(c.resources);
     c.backend.wrapperPid = child.pid;
@@ -671,8 +671,8 @@ export class ProcessBackend implements Backend {
   }
 }
 
-/** True once `pid` runs something other than `wrapper`; false if it ended first. */
-async function waitForExec(pid: number, wrapper: string, timeoutMs = 10_000): Promise<boolean> {
+/** True once `pid` runs something other than the wrappers (a fork of nsenter is nsenter until it execs); false if it ended first. */
+async function waitForExec(pid: number, wrappers: string[], timeoutMs = 10_000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     let exe: string;
@@ -681,7 +681,7 @@ async function waitForExec(pid: number, wrapper: string, timeoutMs = 10_000): Pr
     } catch {
       return false; // gone (or a zombie): it exited
     }
-    if (exe !== wrapper) return true;
+    if (!wrappers.includes(exe)) return true;
     await new Promise((r) => setTimeout(r, 2));
   }
   return true;

@@ -117,28 +117,32 @@ program
     const dir = path.resolve(o.imageDir);
     fs.mkdirSync(dir, { recursive: true });
     const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-cri-import-'));
+    let problem: string | undefined;
     try {
       for (const src of sources) {
-        if (!fs.existsSync(src)) fail(`${src}: no such file or directory`);
+        if (!fs.existsSync(src)) throw new Error(`${src}: no such file or directory`);
         let images: Awaited<ReturnType<typeof loadImageSource>>;
         try {
           images = await loadImageSource(path.resolve(src), cache);
         } catch (err) {
-          fail(`${src}: ${err instanceof Error ? err.message : String(err)}`);
+          throw new Error(`${src}: ${err instanceof Error ? err.message : String(err)}`);
         }
-        if (images.length === 0) fail(`${src}: contains no image manifests`);
+        if (images.length === 0) throw new Error(`${src}: contains no image manifests`);
         const dest = path.join(dir, path.basename(path.resolve(src)));
         if (path.resolve(src) !== dest) {
-          if (fs.existsSync(dest)) fail(`${dest} already exists in the image dir: remove it first or rename the source`);
+          if (fs.existsSync(dest)) throw new Error(`${dest} already exists in the image dir: remove it first or rename the source`);
           fs.cpSync(src, dest, { recursive: true });
         }
         for (const img of images) {
           process.stdout.write(`${img.repoTags[0] ?? '<untagged>'}\t${img.id}\t${img.size}\n`);
         }
       }
+    } catch (err) {
+      problem = err instanceof Error ? err.message : String(err);
     } finally {
       fs.rmSync(cache, { recursive: true, force: true });
     }
+    if (problem) fail(problem);
   });
 
 program.parseAsync(process.argv).catch((err) => fail(err instanceof Error ? err.message : String(err)));

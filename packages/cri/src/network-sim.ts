@@ -32,9 +32,12 @@ export class SimDefaultNetwork implements NetworkManager {
   readonly dir: string;
   private readonly confDir: string;
   private readonly bridgeName: string;
+  /** With no state dir the network's files live in a temporary directory that goes with it. */
+  private readonly ownsDir: boolean;
 
   constructor(opts: SimNetworkOptions = {}) {
     this.datapath = opts.datapath ?? createSimDatapath();
+    this.ownsDir = !opts.stateDir;
     this.dir = opts.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-cri-simnet-'));
     this.confDir = path.join(this.dir, 'net.d');
     fs.mkdirSync(this.confDir, { recursive: true, mode: 0o700 });
@@ -141,6 +144,7 @@ export class SimDefaultNetwork implements NetworkManager {
   async close(): Promise<void> {
     await this.cni.close();
     await this.datapath.close();
+    if (this.ownsDir) fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
   /** The last CNI result of a pod (what the network chain reported), for diagnostics. */

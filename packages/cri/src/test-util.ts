@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { cri, unaryCall } from '@kemu/proto';
+import { afterAll } from 'vitest';
 import WebSocket from 'ws';
 import { type CriRuntimeConfig, type CriServer, startCriServer } from './server.js';
 
@@ -26,8 +27,16 @@ export interface TestShim {
   close(): Promise<void>;
 }
 
+const created: string[] = [];
+// Temporary directories go after the last hook of the test file that made them (shims are closed by then).
+afterAll(() => {
+  for (const d of created.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
 export function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  created.push(d);
+  return d;
 }
 
 export async function startTestShim(cfg: Partial<CriRuntimeConfig> = {}, dir = tempDir('kemu-cri-test-')): Promise<TestShim> {

@@ -958,6 +958,8 @@ describe.each(['sim', 'hostpath'] as const)('sanity: %s backend over the socket'
         // a mount lost behind the driver's back comes back on the (idempotent) repeat
         await unmount(target);
         expect(await isMountPoint(target)).toBe(false);
+        const lost = await call(c.node, 'NodeGetVolumeStats', { volumeId: v.volumeId, volumePath: target });
+        expect(lost.volumeCondition).toEqual({ abnormal: true, message: `${target} is not mounted` });
         const again = {
           volumeId: v.volumeId,
           stagingTargetPath: staging,

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLinuxDatapath, CniRuntime, InProcessInvoker, type LinuxDatapath, parseConfList } from '@kemu/cni';
@@ -336,11 +336,21 @@ describe.runIf(ok)('in-process invoker on the linux datapath', () => {
     );
     const rt = new CniRuntime({ binDirs: [bin], cacheDir: join(tmp, 'cache-inproc'), invoker });
     const pods = Array.from({ length: 50 }, () => addNetns('scale'));
+    const sockets = () => readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`).startsWith('socket:');
+      } catch {
+        return false;
+      }
+    }).length;
+    const socketsBefore = sockets();
     const results = await Promise.all(
       pods.map((p, i) => rt.addNetworkList(list, { containerId: `s${i}`, netns: p.path, ifname: 'eth0' })),
     );
     const ips = results.map((r) => r.ips![0]!.address);
     expect(new Set(ips).size).toBe(50);
+    // Pod namespaces are not pinned by cached netlink sockets once their calls returned.
+    expect(sockets() - socketsBefore).toBeLessThan(5);
     // Each pod really has its address.
     const addr7 = ipJson(pods[7]!.name, ['addr', 'show', 'eth0'])[0].addr_info.find((a: any) => a.family === 'inet');
     expect(`${addr7.local}/${addr7.prefixlen}`).toBe(ips[7]);

@@ -186,11 +186,9 @@ export const bridge: CniPlugin = {
           const prefix = ip.address.slice(ip.address.indexOf('/'));
           await ensureBridgeAddr(dp, cfg, `${ip.gateway}${prefix}`);
           const fam = ip.address.includes(':') ? 6 : 4;
-          await dp.setSysctl(
-            HOST_NETNS,
-            fam === 4 ? 'net.ipv4.ip_forward' : 'net.ipv6.conf.all.forwarding',
-            '1',
-          );
+          const key = fam === 4 ? 'net.ipv4.ip_forward' : 'net.ipv6.conf.all.forwarding';
+          // Read first: writing a forwarding sysctl resets per-interface settings in the kernel.
+          if ((await dp.getSysctl(HOST_NETNS, key)) !== '1') await dp.setSysctl(HOST_NETNS, key, '1');
         }
       }
       if (cfg.ipMasq) {

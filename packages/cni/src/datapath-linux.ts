@@ -157,6 +157,8 @@ interface Resolved {
 export class LinuxDatapath implements Datapath {
   readonly kind = 'linux';
   private readonly sockets = new Map<string, NL.RtNetlinkSocket>();
+  /** Pod netns path → socket key, so a socket can be released even after the path is gone. */
+  private readonly pathKeys = new Map<string, string>();
   private readonly selfIno: string;
   private selfFd: number | undefined;
 
@@ -212,12 +214,32 @@ export class LinuxDatapath implements Datapath {
     if (!s) {
       const { nl } = loadNative();
       s = this.inNs(r, () => nl.createRtNetlink());
-      // Socket-level errors (e.g. ENOBUFS) must not escape from the native callback and abort the process;
-      // the request that suffers from it fails by its timeout instead.
+      // Socket-level errors (e.g. ENOBUFS) must not escape from the native callback and abort the process.
       s.socket.on('error', () => {});
       this.sockets.set(r.key, s);
+      if (r.path !== null && netns !== HOST_NETNS) this.pathKeys.set(netns, r.key);
     }
     return s;
+  }
+
+  /**
+   * Closes the cached socket of a pod namespace (a socket pins its namespace). Call it when no operation
+   * on that namespace is in flight any more, e.g. after the CNI call for the pod returned.
+   */
+  releaseNetns(netns: NetnsRef): void {
+    const key = this.pathKeys.get(netns);
+    if (key === undefined) return;
+    this.pathKeys.delete(netns);
+    // The host namespace may be reachable under the same key: never close it here.
+    let hostKey: string | undefined;
+    try {
+      hostKey = this.resolve(HOST_NETNS).key;
+    } catch {
+      hostKey = undefined;
+    }
+    if (key === hostKey || key === 'self' || [...this.pathKeys.values()].includes(key)) return;
+    this.sockets.get(key)?.socket.close();
+    this.sockets.delete(key);
   }
 
   async close(): Promise<void> {

@@ -267,6 +267,12 @@ export interface Datapath {
   delNatRules(netns: NetnsRef, owner: string): Promise<void>;
   listNatRules(netns: NetnsRef, owner?: string): Promise<NatRule[]>;
 
+  /**
+   * Optional: drop per-namespace resources (e.g. a cached socket that pins the namespace) once the caller
+   * has no operation on `netns` in flight. The in-process invoker calls it after each plugin call.
+   */
+  releaseNetns?(netns: NetnsRef): void;
+
   /** Releases sockets / helper processes. */
   close?(): Promise<void>;
 }

@@ -82,13 +82,30 @@ export class InProcessInvoker implements Invoker {
     return out.result;
   };
 
+  private readonly busy = new Map<string, number>();
+
   async invoke(type: string, env: Record<string, string | undefined>, stdin: string) {
     const p = this.plugins.get(type);
     if (!p) {
       if (this.exec) return this.exec.invoke(type, env, stdin);
       throw new CniError(CniErrorCode.PluginNotFound, `plugin "${type}" is not registered in process`);
     }
-    const out = await invokePlugin(p, { env, stdin, datapath: async () => this.datapath, delegate: this.delegate });
+    const netns = env.CNI_NETNS;
+    if (netns) this.busy.set(netns, (this.busy.get(netns) ?? 0) + 1);
+    let out: Awaited<ReturnType<typeof invokePlugin>>;
+    try {
+      out = await invokePlugin(p, { env, stdin, datapath: async () => this.datapath, delegate: this.delegate });
+    } finally {
+      if (netns) {
+        const n = (this.busy.get(netns) ?? 1) - 1;
+        if (n > 0) this.busy.set(netns, n);
+        else {
+          this.busy.delete(netns);
+          // Nothing else is using the pod's namespace: let the datapath drop what pins it.
+          this.datapath.releaseNetns?.(netns);
+        }
+      }
+    }
     // Keep the stdout contract identical to exec so the runtime treats both the same way.
     if (out.result && out.exitCode === 0) {
       const v = (JSON.parse(stdin) as { cniVersion: string }).cniVersion;

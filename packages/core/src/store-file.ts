@@ -17,7 +17,6 @@ import {
   realpathSync,
   renameSync,
   rmSync,
-  writeFileSync,
   writeSync,
 } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
@@ -244,33 +243,43 @@ export class FileStore extends MemoryStore {
 
   /** Load a snapshot; undefined when it is incomplete (then an older one is tried). */
   private loadSnapshot(path: string): number | undefined {
-    let text: string;
+    // Work on bytes: a snapshot of a large cluster exceeds the longest string V8 can hold.
+    let buf: Buffer;
     try {
-      text = readFileSync(path, 'utf8');
+      buf = readFileSync(path);
     } catch {
       return undefined;
     }
-    const lines = text.split('\n');
-    if (lines[lines.length - 1] === '') lines.pop();
-    if (lines.length < 2) return undefined;
+    let endAt = buf.length;
+    if (endAt > 0 && buf[endAt - 1] === 0x0a) endAt--;
+    const headEnd = buf.indexOf(0x0a);
+    const tailStart = buf.lastIndexOf(0x0a, endAt - 1) + 1;
+    if (headEnd < 0 || tailStart <= headEnd) return undefined;
     let head: { rv: number; count: number };
     let tail: { end: boolean; count: number; crc: number };
     try {
-      head = JSON.parse(lines[0]);
-      tail = JSON.parse(lines[lines.length - 1]);
+      head = JSON.parse(buf.toString('utf8', 0, headEnd));
+      tail = JSON.parse(buf.toString('utf8', tailStart, endAt));
     } catch {
       return undefined;
     }
-    const body = lines.slice(1, -1);
-    if (!tail.end || tail.count !== body.length || head.count !== body.length) return undefined;
-    if (crc32(Buffer.from(body.join('\n'), 'utf8')) !== tail.crc) return undefined;
-    for (const line of body) {
-      const { k, key, rv, o } = JSON.parse(line) as { k: string; key: string; rv: number; o: KubeObject };
+    const body = tailStart - 1 > headEnd + 1 ? buf.subarray(headEnd + 1, tailStart - 1) : buf.subarray(0, 0);
+    if (!tail.end || tail.count !== head.count || crc32(body) !== tail.crc) return undefined;
+    const objects: { k: string; key: string; rv: number; o: KubeObject }[] = [];
+    for (let at = 0; at < body.length; ) {
+      let nl = body.indexOf(0x0a, at);
+      if (nl < 0) nl = body.length;
+      objects.push(JSON.parse(body.toString('utf8', at, nl)));
+      at = nl + 1;
+    }
+    if (objects.length !== head.count) return undefined;
+    for (const { k, key, rv, o } of objects) {
       const info = lookupKind(k);
       if (!info) throw new FileStoreError(`${path}: object of unknown kind "${k}"; register it before opening the store`);
       this.restoreObject(info, 'ADDED', key, o, rv);
     }
-    this.rv = Math.max(this.rv, head.rv);
+    // Replay continues after the snapshot's own revision, whatever the objects carry.
+    this.rv = head.rv;
     return head.rv;
   }
 
@@ -336,17 +345,37 @@ export class FileStore extends MemoryStore {
 
   private async writeSnapshot(): Promise<void> {
     const rv = this.rv;
-    const lines: string[] = [];
-    for (const [kind, cache] of this.caches) {
-      for (const [key, o] of cache.objects) lines.push(JSON.stringify({ k: kind, key, rv: Number(o.metadata.resourceVersion), o }));
-    }
-    const body = lines.join('\n');
-    const text = `${JSON.stringify({ rv, count: lines.length })}\n${body}${lines.length ? '\n' : ''}${JSON.stringify({ end: true, count: lines.length, crc: crc32(Buffer.from(body, 'utf8')) })}\n`;
     const name = `snapshot-${pad(rv)}.json`;
     const tmp = join(this.dir, `${name}.tmp`);
-    writeFileSync(tmp, text, { mode: 0o600 });
-    const fd = openSync(tmp, 'r+');
+    let count = 0;
+    for (const cache of this.caches.values()) count += cache.objects.size;
+    // Streamed in chunks with a running CRC: the whole state as one string would not fit in V8.
+    const fd = openSync(tmp, 'w', 0o600);
     try {
+      let crc = 0;
+      let pending: string[] = [];
+      let size = 0;
+      let first = true;
+      writeSync(fd, `${JSON.stringify({ rv, count })}\n`);
+      const flush = () => {
+        if (!pending.length) return;
+        const chunk = Buffer.from(pending.join(''), 'utf8');
+        crc = crc32(chunk, crc);
+        writeSync(fd, chunk);
+        pending = [];
+        size = 0;
+      };
+      for (const [kind, cache] of this.caches) {
+        for (const [key, o] of cache.objects) {
+          const line = JSON.stringify({ k: kind, key, rv: Number(o.metadata.resourceVersion), o });
+          pending.push(first ? line : `\n${line}`);
+          first = false;
+          size += line.length;
+          if (size > 4 * 2 ** 20) flush();
+        }
+      }
+      flush();
+      writeSync(fd, `${count ? '\n' : ''}${JSON.stringify({ end: true, count, crc })}\n`);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -402,3 +402,62 @@ describe('unreadable specs', () => {
     expect(r.node).toBe('n');
   });
 });
+
+describe('preemption against a @kemu/core store', () => {
+  it('deletes the victim gracefully, records nominatedNodeName, and binds once the victim is gone', async () => {
+    const store = await createMemoryStore();
+    await store.create(makeNode('only', { cpu: '2' }));
+    for (const [name, value] of [
+      ['low', 1],
+      ['vip', 1000],
+    ] as const) {
+      await store.create({
+        apiVersion: 'scheduling.k8s.io/v1',
+        kind: 'PriorityClass',
+        metadata: { name },
+        value,
+      });
+    }
+    await store.create({
+      ...makePod('victim', { cpu: '2', spec: { priorityClassName: 'low' } }),
+      metadata: { name: 'victim', namespace: 'default' },
+    });
+    const sched = new Scheduler({ store, config: { podInitialBackoffSeconds: 1, podMaxBackoffSeconds: 1 } });
+    await sched.start();
+    const waitFor = async <T>(fn: () => Promise<T | undefined>): Promise<T | undefined> => {
+      for (let i = 0; i < 100; i++) {
+        const v = await fn();
+        if (v) return v;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return undefined;
+    };
+    expect(
+      await waitFor(async () => ((await store.get('Pod', 'default', 'victim')) as Pod).spec.nodeName),
+    ).toBe('only');
+    await store.create({
+      ...makePod('vip', { cpu: '2', spec: { priorityClassName: 'vip' } }),
+      metadata: { name: 'vip', namespace: 'default' },
+    });
+    const nominated = await waitFor(
+      async () => ((await store.get('Pod', 'default', 'vip')) as Pod).status?.nominatedNodeName,
+    );
+    expect(nominated).toBe('only');
+    const victim = (await store.get('Pod', 'default', 'victim')) as Pod;
+    expect(victim.metadata.deletionTimestamp).toBeDefined(); // graceful: the kubelet finishes it
+    expect(((await store.get('Pod', 'default', 'vip')) as Pod).spec.nodeName).toBeUndefined();
+    await store.delete('Pod', 'default', 'victim', { gracePeriodSeconds: 0 });
+    expect(await waitFor(async () => ((await store.get('Pod', 'default', 'vip')) as Pod).spec.nodeName)).toBe(
+      'only',
+    );
+    const events = (await store.list('Event', { namespace: 'default' })).items as {
+      reason?: string;
+      message?: string;
+    }[];
+    expect(events.find((e) => e.reason === 'Preempted')?.message).toMatch(
+      /^Preempted by pod .+ on node only$/,
+    );
+    await sched.stop();
+    await store.close();
+  }, 30_000);
+});

@@ -171,6 +171,7 @@ export class VxlanAgent {
   private watch?: Watch<Node>;
   private loop?: Promise<void>;
   private pending: Promise<ReconcileReport> = Promise.resolve({ remotes: [], added: [], removed: [] });
+  private queued?: Promise<ReconcileReport>;
   private programmed = new Map<string, RemoteNode>();
 
   constructor(readonly opts: VxlanAgentOptions) {
@@ -284,9 +285,18 @@ export class VxlanAgent {
 
   /** One pass: program every remote node present in the store, remove what belongs to nodes that left. */
   reconcile(): Promise<ReconcileReport> {
-    // Passes never overlap: a watch burst queues behind the running pass.
-    this.pending = this.pending.catch(() => undefined).then(() => this.reconcileOnce());
-    return this.pending;
+    // Passes never overlap, and a burst of watch events while one pass runs costs one more pass, not one
+    // per event: a pass reads the whole current state anyway.
+    if (this.queued) return this.queued;
+    const next = this.pending
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = undefined;
+        return this.reconcileOnce();
+      });
+    this.queued = next;
+    this.pending = next;
+    return next;
   }
 
   private async reconcileOnce(): Promise<ReconcileReport> {

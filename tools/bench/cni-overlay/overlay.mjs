@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Cross-node pod networking benchmark: the kemu-vxlan reconciler and calico-style block IPAM.
 //
-//   node tools/bench/cni-overlay/overlay.mjs [--runs N] [--nodes 50,200] [--allocs 200]
+//   node tools/bench/cni-overlay/overlay.mjs [--runs N] [--nodes 50,100] [--allocs 200]
 //
 // Scenarios, each repeated --runs times (medians reported):
 //   vxlan-join   N simulated nodes share one netsim world and one in-memory store; every node's VxlanAgent
@@ -41,7 +41,7 @@ function arg(name, dflt) {
   return i >= 0 ? process.argv[i + 1] : dflt;
 }
 const RUNS = Number(arg('runs', '5'));
-const NODE_COUNTS = arg('nodes', '50,200').split(',').map(Number);
+const NODE_COUNTS = arg('nodes', '50,100').split(',').map(Number);
 const ALLOCS = Number(arg('allocs', '200'));
 
 const median = (xs) => {

@@ -116,13 +116,10 @@ export class ApiClient {
     namespace: string | undefined,
     name: string,
     patch: unknown,
+    type: 'merge' | 'strategic' = 'merge',
   ): Promise<T> {
-    return this.json(
-      'PATCH',
-      resourcePath(kindInfo(kind), namespace, name),
-      patch,
-      'application/merge-patch+json',
-    );
+    const contentType = type === 'strategic' ? 'application/strategic-merge-patch+json' : 'application/merge-patch+json';
+    return this.json('PATCH', resourcePath(kindInfo(kind), namespace, name), patch, contentType);
   }
 
   delete<T extends KubeObject = KubeObject>(

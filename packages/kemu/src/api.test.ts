@@ -96,7 +96,7 @@ describe('the API server over a unix socket', () => {
 
   it('tells the user how to start a cluster when none is running', async () => {
     const none = new ApiClient(path.join(dir, 'absent.sock'));
-    const err = await none.info().catch((e) => e);
+    const err = (await none.info().catch((e: Error) => e)) as Error;
     expect(err).toBeInstanceOf(ClusterUnreachableError);
     expect(err.message).toMatch(/start one with `kemu up`/);
   });

@@ -112,7 +112,7 @@ export class Cluster {
     readonly options: ClusterOptions,
     readonly store: Store,
   ) {
-    this.network = new SimClusterNetwork(options.stateDir);
+    this.network = new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
@@ -274,6 +274,8 @@ export class Cluster {
       relistPeriodMs: fast ? 200 : 1000,
       leaseRenewMs: fast ? 500 : 10_000,
       statusUpdateMs: fast ? 500 : 10_000,
+      // Upstream's CrashLoopBackOff is 10 s doubling to 5 min; fast mode keeps the shape at a smaller scale.
+      backoff: fast ? { initialMs: 1000, maxMs: 8000, resetAfterMs: 60_000 } : undefined,
       onError: (e, ctx) => this.options.onError?.(e, `${name}: ${ctx}`),
     });
     await kubelet.start();
@@ -286,6 +288,9 @@ export class Cluster {
   }
 
   async stop(): Promise<void> {
+    // Saved first, as it is with the pods running: kubelets and runtimes then stop without tearing pods
+    // down, as on a real node, and a restart finds everything where it was.
+    this.stoppers.push(async () => this.network.save());
     for (const s of this.stoppers.reverse().splice(0)) {
       try {
         await s();

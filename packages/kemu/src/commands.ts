@@ -193,9 +193,12 @@ export async function apply(file: string, o: { namespace?: string; stateDir?: st
     if (info.namespaced) obj.metadata = { ...obj.metadata, namespace: obj.metadata?.namespace ?? o.namespace ?? 'default' };
     const what = `${info.resource.replace(/s$/, '')}${info.group ? `.${info.group}` : ''}/${obj.metadata.name}`;
     try {
+      // Like kubectl apply: only the fields the manifest states are changed (a strategic merge patch), so
+      // what the cluster filled in (defaults, bindings, status) is kept.
       const cur = await api.get(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '');
-      await api.update({ ...obj, metadata: { ...obj.metadata, resourceVersion: cur.metadata.resourceVersion } });
-      out.log(`${what} configured`);
+      const { resourceVersion: _rv, ...metadata } = obj.metadata;
+      const after = await api.patch(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '', { ...obj, metadata }, 'strategic');
+      out.log(`${what} ${after.metadata.resourceVersion === cur.metadata.resourceVersion ? 'unchanged' : 'configured'}`);
     } catch (err) {
       if (!isNotFound(err)) throw err;
       await api.create(obj);

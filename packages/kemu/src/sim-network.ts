@@ -51,6 +51,7 @@ class RecordingNetwork implements NetworkManager {
     private readonly dir: NetnsDirectory,
     private readonly node: string,
     private readonly hooks: { create(p: string): Promise<void> },
+    private readonly world: World,
   ) {
     this.name = `cni on netsim (${CLUSTER_NETWORK})`;
   }
@@ -70,13 +71,20 @@ class RecordingNetwork implements NetworkManager {
     return this.inner.updatePodCidr(cidr);
   }
   /**
-   * After a restart the simulated world is new: recreate each recovered sandbox's namespace and run ADD
-   * again. host-local keeps its allocations on disk by container ID, so the pod keeps its address.
+   * After a restart: with the saved world, a recovered sandbox's namespace and interfaces are still there
+   * (as a kernel's would be when only the runtime restarted). Without it, the namespace is recreated and
+   * the chain run again: DEL (host-local, like the reference, refuses a second ADD for a container that
+   * holds an address), then ADD, so the pod may get a new address.
    */
   async recover(held: PodNetworkRequest[]) {
     for (const r of held) {
       if (!r.netnsPath) continue;
+      if (this.world.hasNamespace(r.netnsPath)) {
+        this.dir.set(r.uid, r.netnsPath, this.node, r.ips ?? []);
+        continue;
+      }
       await this.hooks.create(r.netnsPath);
+      await this.inner.tearDown(r);
       const res = await this.inner.setUp(r);
       this.dir.set(r.uid, r.netnsPath, this.node, res.ips);
     }
@@ -89,15 +97,34 @@ export class SimClusterNetwork {
   readonly pods = new NetnsDirectory();
   private underlayReady = false;
 
+  private readonly saveFile: string;
+
+  /** With `persist`, the world is loaded from and saved to `<stateDir>/netsim.json` (durable stores). */
   constructor(
     readonly stateDir: string,
+    readonly persist = false,
     readonly nodePrefixLen = 24,
   ) {
-    this.world = new World({ seed: 7 });
+    this.saveFile = path.join(stateDir, 'netsim.json');
+    this.world =
+      persist && fs.existsSync(this.saveFile)
+        ? World.fromJSON(JSON.parse(fs.readFileSync(this.saveFile, 'utf8')))
+        : new World({ seed: 7 });
+  }
+
+  /** Writes the world so a restarted cluster finds its pods' namespaces and interfaces again. */
+  save(): void {
+    if (!this.persist) return;
+    const tmp = `${this.saveFile}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(this.world.toJSON()), { mode: 0o600 });
+    fs.renameSync(tmp, this.saveFile);
   }
 
   private async underlay(dp: SimDatapath) {
-    if (this.underlayReady) return;
+    if (this.underlayReady || this.world.hasNamespace(UNDERLAY_NS)) {
+      this.underlayReady = true;
+      return;
+    }
     await dp.addNetns(UNDERLAY_NS);
     await dp.addLink(UNDERLAY_NS, { kind: 'bridge', name: UNDERLAY_BRIDGE, up: true });
     this.underlayReady = true;
@@ -185,7 +212,7 @@ export class SimClusterNetwork {
       podCIDR,
       hostNamespace,
       datapath,
-      manager: new RecordingNetwork(cni, this.pods, nodeName, netnsHooks),
+      manager: new RecordingNetwork(cni, this.pods, nodeName, netnsHooks, this.world),
       netnsHooks,
     };
     this.nodes.set(nodeName, node);

@@ -114,6 +114,11 @@ export class Kubelet {
     this.o.onError?.(err, ctx);
   }
 
+  /** The options this kubelet was built with (to start another one in its place, say). */
+  get options(): KubeletOptions {
+    return this.o;
+  }
+
   /** Register the node, start heartbeats, the pod informer, PLEG, and recover what the runtime has. */
   async start(): Promise<void> {
     const version = await this.o.runtime.Version({ version: 'v1' });

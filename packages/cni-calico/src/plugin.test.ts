@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { invokePlugin, MemoryDatapath } from '@kemu/cni';
+import { HOST_NETNS, invokePlugin, MemoryDatapath } from '@kemu/cni';
 import { createFileStore, createMemoryStore, type Store } from '@kemu/core';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { CalicoIpam } from './ipam.js';
@@ -65,6 +65,34 @@ describe('kemu-calico-ipam plugin (in process)', () => {
     expect(gc.exitCode).toBe(0);
     expect(await ipam.ipsByHandle('k8s-pod-network.c2')).toEqual([]);
     expect((await ipam.ipsByHandle('k8s-pod-network.c3')).map((x) => x.ip)).toEqual(['10.60.0.2']);
+  });
+
+  it('with kemu.blackholes installs the node\'s affine blocks as blackhole routes through the datapath', async () => {
+    await new CalicoIpam(store).applyPool('small', { cidr: '10.62.0.0/27', blockSize: 28 });
+    const dp = new MemoryDatapath();
+    const go = (cmd: string, cid: string) =>
+      invokePlugin(createCalicoIpamPlugin({ store }), {
+        env: env(cmd, cid),
+        stdin: JSON.stringify(conf({ kemu: { blackholes: true } })),
+        datapath: async () => dp,
+        delegate: async () => undefined,
+      });
+    const blackholes = async () =>
+      (await dp.listRoutes(HOST_NETNS))
+        .filter((r) => r.type === 'blackhole')
+        .map((r) => r.dst)
+        .sort();
+    expect((await go('ADD', 'c0')).exitCode).toBe(0);
+    expect(await blackholes()).toEqual(['10.62.0.0/28']);
+    for (let i = 1; i <= 16; i++) expect((await go('ADD', `c${i}`)).exitCode).toBe(0);
+    expect(await blackholes()).toEqual(['10.62.0.0/28', '10.62.0.16/28']);
+    const bad = await invokePlugin(createCalicoIpamPlugin({ store }), {
+      env: env('ADD', 'x'),
+      stdin: JSON.stringify(conf({ kemu: { blackholes: 'yes' } })),
+      datapath: async () => dp,
+      delegate: async () => undefined,
+    });
+    expect(JSON.parse(bad.stdout)).toMatchObject({ code: 7, msg: 'ipam "kemu.blackholes" must be true or false' });
   });
 
   it('rejects a broken pool in the config with a field path, writing nothing', async () => {

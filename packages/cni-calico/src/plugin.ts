@@ -22,6 +22,8 @@ export interface CalicoIpamConfig {
   pools: string[];
   /** Where the store lives: `etcd://host:port[,host:port]` or `file:/dir`. */
   storeUrl?: string;
+  /** Keep the node's blackhole routes for its affine blocks in step on ADD/DEL/GC (`kemu.blackholes`). */
+  blackholes: boolean;
   /** Pools to create when missing (`kemu.pools`), already validated. */
   ensurePools: { name: string; spec: Record<string, unknown> }[];
 }
@@ -51,6 +53,9 @@ export function loadCalicoConfig(ctx: PluginContext): CalicoIpamConfig {
       `ipam "kemu.store" must be "etcd://host:port" or "file:/path", got ${JSON.stringify(storeUrl)}`,
     );
   }
+  if (kemu.blackholes !== undefined && typeof kemu.blackholes !== 'boolean') {
+    throw invalidConfig('ipam "kemu.blackholes" must be true or false');
+  }
   const ensurePools: CalicoIpamConfig['ensurePools'] = [];
   if (kemu.pools !== undefined) {
     if (!Array.isArray(kemu.pools)) throw invalidConfig('ipam "kemu.pools" must be a list of IPPool specs');
@@ -67,7 +72,14 @@ export function loadCalicoConfig(ctx: PluginContext): CalicoIpamConfig {
       ensurePools.push({ name, spec });
     });
   }
-  return { network: ctx.conf.name, node: nodeRaw, pools: poolsRaw as string[], storeUrl, ensurePools };
+  return {
+    network: ctx.conf.name,
+    node: nodeRaw,
+    pools: poolsRaw as string[],
+    storeUrl,
+    blackholes: kemu.blackholes === true,
+    ensurePools,
+  };
 }
 
 /** Opens the store named by a `kemu.store` URL. */
@@ -124,7 +136,11 @@ export function createCalicoIpamPlugin(opts: CalicoIpamPluginOptions = {}): CniP
             .applyPool(p.name, p.spec)
             .catch((e) => (isStatusError(e) && e.reason === 'AlreadyExists' ? undefined : Promise.reject(e)));
       }
-      return await fn(ipam, cfg);
+      const out = await fn(ipam, cfg);
+      if (cfg.blackholes && ctx.command !== 'CHECK' && ctx.command !== 'STATUS') {
+        await ipam.syncBlackholes(await ctx.datapath(), cfg.node);
+      }
+      return out;
     } catch (e) {
       throw toCni(e);
     } finally {

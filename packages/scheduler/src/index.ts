@@ -52,6 +52,7 @@ export { registerPlugin, unregisterPlugin } from './registry.js';
 export { parseQuantity, podRequests } from './resources.js';
 export {
   type FilterRecord,
+  EXPLAIN_ANNOTATION,
   NO_NODES_AVAILABLE,
   type ScheduleResult,
   Scheduler,

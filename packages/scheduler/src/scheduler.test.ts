@@ -461,3 +461,22 @@ describe('preemption against a @kemu/core store', () => {
     await store.close();
   }, 30_000);
 });
+
+describe('debug mode for one pod', () => {
+  it('the explain annotation records every node’s filter result and the weighted scores', async () => {
+    const { sched, add } = harness();
+    sched.onNodeAdd(makeNode('small', { cpu: '1' }));
+    sched.onNodeAdd(makeNode('big', { cpu: '8' }));
+    sched.onNodeAdd(makeNode('also-big', { cpu: '8' }));
+    const traced = makePod('traced', { cpu: '2' });
+    traced.metadata.annotations = { 'scheduler.kemu.dev/explain': 'true' };
+    add(traced);
+    add(makePod('untraced', { cpu: '2' }));
+    await sched.drain();
+    expect([...sched.explanations.keys()]).toEqual(['default/traced']);
+    const e = sched.explanations.get('default/traced')!;
+    expect(e.filters).toEqual({ small: { plugin: 'NodeResourcesFit', code: 'Unschedulable', reasons: ['Insufficient cpu'] } });
+    expect(e.scores?.map((s) => s.node).sort()).toEqual(['also-big', 'big']);
+    expect(e.scores?.[0].plugins).toHaveProperty('NodeResourcesFit');
+  });
+});

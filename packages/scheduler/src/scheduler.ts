@@ -25,6 +25,8 @@ import { Code, type MaybeStatus, Status } from './status.js';
 import type { KubeObject, Node, Pod } from './types.js';
 
 export const NO_NODES_AVAILABLE = 'no nodes available to schedule pods';
+/** Annotation that turns on the debug record (every node's filter result and scores) for one pod. */
+export const EXPLAIN_ANNOTATION = 'scheduler.kemu.dev/explain';
 
 export interface FilterRecord {
   plugin: string;
@@ -62,7 +64,7 @@ export interface SchedulerOptions {
   /** Out-of-tree plugins, in addition to those registered with registerPlugin(). */
   plugins?: Record<string, PluginFactory>;
   /** Record per-plugin filter results and scores for every pod. */
-  explain?: boolean;
+  explain?: boolean | ((pod: Pod) => boolean);
   now?: () => number;
   /** Tie-breaking and preemption sampling; inject a seeded one for reproducible runs. */
   random?: () => number;
@@ -88,7 +90,9 @@ export class Scheduler {
   readonly store?: Store;
   private informers: { stop(): Promise<void> } | null = null;
   readonly waitingPods = new Map<string, WaitingPod>();
-  explain: boolean;
+  explain: boolean | ((pod: Pod) => boolean);
+  /** Explained results by pod key (most recent attempt; the oldest are dropped beyond 1,000). */
+  readonly explanations = new Map<string, ScheduleResult>();
   private nextStartNodeIndex = 0;
   private readonly now: () => number;
   private readonly random: () => number;
@@ -401,6 +405,18 @@ export class Scheduler {
     fw.runPostBind(state, pi, node);
   }
 
+  /** Debug mode for one pod: the explain option, or the pod's `scheduler.kemu.dev/explain: "true"` annotation. */
+  shouldExplain(pod: Pod): boolean {
+    if (pod.metadata.annotations?.[EXPLAIN_ANNOTATION] === 'true') return true;
+    return typeof this.explain === 'function' ? this.explain(pod) : this.explain;
+  }
+
+  private recordExplanation(result: ScheduleResult): void {
+    this.explanations.delete(result.pod);
+    this.explanations.set(result.pod, result);
+    if (this.explanations.size > 1000) this.explanations.delete(this.explanations.keys().next().value as string);
+  }
+
   /** Filter and score; returns the chosen node, or a status explaining the failure. */
   schedulePod(
     fw: Framework,
@@ -413,6 +429,7 @@ export class Scheduler {
     preFilterMsg?: string;
     result: ScheduleResult;
   } {
+    const explain = this.shouldExplain(pi.pod);
     const all = this.cache.list();
     const statuses = new Map<string, Status>();
     const result: ScheduleResult = {
@@ -459,7 +476,7 @@ export class Scheduler {
     }
     if (feasible.length === 0 && nodes.length > 0) {
       const pct = fw.profile.percentageOfNodesToScore ?? this.config.percentageOfNodesToScore;
-      const want = this.explain ? nodes.length : numFeasibleNodesToFind(nodes.length, pct);
+      const want = explain ? nodes.length : numFeasibleNodesToFind(nodes.length, pct);
       const len = nodes.length;
       const start = this.nextStartNodeIndex % len;
       let processed = 0;
@@ -474,7 +491,8 @@ export class Scheduler {
       this.nextStartNodeIndex = (start + processed) % len;
       result.evaluatedNodes = processed;
     }
-    if (this.explain) {
+    if (explain) {
+      this.recordExplanation(result);
       result.filters = {};
       for (const [n, s] of statuses)
         result.filters[n] = { plugin: s.plugin, code: Code[s.code], reasons: s.reasons };
@@ -482,10 +500,10 @@ export class Scheduler {
     if (feasible.length === 0) return fail(Status.unschedulable());
     result.feasibleNodes = feasible.length;
     let chosen = feasible[0];
-    if (feasible.length > 1 || this.explain) {
+    if (feasible.length > 1 || explain) {
       const ps = fw.runPreScore(state, pi, feasible);
       if (ps) return fail(ps.code === Code.Error ? ps : Status.error(ps.message, ps.plugin));
-      const sc = fw.runScore(state, pi, feasible, this.explain);
+      const sc = fw.runScore(state, pi, feasible, explain);
       if (sc instanceof Status) return fail(sc);
       if (sc.breakdown) result.scores = sc.breakdown.sort((a, b) => b.total - a.total);
       // Highest total wins; ties are broken uniformly at random (reservoir sampling).

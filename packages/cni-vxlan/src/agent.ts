@@ -85,10 +85,16 @@ function networkAddress(cidr: string): string {
   return formatIP(c.family, c.ip & m);
 }
 
+/** Namespace of the subnet Lease objects (one per handed-out subnet). */
+export const LEASE_NAMESPACE = 'kube-system';
+
+export const subnetLeaseName = (cidr: string) => `kemu-vxlan-${cidr.replace(/[./]/g, '-')}`;
+
 /**
  * Leases a pod subnet for `node`: its spec.podCIDR when set, else the first `subnetLen` subnet of
- * `network` no other Node holds, written to spec.podCIDR with a compare-and-swap (two nodes never
- * get the same subnet; the loser of a race retries with the next one).
+ * `network` that no Node holds. The claim is a Lease object named after the subnet (a create, so of two
+ * nodes racing for one subnet exactly one gets it; a lease whose holder's Node is gone may be taken over),
+ * then the subnet is written to the Node's spec.podCIDR.
  */
 export async function leaseSubnet(
   store: Store,
@@ -101,33 +107,51 @@ export async function leaseSubnet(
   if (!Number.isInteger(subnetLen) || subnetLen < net.prefix || subnetLen > 30) {
     throw new Error(`subnetLen ${subnetLen}: must be between ${net.prefix} and 30`);
   }
+  const isReason = (e: unknown, r: string) => isStatusError(e) && e.reason === r;
+  const step = 1n << BigInt(32 - subnetLen);
+  const count = 1n << BigInt(subnetLen - net.prefix);
+  const base = parseIP(networkAddress(network))!.value;
   for (let attempt = 0; attempt < 100; attempt++) {
     const me = (await store.get('Node', '', node)) as Node;
     if (me.spec?.podCIDR) return me.spec.podCIDR;
-    const used = new Set(
-      ((await store.list('Node')).items as Node[]).map((n) => n.spec?.podCIDR).filter(Boolean),
-    );
-    const step = 1n << BigInt(32 - subnetLen);
-    const count = 1n << BigInt(subnetLen - net.prefix);
-    const base = BigInt(parseIP(networkAddress(network))!.value);
+    const all = (await store.list('Node')).items as Node[];
+    const names = new Set(all.map((n) => n.metadata.name));
+    const used = new Set(all.map((n) => n.spec?.podCIDR).filter(Boolean));
     let pick: string | undefined;
     for (let i = 0n; i < count && !pick; i++) {
       const c = `${formatIP(4, base + i * step)}/${subnetLen}`;
-      if (!used.has(c)) pick = c;
+      if (used.has(c)) continue;
+      const lease = {
+        apiVersion: 'coordination.k8s.io/v1' as const,
+        kind: 'Lease' as const,
+        metadata: { name: subnetLeaseName(c), namespace: LEASE_NAMESPACE, labels: { 'app.kubernetes.io/managed-by': 'kemu-vxlan' } },
+        spec: { holderIdentity: node },
+      };
+      try {
+        await store.create(lease);
+        pick = c;
+      } catch (e) {
+        if (!isReason(e, 'AlreadyExists')) throw e;
+        const cur = await store.get('Lease', LEASE_NAMESPACE, lease.metadata.name).catch(() => undefined);
+        const holder = cur?.spec?.holderIdentity;
+        if (cur && (holder === node || !holder || !names.has(holder))) {
+          // Ours from an earlier try, or left behind by a node that is gone: take it (compare-and-swap).
+          try {
+            await store.update({ ...cur, spec: { ...cur.spec, holderIdentity: node } });
+            pick = c;
+          } catch (e2) {
+            if (!isReason(e2, 'Conflict') && !isReason(e2, 'NotFound')) throw e2;
+          }
+        }
+      }
     }
     if (!pick) throw new Error(`no free /${subnetLen} subnet left in ${network}`);
     try {
       await store.update({ ...me, spec: { ...me.spec, podCIDR: pick, podCIDRs: [pick] } });
-      // Another writer may have picked the same subnet for another node in between: the later one yields.
-      const clash = ((await store.list('Node')).items as Node[]).filter((n) => n.spec?.podCIDR === pick);
-      if (clash.length > 1 && clash.some((n) => n.metadata.name! < node)) {
-        const cur = (await store.get('Node', '', node)) as Node;
-        await store.update({ ...cur, spec: { ...cur.spec, podCIDR: undefined, podCIDRs: undefined } });
-        continue;
-      }
       return pick;
     } catch (e) {
-      if (!(isStatusError(e) && e.reason === 'Conflict')) throw e;
+      // The Node changed under us (maybe a podCIDR was assigned): re-read; the lease stays ours.
+      if (!isReason(e, 'Conflict')) throw e;
     }
   }
   throw new Error(`could not lease a subnet for node ${node}: too much contention`);

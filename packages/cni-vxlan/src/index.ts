@@ -5,10 +5,12 @@ export {
   DEFAULT_PORT,
   DEFAULT_SUBNET_LEN,
   DEFAULT_VNI,
+  LEASE_NAMESPACE,
   leaseSubnet,
   type ReconcileReport,
   type RemoteNode,
   remoteOf,
+  subnetLeaseName,
   VxlanAgent,
   type VxlanAgentOptions,
 } from './agent.js';

@@ -139,6 +139,35 @@ describe('kemu-scheduler simulate', () => {
     expect(r.err.trim().split('\n')).toHaveLength(1);
   });
 
+  it('reads PodDisruptionBudgets and CSIStorageCapacities, and names a missing PriorityClass', () => {
+    const cluster = file(
+      'pdb.yaml',
+      [
+        'apiVersion: policy/v1',
+        'kind: PodDisruptionBudget',
+        'metadata: { name: guard, namespace: default }',
+        'spec: { selector: { matchLabels: { app: x } } }',
+        'status: { disruptionsAllowed: 0 }',
+        '---',
+        'apiVersion: storage.k8s.io/v1',
+        'kind: CSIStorageCapacity',
+        'metadata: { name: cap, namespace: default }',
+        'storageClassName: fast',
+        'capacity: 10Gi',
+        '---',
+        'apiVersion: v1',
+        'kind: Node',
+        'metadata: { name: n1 }',
+        'status: { allocatable: { cpu: "4", memory: 8Gi, pods: "10" } }',
+      ].join('\n'),
+    );
+    const r = cli('simulate', '--cluster', cluster, '--pods', 'examples/pods.yaml');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const urgent = r.out.trim().split('\n').map((l) => JSON.parse(l)).find((p) => p.pod === 'default/urgent');
+    expect(urgent).toMatchObject({ node: null, reason: 'Unschedulable', message: 'no PriorityClass with name high was found' });
+  });
+
   it('requires --cluster and --pods', () => {
     const r = cli('simulate', '--pods', 'examples/pods.yaml');
     expect(r.code).toBe(1);

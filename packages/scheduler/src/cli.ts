@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import * as core from '@kemu/core';
 import { Command } from 'commander';
 import { ConfigError, parseConfig, type SchedulerConfig } from './config.js';
+import { ensureSchedulingKinds } from './kinds.js';
 import type { PluginFactory } from './framework.js';
 import { Scheduler } from './scheduler.js';
 import { SimulationInputError, simulate } from './simulate.js';
@@ -32,6 +33,7 @@ function readText(path: string, flag: string): string {
 }
 
 function readManifests(path: string, flag: string): KubeObject[] {
+  ensureSchedulingKinds();
   const text = readText(path, flag);
   try {
     return core.parseManifests(text, { source: path, validate: false });

@@ -1,6 +1,7 @@
 // @kemu/scheduler public surface.
 export { SchedulerCache, type Snapshot } from './cache.js';
 export { MemoryClient, type RecordedEvent } from './client-memory.js';
+export { ensureSchedulingKinds } from './kinds.js';
 export { connectStore, SCHEDULER_COMPONENT, StoreClient, WATCHED_KINDS } from './client-store.js';
 export { ClusterState } from './cluster-state.js';
 export {

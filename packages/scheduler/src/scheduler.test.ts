@@ -323,6 +323,24 @@ describe('run against a @kemu/core store', () => {
     await store.close();
   });
 
+  it('watches every kind it reads, PodDisruptionBudgets and CSIStorageCapacities included', async () => {
+    const store = await createMemoryStore();
+    const sched = new Scheduler({ store });
+    const { connectStore } = await import('./client-store.js');
+    const conn = await connectStore(store, sched);
+    expect(conn.skipped).toEqual([]);
+    await store.create({
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'guard', namespace: 'default' },
+      spec: { selector: { matchLabels: { app: 'x' } } },
+    });
+    for (let i = 0; i < 50 && !sched.cluster.pdbs.has('default/guard'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(sched.cluster.pdbs.has('default/guard')).toBe(true);
+    await conn.stop();
+    await store.close();
+  });
+
   it('an invalid configuration stops startup with the field named', () => {
     expect(
       () => new Scheduler({ client: new MemoryClient(), config: { percentageOfNodesToScore: -1 } }),

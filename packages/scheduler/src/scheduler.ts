@@ -2,6 +2,7 @@
 // followed by a binding cycle that runs concurrently with the next scheduling cycles.
 import type { Store } from '@kemu/core';
 import { SchedulerCache } from './cache.js';
+import { ensureSchedulingKinds } from './kinds.js';
 import { connectStore, StoreClient } from './client-store.js';
 import { ClusterState } from './cluster-state.js';
 import { numFeasibleNodesToFind, parseConfig, type SchedulerConfig } from './config.js';
@@ -109,6 +110,7 @@ export class Scheduler {
       ? opts.config
       : parseConfig(opts.config as string | Record<string, unknown> | undefined);
     if (!opts.client && !opts.store) throw new Error('Scheduler needs a store or a client');
+    ensureSchedulingKinds();
     this.store = opts.store;
     this.client = opts.client ?? new StoreClient(opts.store!);
     this.explain = opts.explain ?? false;

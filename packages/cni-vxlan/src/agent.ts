@@ -50,6 +50,12 @@ export interface VxlanAgentOptions {
   /** Write flannel's subnet.env here for the CNI plugin (FLANNEL_NETWORK, FLANNEL_SUBNET, ...). */
   subnetFile?: string;
   /**
+   * Route to remote nodes on the same underlay subnet directly (`<podCIDR> via <node IP> dev <underlay>`)
+   * and use VXLAN only across subnets: flannel's DirectRouting, calico's CrossSubnet. Needs
+   * `underlayDevice`.
+   */
+  directRouting?: boolean;
+  /**
    * Masquerade pod traffic that leaves the cluster network (default true, as flanneld --ip-masq); the CNI
    * bridge then does no NAT of its own, so pod-to-pod traffic across nodes keeps its source address.
    */
@@ -65,6 +71,8 @@ export interface RemoteNode {
   vtepIp: string;
   vtepMac: string;
   publicIp: string;
+  /** How the node is reached: through the tunnel, or routed directly on the shared underlay subnet. */
+  mode?: 'vxlan' | 'direct';
 }
 
 /** What is programmed for the remote nodes after a reconcile pass. */
@@ -89,6 +97,22 @@ function networkAddress(cidr: string): string {
 export const LEASE_NAMESPACE = 'kube-system';
 
 export const subnetLeaseName = (cidr: string) => `kemu-vxlan-${cidr.replace(/[./]/g, '-')}`;
+
+function sameSubnet(ifaceCidr: string, ip: string): boolean {
+  const c = parseCidr(ifaceCidr);
+  const p = parseIP(ip);
+  if (!c || !p || c.family !== p.family) return false;
+  const bits = c.family === 4 ? 32 : 128;
+  const m = ((1n << BigInt(bits)) - 1n) ^ ((1n << BigInt(bits - c.prefix)) - 1n);
+  return (c.ip & m) === (p.value & m);
+}
+
+function cidrWithin(outer: string, inner: string): boolean {
+  const o = parseCidr(outer);
+  const i = parseCidr(inner);
+  if (!o || !i || o.family !== i.family || i.prefix < o.prefix) return false;
+  return sameSubnet(outer, formatIP(i.family, i.ip));
+}
 
 /**
  * Leases a pod subnet for `node`: its spec.podCIDR when set, else the first `subnetLen` subnet of
@@ -335,23 +359,33 @@ export class VxlanAgent {
       const r = remoteOf(n, this.vni);
       if (r && r.subnet !== this.subnet) want.set(r.name, r);
     }
+    // Direct routing: remote nodes whose underlay address is on one of our underlay subnets.
+    const under = this.opts.underlayDevice;
+    const localNets = this.opts.directRouting && under ? (await dp.listAddrs(ns, under)).filter((a) => a.family === 4) : [];
+    for (const r of want.values()) {
+      r.mode = localNets.some((a) => sameSubnet(a.cidr, r.publicIp)) ? 'direct' : 'vxlan';
+    }
     const added: string[] = [];
     const removed: string[] = [];
     for (const r of want.values()) {
       const prev = this.programmed.get(r.name);
-      if (prev && prev.vtepMac !== r.vtepMac) await this.unprogram(prev);
-      else if (prev && prev.subnet !== r.subnet) await this.unprogram(prev);
-      // Order matters for traffic already flowing: FDB, then neighbour, then route.
-      await dp.setFdb(ns, { mac: r.vtepMac, dev, dst: r.publicIp, permanent: true });
-      await dp.setNeigh(ns, { ip: r.vtepIp, mac: r.vtepMac, dev, permanent: true });
-      await dp.addRoute(ns, { dst: r.subnet, via: r.vtepIp, dev, onlink: true }, { replace: true });
+      if (prev && (prev.vtepMac !== r.vtepMac || prev.subnet !== r.subnet || prev.mode !== r.mode)) await this.unprogram(prev);
+      if (r.mode === 'direct') {
+        await dp.addRoute(ns, { dst: r.subnet, via: r.publicIp, dev: under }, { replace: true });
+      } else {
+        // Order matters for traffic already flowing: FDB, then neighbour, then route.
+        await dp.setFdb(ns, { mac: r.vtepMac, dev, dst: r.publicIp, permanent: true });
+        await dp.setNeigh(ns, { ip: r.vtepIp, mac: r.vtepMac, dev, permanent: true });
+        await dp.addRoute(ns, { dst: r.subnet, via: r.vtepIp, dev, onlink: true }, { replace: true });
+      }
       if (!prev || JSON.stringify(prev) !== JSON.stringify(r)) added.push(r.name);
-      this.programmed.set(r.name, r);
+      this.programmed.set(r.name, { ...r });
     }
     // Anything on the device that no wanted node explains is stale (also after an agent restart).
-    const wantSubnets = new Set([...want.values()].map((r) => r.subnet));
-    const wantVteps = new Set([...want.values()].map((r) => r.vtepIp));
-    const wantMacs = new Set([...want.values()].map((r) => `${r.vtepMac} ${r.publicIp}`));
+    const tunnelled = [...want.values()].filter((r) => r.mode === 'vxlan');
+    const wantSubnets = new Set(tunnelled.map((r) => r.subnet));
+    const wantVteps = new Set(tunnelled.map((r) => r.vtepIp));
+    const wantMacs = new Set(tunnelled.map((r) => `${r.vtepMac} ${r.publicIp}`));
     for (const name of [...this.programmed.keys()]) {
       if (!want.has(name)) {
         this.programmed.delete(name);
@@ -359,8 +393,18 @@ export class VxlanAgent {
       }
     }
     for (const rt of await dp.listRoutes(ns, { dev, family: 4 })) {
-      if (rt.via && !wantSubnets.has(rt.dst))
-        await ignoreNotFound(() => dp.delRoute(ns, { dst: rt.dst, via: rt.via, dev }));
+      if (rt.via && !wantSubnets.has(rt.dst)) await ignoreNotFound(() => dp.delRoute(ns, { dst: rt.dst, via: rt.via, dev }));
+    }
+    if (under) {
+      // Direct routes live on the underlay device beside routes that are not ours: only pod subnets of
+      // the cluster network with a next hop are ours to remove.
+      const network = this.opts.network ?? DEFAULT_NETWORK;
+      const wantDirect = new Set([...want.values()].filter((r) => r.mode === 'direct').map((r) => `${r.subnet} ${r.publicIp}`));
+      for (const rt of await dp.listRoutes(ns, { dev: under, family: 4 })) {
+        if (rt.via && rt.dst !== this.subnet && cidrWithin(network, rt.dst) && !wantDirect.has(`${rt.dst} ${rt.via}`)) {
+          await ignoreNotFound(() => dp.delRoute(ns, { dst: rt.dst, via: rt.via, dev: under }));
+        }
+      }
     }
     for (const nb of await dp.listNeighs(ns, dev)) {
       if (nb.permanent && parseIP(nb.ip)?.family === 4 && !wantVteps.has(nb.ip)) {
@@ -377,6 +421,10 @@ export class VxlanAgent {
 
   private async unprogram(r: RemoteNode): Promise<void> {
     const dp = this.opts.datapath;
+    if (r.mode === 'direct') {
+      await ignoreNotFound(() => dp.delRoute(this.netns, { dst: r.subnet, via: r.publicIp, dev: this.opts.underlayDevice }));
+      return;
+    }
     await ignoreNotFound(() => dp.delRoute(this.netns, { dst: r.subnet, via: r.vtepIp, dev: this.device }));
     await ignoreNotFound(() => dp.delNeigh(this.netns, { ip: r.vtepIp, dev: this.device }));
     await ignoreNotFound(() => dp.delFdb(this.netns, { mac: r.vtepMac, dev: this.device, dst: r.publicIp }));

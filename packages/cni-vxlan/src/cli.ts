@@ -6,7 +6,7 @@ import { DEFAULT_SUBNET_FILE } from './plugin.js';
 
 export const AGENT_USAGE = `usage: kemu-vxlan agent --store etcd://HOST:PORT|file:/DIR --node NAME --public-ip IP
                         [--iface DEV] [--vni N] [--port N] [--network CIDR] [--subnet-len N]
-                        [--subnet-file PATH] [--no-ip-masq] [--once]
+                        [--subnet-file PATH] [--direct-routing] [--no-ip-masq] [--once]
 Runs the node side of the overlay (as flanneld does); without a subcommand kemu-vxlan is the CNI plugin.
 The datapath follows KEMU_DATAPATH (linux, default; or sim with KEMU_NETSIM_STATE).`;
 
@@ -23,6 +23,7 @@ export interface AgentArgs {
   subnetLen: number;
   subnetFile: string;
   ipMasq: boolean;
+  directRouting: boolean;
   once: boolean;
 }
 
@@ -48,6 +49,7 @@ export function parseAgentArgs(argv: string[]): AgentArgs {
         'subnet-len': { type: 'string' },
         'subnet-file': { type: 'string' },
         'no-ip-masq': { type: 'boolean' },
+        'direct-routing': { type: 'boolean' },
         once: { type: 'boolean' },
       },
       strict: true,
@@ -74,6 +76,7 @@ export function parseAgentArgs(argv: string[]): AgentArgs {
     subnetLen: int('subnet-len', v['subnet-len'], DEFAULT_SUBNET_LEN),
     subnetFile: v['subnet-file'] ?? DEFAULT_SUBNET_FILE,
     ipMasq: !v['no-ip-masq'],
+    directRouting: !!v['direct-routing'],
     once: !!v.once,
   };
 }
@@ -116,6 +119,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       subnetLen: args.subnetLen,
       subnetFile: args.subnetFile,
       ipMasq: args.ipMasq,
+      directRouting: args.directRouting,
       onError: (e) => process.stderr.write(`kemu-vxlan: reconcile: ${(e as Error).message}\n`),
     });
     if (args.once) {

@@ -46,6 +46,40 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
+/** Captures VXLAN-port and ICMP traffic on an underlay port while `fn` runs; returns tshark's field rows. */
+async function captureRows(port: string, fn: () => void): Promise<string[][]> {
+  const pcap = join(tmp, `${port}-${Date.now()}.pcap`);
+  const cap: ChildProcess = spawn('ip', ['netns', 'exec', underlay.name, 'tshark', '-q', '-i', port, '-w', pcap, '-f', 'udp port 8472 or icmp']);
+  await new Promise<void>((resolve, reject) => {
+    let err = '';
+    const t = setTimeout(() => reject(new Error(`tshark did not start: ${err}`)), 20_000);
+    cap.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (err.includes('Capturing on')) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+  });
+  try {
+    fn();
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    cap.kill('SIGINT');
+    await new Promise((r) => cap.once('exit', r));
+  }
+  const ts = spawnSync(
+    'tshark',
+    ['-r', pcap, '-d', 'udp.port==8472,vxlan', '-Y', 'icmp', '-T', 'fields', '-e', 'vxlan.vni', '-e', 'ip.src', '-e', 'ip.dst', '-e', 'icmp.type'],
+    { encoding: 'utf8' },
+  );
+  if (ts.status !== 0) throw new Error(`tshark -r: ${ts.stderr}`);
+  return ts.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t'));
+}
+
 describe.runIf(ok)('kemu-vxlan on the Linux datapath', () => {
   beforeAll(async () => {
     store = await createMemoryStore();
@@ -248,4 +282,26 @@ describe.runIf(ok)('kemu-vxlan on the Linux datapath', () => {
     const gone = inNetns(a.pod!.name, 'ping', ['-c', '1', '-W', '1', c.pod!.ip]);
     expect(gone.status).not.toBe(0);
   });
+
+  it('with directRouting routes between same-subnet nodes without VXLAN: tshark sees plain ICMP only', async () => {
+    const [a, b] = nodes as [LinuxNode, LinuxNode];
+    const direct = [a, b].map(
+      (n) =>
+        new VxlanAgent({ store, datapath: n.dp, node: n.name, publicIp: n.ip, underlayDevice: 'eth0', vni: VNI, network: '10.247.0.0/16', directRouting: true }),
+    );
+    for (const d of direct) await d.setup();
+    for (const d of direct) expect((await d.reconcile()).remotes.map((r) => r.mode)).toEqual(['direct']);
+    const routes = ipJson(a.ns.name, ['route', 'show', '10.247.1.0/24']);
+    expect(routes).toMatchObject([{ dst: '10.247.1.0/24', gateway: '192.168.77.12', dev: 'eth0' }]);
+    expect(ipJson(a.ns.name, ['route', 'show', 'dev', 'flannel.42']).filter((r: { gateway?: string }) => r.gateway)).toEqual([]);
+    const rows = await captureRows('u0', () => {
+      const ab = inNetns(a.pod!.name, 'ping', ['-c', '2', '-W', '2', b.pod!.ip]);
+      expect(ab.status, ab.stdout + ab.stderr).toBe(0);
+    });
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    // No VNI, no outer header: the pod addresses travel as they are.
+    expect(rows.every((f) => f[0] === '' && !f[1]!.includes(',')), JSON.stringify(rows)).toBe(true);
+    expect(rows.some((f) => f[1] === a.pod!.ip && f[2] === b.pod!.ip && f[3] === '8')).toBe(true);
+    expect(rows.some((f) => f[1] === b.pod!.ip && f[2] === a.pod!.ip && f[3] === '0')).toBe(true);
+  }, 60_000);
 });

@@ -401,8 +401,22 @@ describe.runIf(canRun)('process backend', () => {
     const running = await runContainer(pod, { metadata: { name: 'keeps-running' } });
     const done = await runContainer(pod, { metadata: { name: 'done' }, command: ['sh', '-c', 'exit 6'] });
     await waitFor(async () => ((await status(done)).state === cri.ContainerState.CONTAINER_EXITED ? true : undefined));
+    const chatty = await runContainer(pod, {
+      metadata: { name: 'chatty' },
+      logPath: 'chatty.log',
+      command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line-$i; sleep 0.05; done'],
+    });
+    const chattyLog = (await status(chatty)).logPath!;
+    await waitFor(() => (fs.existsSync(chattyLog) && fs.readFileSync(chattyLog, 'utf8').includes('line-2') ? true : undefined));
     const pid = JSON.parse((await shim.call('ContainerStatus', { containerId: running, verbose: true })).info!.info).pid;
     await shim.restart();
+    // Output written while the runtime was down or after it came back still reaches the log, in order,
+    // and the container did not die of a broken pipe.
+    const before = parseCriLog(fs.readFileSync(chattyLog, 'utf8')).length;
+    await waitFor(() => (parseCriLog(fs.readFileSync(chattyLog, 'utf8')).length > before + 3 ? true : undefined));
+    const texts = parseCriLog(fs.readFileSync(chattyLog, 'utf8')).map((r) => Number(r.text.slice(5)));
+    expect(texts).toEqual(texts.map((_, i) => i + 1));
+    expect((await status(chatty)).state).toBe(cri.ContainerState.CONTAINER_RUNNING);
     expect(await status(done)).toMatchObject({ state: cri.ContainerState.CONTAINER_EXITED, exitCode: 6 });
     expect((await status(running)).state).toBe(cri.ContainerState.CONTAINER_RUNNING);
     expect((await shim.call('PodSandboxStatus', { podSandboxId: pod.id })).status!.state).toBe(cri.PodSandboxState.SANDBOX_READY);

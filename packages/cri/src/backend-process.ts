@@ -3,7 +3,7 @@
 // mount namespace (and PID namespace unless the pod shares one), inside the image root filesystem when
 // the image has layers, under a per-container cgroup. Everything is started through util-linux
 // `nsenter`/`unshare` with argument arrays.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -163,6 +163,11 @@ export class ProcessBackend implements Backend {
     fs.writeFileSync(path.join(dir, 'hosts'), hosts);
   }
 
+  private fifoPaths(sb: SandboxRecord, c: ContainerRecord): [string, string] {
+    const dir = (sb.backend.filesDir as string | undefined) ?? path.join(this.podsDir, sb.id);
+    return [path.join(dir, `${c.id}.stdout`), path.join(dir, `${c.id}.stderr`)];
+  }
+
   async stopSandbox(sb: SandboxRecord): Promise<void> {
     const pid = sb.backend.pausePid as number | undefined;
     if (pid && procAlive(pid, sb.backend.pauseStart as number)) {
@@ -296,11 +301,26 @@ export class ProcessBackend implements Backend {
     const args = [...ns, '--', UNSHARE, ...un, '--', ...spec.args];
     const cgroup = this.cgroupMode === 'none' ? undefined : new ContainerCgroup(this.cgroupMode, c.id);
     cgroup?.create();
-    const child = spawn(NSENTER, args, {
-      stdio: [c.config.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-      detached: true,
-      env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
+    // stdout/stderr go through FIFOs the container holds open read-write, not pipes to this process: a
+    // restarted runtime reopens them and keeps logging, and a write while it is down cannot SIGPIPE.
+    const fifos = this.fifoPaths(sb, c);
+    const writeFds = fifos.map((f) => {
+      fs.rmSync(f, { force: true });
+      runSyncOk('mkfifo', ['-m', '0600', f]);
+      return fs.openSync(f, 'r+');
     });
+    const [outSock, errSock] = fifos.map((f) => openFifoReader(f));
+    let child: ChildProcess;
+    try {
+      child = spawn(NSENTER, args, {
+        stdio: [c.config.stdin ? 'pipe' : 'ignore', writeFds[0], writeFds[1]],
+        detached: true,
+        env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
+      });
+    } finally {
+      for (const fd of writeFds) fs.closeSync(fd);
+    }
+    c.backend.fifos = fifos;
     child.stdin?.on('error', () => {}); // a container that exits while input is pending
     if (child.pid) cgroup?.addProcess(child.pid);
     const l = this.liveOf(c.id);
@@ -309,7 +329,7 @@ export class ProcessBackend implements Backend {
     if (c.logPath) l.log = new CriLogWriter(c.logPath);
     const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
     spawnError.catch(() => {});
-    child.stdout!.on('data', (d: Buffer) => {
+    outSock.on('data', (d: Buffer) => {
       l.log?.write('stdout', d);
       l.output.emit('stdout', d);
     });
@@ -319,7 +339,7 @@ export class ProcessBackend implements Backend {
       l.log?.write('stderr', d);
       l.output.emit('stderr', d);
     };
-    child.stderr!.on('data', (d: Buffer) => {
+    errSock.on('data', (d: Buffer) => {
       // util-linux 2.38 `unshare --fork` cannot re-raise SIGKILL on itself and exits 1 with this message
       // (written in two pieces) instead; it is the runtime's wrapper speaking, so it stays out of the log.
       const text = held + d.toString('latin1');
@@ -332,7 +352,10 @@ export class ProcessBackend implements Backend {
         held = text;
       } else emitErr(Buffer.from(text, 'latin1'));
     });
-    child.stderr!.on('end', () => {
+    const outputsEnded = Promise.all(
+      [outSock, errSock].map((sock) => new Promise<void>((resolve) => sock.once('close', () => resolve()))),
+    );
+    errSock.on('end', () => {
       if (held) emitErr(Buffer.from(held, 'latin1'));
       held = '';
     });
@@ -340,7 +363,12 @@ export class ProcessBackend implements Backend {
     child.once('exit', (code, signal) => {
       earlyExit = { code, signal };
     });
-    child.once('close', (code, signal) => {
+    child.once('exit', async (code, signal) => {
+      // The last output (and unshare's SIGKILL message) arrive once every holder of the FIFOs is gone.
+      await Promise.race([outputsEnded, new Promise((r) => setTimeout(r, 2000))]);
+      outSock.destroy();
+      errSock.destroy();
+      for (const f of fifos) fs.rmSync(f, { force: true });
       l.log?.close();
       l.log = undefined;
       l.output.emit('end');
@@ -640,6 +668,24 @@ export class ProcessBackend implements Backend {
       }
       // Still running but not our child: watch /proc for its end (its exit code is not observable).
       const l = this.liveOf(c.id);
+      const fifos = c.backend.fifos as string[] | undefined;
+      if (fifos?.every((f) => fs.existsSync(f))) {
+        if (c.logPath) l.log = new CriLogWriter(c.logPath);
+        const socks = fifos.map((f) => openFifoReader(f));
+        socks.forEach((sock, i) => {
+          const stream = i === 0 ? 'stdout' : 'stderr';
+          sock.on('data', (d: Buffer) => {
+            l.log?.write(stream, d);
+            l.output.emit(stream, d);
+          });
+        });
+        l.output.once('end', () => {
+          for (const sock of socks) sock.destroy();
+          for (const f of fifos) fs.rmSync(f, { force: true });
+          l.log?.close();
+          l.log = undefined;
+        });
+      }
       if (this.cgroupMode !== 'none') l.cgroup = new ContainerCgroup(this.cgroupMode, c.id);
       l.poll = setInterval(() => {
         if (procAlive(pid, c.backend.pidStart as number)) return;
@@ -660,9 +706,7 @@ export class ProcessBackend implements Backend {
     for (const l of this.live.values()) {
       if (l.poll) clearInterval(l.poll);
       l.log?.flush();
-      l.child?.stdout?.removeAllListeners('data');
-      l.child?.stderr?.removeAllListeners('data');
-      l.child?.removeAllListeners('close');
+      l.child?.removeAllListeners('exit');
       l.child?.unref();
       (l.child?.stdout as unknown as { unref?: () => void })?.unref?.();
       (l.child?.stderr as unknown as { unref?: () => void })?.unref?.();
@@ -699,6 +743,17 @@ function connectTcp(host: string, port: number): Promise<Duplex> {
     const s = net.connect(port, host, () => resolve(s));
     s.once('error', reject);
   });
+}
+
+/** A non-blocking read end on a FIFO, as a stream (no thread-pool thread parked on a blocking read). */
+function openFifoReader(file: string): net.Socket {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  return new net.Socket({ fd, readable: true, writable: false });
+}
+
+function runSyncOk(cmd: string, args: string[]): void {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${(r.stderr || r.error?.message || '').trim()}`);
 }
 
 function countProcs(file: string): number {

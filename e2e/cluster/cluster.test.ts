@@ -65,7 +65,11 @@ describe('the demo app on embedded defaults', () => {
     expect(vas).toHaveLength(1);
     expect(vas[0].spec.nodeName).toBe(db.spec.nodeName);
     expect(vas[0].status?.attached).toBe(true);
-    const node = await cluster.store.get('Node', '', db.spec.nodeName ?? '');
+    // volumesInUse comes with the kubelet's next status update, which may trail the pod's readiness.
+    const node = await until('volumesInUse on the node', async () => {
+      const n = await cluster.store.get('Node', '', db.spec.nodeName ?? '');
+      return (n.status?.volumesInUse?.length ?? 0) > 0 && n;
+    });
     expect(node.status?.volumesInUse).toEqual([`kubernetes.io/csi/kemu.csi.k8s.io^${pv.spec.csi?.volumeHandle}`]);
     // What cleanup will have to undo is really there.
     const held = await leftovers(cluster);

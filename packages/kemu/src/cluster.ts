@@ -36,9 +36,9 @@ export interface ClusterOptions {
   network?: 'bridge' | 'vxlan' | 'bgp';
   storage?: 'sim' | 'hostpath';
   runtime?: 'sim' | 'process';
-  /** Pod CIDRs are carved from this /16 as /24s: node i gets x.y.(i+1).0/24. */
+  /** Pod CIDRs are /24s carved from this (default 10.244.0.0/16, or 10.0.0.0/8 beyond 255 nodes). */
   podSubnet?: string;
-  /** Node IPs on the simulated underlay: x.y.z.(10+i). */
+  /** Node IPs on the simulated underlay: host 10 + i of this (default 172.18.0.0/16). */
   nodeSubnet?: string;
   /** Shorter periods (PLEG, heartbeats) for tests and demos; the defaults are upstream's. */
   fast?: boolean;
@@ -71,12 +71,24 @@ export function checkSupported(o: ClusterOptions): void {
   if (unsupported.length) throw new Error(`not supported by \`kemu up\` yet: ${unsupported.join('; ')}`);
 }
 
-function subnet(base: string, i: number, kind: 'pod' | 'node'): string {
-  const [addr] = base.split('/');
+/**
+ * Node i's pod CIDR (a /24 carved from `base`, counting from its first /24 after the network address) or
+ * node IP (host number 10 + i in `base`), carrying into higher octets as needed.
+ */
+export function subnet(base: string, i: number, kind: 'pod' | 'node'): string {
+  const [addr, lenText] = base.split('/');
   const o = addr.split('.').map(Number);
-  if (o.length !== 4 || o.some((x) => !Number.isInteger(x) || x < 0 || x > 255))
+  const len = Number(lenText ?? 32);
+  if (o.length !== 4 || o.some((x) => !Number.isInteger(x) || x < 0 || x > 255) || !(len >= 0 && len <= 32)) {
     throw new Error(`invalid subnet ${base}`);
-  return kind === 'pod' ? `${o[0]}.${o[1]}.${i + 1}.0/24` : `${o[0]}.${o[1]}.${o[2]}.${10 + i}`;
+  }
+  const network = ((o[0] << 24) >>> 0) + (o[1] << 16) + (o[2] << 8) + o[3];
+  const size = 2 ** (32 - len);
+  const offset = kind === 'pod' ? (i + 1) * 256 : 10 + i;
+  if (offset + (kind === 'pod' ? 256 : 1) > size) throw new Error(`${base} is too small for ${i + 1} nodes`);
+  const n = network + offset;
+  const ip = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+  return kind === 'pod' ? `${ip}/24` : ip;
 }
 
 export async function openStore(
@@ -225,8 +237,9 @@ export class Cluster {
   private async addNode(name: string, i: number, drivers: Map<string, NodeDriver>) {
     const o = this.options;
     const fast = o.fast ?? false;
-    const ip = subnet(o.nodeSubnet ?? '172.18.0.0/24', i, 'node');
-    const podCIDR = subnet(o.podSubnet ?? '10.244.0.0/16', i, 'pod');
+    const ip = subnet(o.nodeSubnet ?? '172.18.0.0/16', i, 'node');
+    // 10.244.0.0/16 holds 255 nodes' /24s; bigger clusters take theirs from 10.0.0.0/8.
+    const podCIDR = subnet(o.podSubnet ?? ((o.nodes ?? 3) > 255 ? '10.0.0.0/8' : '10.244.0.0/16'), i, 'pod');
     const nodeDir = path.join(o.stateDir, 'nodes', name);
     const podLogsDir = path.join(nodeDir, 'pods');
     fs.mkdirSync(podLogsDir, { recursive: true, mode: 0o750 });

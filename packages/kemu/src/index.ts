@@ -2,7 +2,7 @@
 export { ApiClient, ClusterUnreachableError, resourcePath } from './api-client.js';
 export { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from './api-server.js';
 export { type BenchResult, benchPods } from './bench.js';
-export { checkSupported, Cluster, type ClusterNode, type ClusterOptions, openStore, type StoreKind } from './cluster.js';
+export { checkSupported, Cluster, type ClusterNode, type ClusterOptions, openStore, type StoreKind, subnet } from './cluster.js';
 export { CsiRouter, type NodeDriver } from './csi-router.js';
 export { demoManifestPath, leftovers, runDemo } from './demo.js';
 export { describeObject } from './describe.js';

@@ -3,6 +3,7 @@
 // portmap) in process on its own view of the world, and nodes route each other's pod CIDRs through the
 // underlay ("host-gw" style; no NAT between pods), so a packet can be traced from a pod on one node to a pod
 // on another.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { HOST_NETNS, InProcessInvoker, isDatapathError } from '@kemu/cni';
@@ -17,6 +18,15 @@ import { World } from '@kemu/netsim';
 export const UNDERLAY_NS = '/run/kemu/underlay';
 export const UNDERLAY_BRIDGE = 'kemu-underlay';
 export const CLUSTER_NETWORK = 'kemu';
+
+/**
+ * The underlay-side name of a node's uplink. Interface names are limited to 15 bytes, so a prefix of the
+ * node name would collide (kemu-node-10 / kemu-node-100); a hash of the name is short, stable across
+ * restarts, and unique in practice.
+ */
+export function uplinkName(nodeName: string): string {
+  return `up-${createHash('sha256').update(nodeName).digest('hex').slice(0, 12)}`;
+}
 
 export interface SimNodeNetwork {
   nodeName: string;
@@ -103,7 +113,7 @@ export class SimClusterNetwork {
   constructor(
     readonly stateDir: string,
     readonly persist = false,
-    readonly nodePrefixLen = 24,
+    readonly nodePrefixLen = 16,
   ) {
     this.saveFile = path.join(stateDir, 'netsim.json');
     this.world =
@@ -135,7 +145,7 @@ export class SimClusterNetwork {
     const hostNamespace = `/run/kemu/nodes/${nodeName}`;
     const datapath = createSimDatapath({ world: this.world, hostNamespace });
     await this.underlay(datapath);
-    const uplink = `up-${nodeName}`.slice(0, 15);
+    const uplink = uplinkName(nodeName);
     if (!(await datapath.getLink(HOST_NETNS, 'eth0'))) {
       await datapath.addLink(HOST_NETNS, {
         kind: 'veth',

@@ -10,8 +10,9 @@ import {
   openStore,
   parseCount,
   parseDuration,
+  runSidecar,
+  waitForDriverName,
 } from './cli-common.js';
-import { runWithLeaderElection } from './leader.js';
 
 const BIN = 'kemu-external-attacher';
 
@@ -65,38 +66,10 @@ async function main(): Promise<void> {
     resyncPeriodMs: ms(o.resync),
     onError: logError(BIN, o.verbose),
   });
-  let driverName = o.driverName as string | undefined;
-  while (!driverName) {
-    try {
-      driverName = await att.info.driverName();
-    } catch (e) {
-      process.stderr.write(`${BIN}: still connecting to ${conn.address}: ${(e as Error).message}\n`);
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+  const driverName = await waitForDriverName(BIN, conn, o.driverName, () => att.info.driverName());
   att.opts.driverName = driverName;
-  const handle = runWithLeaderElection(
-    {
-      enabled: o.leaderElection,
-      store,
-      leaseName: `external-attacher-leader-${driverName}`,
-      namespace: o.leaderElectionNamespace,
-      leaseDurationMs: ms(o.leaderElectionLeaseDuration),
-      renewDeadlineMs: ms(o.leaderElectionRenewDeadline),
-      retryPeriodMs: ms(o.leaderElectionRetryPeriod),
-    },
-    att,
-    () => fail(BIN, 'lost the leader election lease; exiting so a restart can contend again'),
-  );
-  process.stderr.write(`${BIN}: attaching for ${driverName} through ${conn.address}\n`);
-  const stop = async () => {
-    await handle.stop();
-    conn.close();
-    await store.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  const leaseName = `external-attacher-leader-${driverName}`;
+  runSidecar(BIN, o, { store, conn, leaseName }, att, `attaching for ${driverName}`);
 }
 
 void main().catch((e) => fail(BIN, (e as Error).message));

@@ -3,6 +3,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createEtcdStore, createFileStore, createMemoryStore, type Store } from '@kemu/core';
 import { connectCsiSocket, type CsiConnection } from './connection.js';
+import { runWithLeaderElection } from './leader.js';
 
 /** Go-style durations as the upstream flags take them: 300ms, 10s, 5m, 1h, 1m30s. */
 export function parseDuration(v: string): number {
@@ -105,4 +106,68 @@ export function logError(bin: string, verbose: boolean) {
   return (what: string, err: unknown) => {
     if (verbose) process.stderr.write(`${bin}: ${what}: ${(err as Error)?.message ?? String(err)}\n`);
   };
+}
+
+/** Like upstream, waits for the driver (asking its name until it answers) unless the name was given. */
+export async function waitForDriverName(
+  bin: string,
+  conn: CsiConnection,
+  given: string | undefined,
+  ask: () => Promise<string>,
+): Promise<string> {
+  let driverName = given;
+  while (!driverName) {
+    try {
+      driverName = await ask();
+    } catch (e) {
+      process.stderr.write(`${bin}: still connecting to ${conn.address}: ${(e as Error).message}\n`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  return driverName;
+}
+
+/** The leader-election flags of addCommonOptions, as parsed by commander. */
+export interface LeaderFlags {
+  leaderElection: boolean;
+  leaderElectionNamespace?: string;
+  leaderElectionLeaseDuration: unknown;
+  leaderElectionRenewDeadline: unknown;
+  leaderElectionRetryPeriod: unknown;
+}
+
+/**
+ * Runs a sidecar's work under leader election (when enabled) until SIGTERM/SIGINT, then stops it, closes
+ * the CSI connection and the store, and exits 0. Losing the lease exits with an error so a restart can
+ * contend again.
+ */
+export function runSidecar(
+  bin: string,
+  o: Partial<LeaderFlags>,
+  deps: { store: Store; conn: CsiConnection; leaseName: string },
+  work: { start(): Promise<void>; stop(): Promise<void> },
+  banner: string,
+): void {
+  const handle = runWithLeaderElection(
+    {
+      enabled: o.leaderElection ?? false,
+      store: deps.store,
+      leaseName: deps.leaseName,
+      namespace: o.leaderElectionNamespace,
+      leaseDurationMs: ms(o.leaderElectionLeaseDuration),
+      renewDeadlineMs: ms(o.leaderElectionRenewDeadline),
+      retryPeriodMs: ms(o.leaderElectionRetryPeriod),
+    },
+    work,
+    () => fail(bin, 'lost the leader election lease; exiting so a restart can contend again'),
+  );
+  process.stderr.write(`${bin}: ${banner} through ${deps.conn.address}\n`);
+  const stop = async () => {
+    await handle.stop();
+    deps.conn.close();
+    await deps.store.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }

@@ -10,8 +10,9 @@ import {
   openStore,
   parseCount,
   parseDuration,
+  runSidecar,
+  waitForDriverName,
 } from './cli-common.js';
-import { runWithLeaderElection } from './leader.js';
 import { ExternalProvisioner } from './provisioner.js';
 
 const BIN = 'kemu-external-provisioner';
@@ -102,16 +103,7 @@ async function main(): Promise<void> {
     strictTopology: o.strictTopology,
     onError,
   });
-  // Like upstream, wait for the driver before anything else (unless its name was given).
-  let driverName = o.driverName as string | undefined;
-  while (!driverName) {
-    try {
-      driverName = await prov.info.driverName();
-    } catch (e) {
-      process.stderr.write(`${BIN}: still connecting to ${conn.address}: ${(e as Error).message}\n`);
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+  const driverName = await waitForDriverName(BIN, conn, o.driverName, () => prov.info.driverName());
   prov.opts.driverName = driverName;
   const capacity = o.enableCapacity
     ? new CapacityPublisher({
@@ -126,37 +118,17 @@ async function main(): Promise<void> {
         onError,
       })
     : undefined;
-  const handle = runWithLeaderElection(
-    {
-      enabled: o.leaderElection,
-      store,
-      leaseName: driverName,
-      namespace: o.leaderElectionNamespace,
-      leaseDurationMs: ms(o.leaderElectionLeaseDuration),
-      renewDeadlineMs: ms(o.leaderElectionRenewDeadline),
-      retryPeriodMs: ms(o.leaderElectionRetryPeriod),
+  const work = {
+    start: async () => {
+      await prov.start();
+      await capacity?.start();
     },
-    {
-      start: async () => {
-        await prov.start();
-        await capacity?.start();
-      },
-      stop: async () => {
-        await capacity?.stop();
-        await prov.stop();
-      },
+    stop: async () => {
+      await capacity?.stop();
+      await prov.stop();
     },
-    () => fail(BIN, 'lost the leader election lease; exiting so a restart can contend again'),
-  );
-  process.stderr.write(`${BIN}: provisioning for ${driverName} through ${conn.address}\n`);
-  const stop = async () => {
-    await handle.stop();
-    conn.close();
-    await store.close();
-    process.exit(0);
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  runSidecar(BIN, o, { store, conn, leaseName: driverName }, work, `provisioning for ${driverName}`);
 }
 
 void main().catch((e) => fail(BIN, (e as Error).message));

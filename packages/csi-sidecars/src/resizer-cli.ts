@@ -9,8 +9,9 @@ import {
   openStore,
   parseCount,
   parseDuration,
+  runSidecar,
+  waitForDriverName,
 } from './cli-common.js';
-import { runWithLeaderElection } from './leader.js';
 import { ExternalResizer } from './resizer.js';
 
 const BIN = 'kemu-external-resizer';
@@ -57,38 +58,10 @@ async function main(): Promise<void> {
     retryIntervalMaxMs: ms(o.retryIntervalMax),
     onError: logError(BIN, o.verbose),
   });
-  let driverName = o.driverName as string | undefined;
-  while (!driverName) {
-    try {
-      driverName = await rs.info.driverName();
-    } catch (e) {
-      process.stderr.write(`${BIN}: still connecting to ${conn.address}: ${(e as Error).message}\n`);
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+  const driverName = await waitForDriverName(BIN, conn, o.driverName, () => rs.info.driverName());
   rs.opts.driverName = driverName;
-  const handle = runWithLeaderElection(
-    {
-      enabled: o.leaderElection,
-      store,
-      leaseName: `external-resizer-${driverName}`,
-      namespace: o.leaderElectionNamespace,
-      leaseDurationMs: ms(o.leaderElectionLeaseDuration),
-      renewDeadlineMs: ms(o.leaderElectionRenewDeadline),
-      retryPeriodMs: ms(o.leaderElectionRetryPeriod),
-    },
-    rs,
-    () => fail(BIN, 'lost the leader election lease; exiting so a restart can contend again'),
-  );
-  process.stderr.write(`${BIN}: resizing for ${driverName} through ${conn.address}\n`);
-  const stop = async () => {
-    await handle.stop();
-    conn.close();
-    await store.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  const leaseName = `external-resizer-${driverName}`;
+  runSidecar(BIN, o, { store, conn, leaseName }, rs, `resizing for ${driverName}`);
 }
 
 void main().catch((e) => fail(BIN, (e as Error).message));

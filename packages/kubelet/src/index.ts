@@ -1,7 +1,6 @@
 // @kemu/kubelet: a kubelet emulator that drives CRI and CSI the way the real kubelet does.
 export { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 export { containerConfig, containerHash, linuxResources, podLogDirectory, sandboxConfig } from './cri-config.js';
-export { EventRecorder } from './events.js';
 export { Kubelet } from './kubelet.js';
 export * from './labels.js';
 export { NodeLifecycleController, type NodeLifecycleOptions, UNREACHABLE_TAINT } from './node-lifecycle-controller.js';

@@ -13,9 +13,9 @@ import {
   parseManifests,
   type SharedInformer,
 } from '@kemu/core';
+import { EventRecorder } from '@kemu/core/controllers';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import { CsiNodeSync } from './csinode.js';
-import { EventRecorder } from './events.js';
 import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
 import { PodSyncer, type SyncResult } from './pod-sync.js';
@@ -66,10 +66,10 @@ export class Kubelet {
     this.cache = new RuntimeCache(o.runtime);
     const rootDir = o.rootDir ?? '/var/lib/kubelet';
     this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined);
-    this.events = new EventRecorder(o.store, o.nodeName, o.recordEvents ?? true, (e) => onError(e, 'event'));
+    this.events = new EventRecorder(o.store, { component: 'kubelet', host: o.nodeName, disableStore: o.recordEvents === false });
     this.probes = new ProbeManager(o.runtime, o.probeTransport ?? realProbeTransport, (uid, _id, kind, ok, message) => {
       const pod = this.byUid.get(uid);
-      if (pod && !ok && message) this.events.warn(pod, 'Unhealthy', `${kind[0].toUpperCase()}${kind.slice(1)} probe failed: ${message}`);
+      if (pod && !ok && message) this.events.event(pod, 'Warning', 'Unhealthy', `${kind[0].toUpperCase()}${kind.slice(1)} probe failed: ${message}`);
       this.enqueue(uid);
     });
     const backoff = { ...DEFAULT_BACKOFF, ...(o.backoff ?? {}) };
@@ -274,7 +274,6 @@ export class Kubelet {
         if (result.done) {
           this.workers.delete(w.uid);
           this.syncer.forget(w.uid);
-          this.events.forget(w.uid);
           return;
         }
         if (result.requeueMs !== undefined && !w.again) {

@@ -2,10 +2,10 @@
 // with the pod spec (volumes, sandbox, image pulls, init containers one at a time, then app containers,
 // restarts with back-off, liveness kills) and report status; or tear the pod down when it is deleted.
 import { type Container, isNotFound, type Pod, type PodStatus, type Store } from '@kemu/core';
+import type { EventRecorder } from '@kemu/core/controllers';
 import { cri } from '@kemu/proto';
 import { type Backoff, goDuration } from './backoff.js';
 import { containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
-import type { EventRecorder } from './events.js';
 import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
 import type { ProbeManager } from './prober.js';
 import { isReadySandbox, type PodRuntime, type RuntimeCache } from './runtime-cache.js';
@@ -76,7 +76,7 @@ export class PodSyncer {
       volumePaths = await this.d.volumes.mount(pod);
     } catch (err) {
       if (!(err instanceof VolumeWaitError)) throw err;
-      this.d.events.warn(pod, err.reason, `MountVolume.SetUp failed: ${err.message}`, true);
+      this.d.events.event(pod, 'Warning', err.reason, `MountVolume.SetUp failed: ${err.message}`);
       await this.writeStatus(pod, rt, 'ContainerCreating');
       return { requeueMs: 500 };
     }
@@ -150,7 +150,7 @@ export class PodSyncer {
           const failure = this.d.probes.failed(latest.id!);
           if (failure) {
             const what = failure.kind === 'startup' ? 'failed startup probe' : 'failed liveness probe';
-            this.d.events.normal(pod, 'Killing', `Container ${c.name} ${what}, will be restarted`);
+            this.d.events.event(pod, 'Normal', 'Killing', `Container ${c.name} ${what}, will be restarted`);
             this.d.probes.removeContainer(latest.id!);
             await this.d.runtime.StopContainer({ containerId: latest.id, timeout: pod.spec.terminationGracePeriodSeconds ?? 30 });
             wantSooner(0);
@@ -220,7 +220,7 @@ export class PodSyncer {
       const delay = goDuration(this.d.crashBackoff.currentDelay(key));
       const msg = `back-off ${delay} restarting failed container=${c.name} pod=${pod.metadata.name}_${pod.metadata.namespace}(${uid})`;
       this.holdBack(uid, c.name, 'CrashLoopBackOff', msg);
-      this.d.events.warn(pod, 'BackOff', 'Back-off restarting failed container', true);
+      this.d.events.event(pod, 'Warning', 'BackOff', 'Back-off restarting failed container');
       return wait;
     }
     this.d.probes.removeContainer(latest.id!);
@@ -252,11 +252,11 @@ export class PodSyncer {
         throw new ImagePullError(`Container image "${image}" is not present with pull policy of Never`);
       }
     }
-    this.d.events.normal(pod, 'Pulling', `Pulling image "${image}"`);
+    this.d.events.event(pod, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = Date.now();
     try {
       const res = await this.d.images.PullImage({ image: { image }, sandboxConfig: config });
-      this.d.events.normal(pod, 'Pulled', `Successfully pulled image "${image}" in ${Date.now() - started}ms`);
+      this.d.events.event(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${Date.now() - started}ms`);
       return res.imageRef ?? image;
     } catch (err) {
       const msg = (err as { details?: string }).details ?? (err as Error).message;
@@ -288,12 +288,12 @@ export class PodSyncer {
     } catch (err) {
       if (!(err instanceof ImagePullError)) throw err;
       this.holdBack(uid, c.name, 'ErrImagePull', err.message);
-      this.d.events.warn(pod, 'Failed', err.message);
+      this.d.events.event(pod, 'Warning', 'Failed', err.message);
       return this.d.pullBackoff.failed(pullKey, `${Date.now()}`, Date.now(), 0) || this.d.pullBackoff.settings.initialMs;
     }
     const cfg = containerConfig(pod, c, attempt, { volumePaths, kind });
     const created = await this.d.runtime.CreateContainer({ podSandboxId: sandboxId, config: cfg, sandboxConfig: config });
-    this.d.events.normal(pod, 'Created', `Created container ${c.name}`);
+    this.d.events.event(pod, 'Normal', 'Created', `Created container ${c.name}`);
     await this.startExisting(pod, c, created.containerId!, podIPs);
     return undefined;
   }
@@ -302,12 +302,12 @@ export class PodSyncer {
     const uid = pod.metadata.uid ?? '';
     await this.d.runtime.StartContainer({ containerId });
     this.release(uid, c.name);
-    this.d.events.normal(pod, 'Started', `Started container ${c.name}`);
+    this.d.events.event(pod, 'Normal', 'Started', `Started container ${c.name}`);
     const postStart = (c as Container & { lifecycle?: { postStart?: { exec?: { command?: string[] } } } }).lifecycle?.postStart;
     if (postStart?.exec?.command?.length) {
       const res = await this.d.runtime.ExecSync({ containerId, cmd: postStart.exec.command, timeout: 30 });
       if (res.exitCode !== 0) {
-        this.d.events.warn(pod, 'FailedPostStartHook', `PostStartHook failed: exit code ${res.exitCode}`);
+        this.d.events.event(pod, 'Warning', 'FailedPostStartHook', `PostStartHook failed: exit code ${res.exitCode}`);
         await this.d.runtime.StopContainer({ containerId, timeout: pod.spec.terminationGracePeriodSeconds ?? 30 });
         return;
       }
@@ -324,7 +324,7 @@ export class PodSyncer {
     this.d.probes.removePod(uid);
     const running = rt.containers.filter((c) => c.state === RUNNING || c.state === CREATED);
     if (running.length && 'spec' in pod && pod.spec) {
-      this.d.events.normal(pod as Pod, 'Killing', `Stopping container ${running.map((c) => c.metadata?.name).join(', ')}`);
+      this.d.events.event(pod as Pod, 'Normal', 'Killing', `Stopping container ${running.map((c) => c.metadata?.name).join(', ')}`);
     }
     await Promise.all(running.map((c) => this.d.runtime.StopContainer({ containerId: c.id, timeout: graceSeconds })));
     for (const s of rt.sandboxes) {

@@ -8,7 +8,7 @@ export { CriLogWriter, formatLogRecord, parseCriLog, type ParsedLogRecord } from
 export { CniNetwork, type CniNetworkOptions, createCniNetwork } from './network-cni.js';
 export { NoNetwork } from './network-none.js';
 export { PodCidrIpam, type PodCidrIpamOptions } from './network-pod-cidr.js';
-export { SIM_NETWORK_NAME, SimDefaultNetwork, type SimNetworkOptions } from './network-sim.js';
+export { SIM_NETWORK_NAME, SimDefaultNetwork, type SimNetworkOptions, simNetnsHooks } from './network-sim.js';
 export { CRI_API_VERSION, CriRuntime, type CriRuntimeOptions, RUNTIME_NAME, RUNTIME_VERSION } from './runtime.js';
 export {
   type CniOptions,

@@ -25,6 +25,29 @@ export interface SimNetworkOptions {
 
 export const SIM_NETWORK_NAME = 'kemu-default';
 
+/**
+ * The sim backend's `ip netns add/delete` on a simulated datapath, idempotent like the runtime needs them:
+ * creating an existing namespace or removing a missing one is not an error.
+ */
+export function simNetnsHooks(datapath: SimDatapath) {
+  return {
+    create: async (p: string) => {
+      try {
+        await datapath.addNetns(p);
+      } catch (err) {
+        if (!isDatapathError(err, 'EEXIST')) throw err;
+      }
+    },
+    remove: async (p: string) => {
+      try {
+        await datapath.delNetns(p);
+      } catch (err) {
+        if (!isDatapathError(err, 'ENOENT')) throw err;
+      }
+    },
+  };
+}
+
 export class SimDefaultNetwork implements NetworkManager {
   readonly name = 'sim-default (bridge + host-local on netsim)';
   readonly datapath: SimDatapath;
@@ -76,22 +99,7 @@ export class SimDefaultNetwork implements NetworkManager {
 
   /** Hooks for the sim backend: the simulated `ip netns add/delete`. */
   netnsHooks() {
-    return {
-      create: async (p: string) => {
-        try {
-          await this.datapath.addNetns(p);
-        } catch (err) {
-          if (!isDatapathError(err, 'EEXIST')) throw err;
-        }
-      },
-      remove: async (p: string) => {
-        try {
-          await this.datapath.delNetns(p);
-        } catch (err) {
-          if (!isDatapathError(err, 'ENOENT')) throw err;
-        }
-      },
-    };
+    return simNetnsHooks(this.datapath);
   }
 
   /** Interface counters inside a pod's simulated namespace, for PodSandboxStats. */

@@ -6,13 +6,13 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HOST_NETNS, InProcessInvoker, isDatapathError } from '@kemu/cni';
+import { HOST_NETNS, InProcessInvoker } from '@kemu/cni';
 import { createSimDatapath, type SimDatapath } from '@kemu/cni/datapath-sim';
 import { bridge } from '@kemu/cni-bridge';
 import { hostLocal } from '@kemu/cni-host-local';
 import { loopback } from '@kemu/cni-loopback';
 import { portmap } from '@kemu/cni-portmap';
-import { CniNetwork, type NetworkManager, type PodNetworkRequest } from '@kemu/cri';
+import { CniNetwork, type NetworkManager, type PodNetworkRequest, simNetnsHooks } from '@kemu/cri';
 import { World } from '@kemu/netsim';
 
 export const UNDERLAY_NS = '/run/kemu/underlay';
@@ -200,22 +200,7 @@ export class SimClusterNetwork {
       invoker,
     });
     await cni.refresh();
-    const netnsHooks = {
-      create: async (p: string) => {
-        try {
-          await datapath.addNetns(p);
-        } catch (err) {
-          if (!isDatapathError(err, 'EEXIST')) throw err;
-        }
-      },
-      remove: async (p: string) => {
-        try {
-          await datapath.delNetns(p);
-        } catch (err) {
-          if (!isDatapathError(err, 'ENOENT')) throw err;
-        }
-      },
-    };
+    const netnsHooks = simNetnsHooks(datapath);
     const node: SimNodeNetwork = {
       nodeName,
       nodeIP,

@@ -15,6 +15,7 @@ import { failedPrecondition, invalidArgument } from './errors.js';
 import type { ImageStore } from './image-store.js';
 import { CriLogWriter } from './log-writer.js';
 import { descend, exitCodeOf, osSignals, procAlive, procStartTime, run, runOk } from './proc-util.js';
+import { PtyProcess } from './pty.js';
 import { nowNs } from './time.js';
 import type {
   Backend,
@@ -31,6 +32,7 @@ import type {
 
 const NSENTER = '/usr/bin/nsenter';
 const UNSHARE = '/usr/bin/unshare';
+const SETSID = '/usr/bin/setsid';
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const MAX_EXEC_OUTPUT = 16 * 1024 * 1024;
 const UNSHARE_SIGKILL_BUG = 'unshare: sigprocmask unblock failed';
@@ -55,6 +57,8 @@ interface ProcessSpec {
 
 interface Live {
   child?: ChildProcess;
+  /** The main process's terminal, for containers created with tty. */
+  pty?: PtyProcess;
   log?: CriLogWriter;
   output: EventEmitter;
   exited: Promise<void>;
@@ -298,9 +302,66 @@ export class ProcessBackend implements Backend {
     if (rootfs) un.push(`--root=${rootfs}`);
     un.push(`--wd=${spec.cwd}`);
     if (spec.uid !== 0 || spec.gid !== 0) un.push(`--setgid=${spec.gid}`, `--setuid=${spec.uid}`);
-    const args = [...ns, '--', UNSHARE, ...un, '--', ...spec.args];
+    const args = [...ns, '--', UNSHARE, ...un, '--', ...(c.config.tty ? this.ownSession(c, spec.args) : spec.args)];
     const cgroup = this.cgroupMode === 'none' ? undefined : new ContainerCgroup(this.cgroupMode, c.id);
     cgroup?.create();
+    const l = this.liveOf(c.id);
+    l.cgroup = cgroup;
+    if (c.logPath) l.log = new CriLogWriter(c.logPath);
+    const spawned = c.config.tty ? this.spawnMainOnPty(sb, c, args, spec, l) : this.spawnMainOnFifos(sb, c, args, spec, l);
+    const { pid: wrapperPid, spawnError, outputsEnded } = spawned;
+    if (wrapperPid) cgroup?.addProcess(wrapperPid);
+    let earlyExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    spawned.onExit(async (code, signal) => {
+      earlyExit = { code, signal };
+      // The last output (and unshare's SIGKILL message) arrive once every holder of the FIFOs is gone.
+      await Promise.race([outputsEnded, new Promise((r) => setTimeout(r, 2000))]);
+      spawned.cleanup();
+      l.log?.close();
+      l.log = undefined;
+      const exitCode = spawned.killedBySigkill() && code === 1 ? 137 : exitCodeOf(code, signal);
+      const oom = cgroup?.oomKilled() ?? false;
+      cgroup?.remove();
+      l.markExited();
+      this.host.containerExited(c.id, {
+        exitCode,
+        reason: oom ? 'OOMKilled' : exitCode === 0 ? 'Completed' : 'Error',
+      });
+      // After the exit is recorded, so attached clients see the container's exit code.
+      l.output.emit('end');
+    });
+    let init: number | undefined;
+    try {
+      const depth = (pidShared ? 1 : 0) + (ownPid ? 1 : 0);
+      init = await Promise.race([descend(wrapperPid, depth), spawnError]);
+    } catch (err) {
+      // The wrappers ended before we saw the command: either it ran and exited at once, or it never ran.
+      await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (!earlyExit) throw err;
+    } finally {
+      holder.kill('SIGKILL');
+    }
+    if (init !== undefined) {
+      cgroup?.addProcess(init);
+      c.backend.pid = init;
+      c.backend.pidStart = procStartTime(init);
+      // Until unshare has exec'd the command we cannot tell "started" from "not executable".
+      if (!(await waitForExec(init, [NSENTER, UNSHARE, SETSID]))) await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
+    }
+    if (cgroup) c.backend.cgroupFiles = cgroup.apply(c.resources);
+    c.backend.wrapperPid = wrapperPid;
+    c.startedAt = nowNs();
+    // A command that cannot be executed makes unshare exit 126/127 at once: that is a start error.
+    const early = earlyExit as { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    if (early && [126, 127].includes(exitCodeOf(early.code, early.signal))) {
+      await l.exited;
+      throw failedPrecondition(`failed to start container ${c.id}: ${JSON.stringify(spec.args[0])}: executable file not found or not executable`);
+    }
+    if (c.state === 'created') c.state = 'running';
+  }
+
+  /** Starts the container's wrappers with stdout/stderr on FIFOs (see startContainer). */
+  private spawnMainOnFifos(sb: SandboxRecord, c: ContainerRecord, args: string[], spec: ProcessSpec, l: Live): SpawnedMain {
     // stdout/stderr go through FIFOs the container holds open read-write, not pipes to this process: a
     // restarted runtime reopens them and keeps logging, and a write while it is down cannot SIGPIPE.
     const fifos = this.fifoPaths(sb, c);
@@ -315,18 +376,14 @@ export class ProcessBackend implements Backend {
       child = spawn(NSENTER, args, {
         stdio: [c.config.stdin ? 'pipe' : 'ignore', writeFds[0], writeFds[1]],
         detached: true,
-        env: Object.fromEntries(spec.env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)])),
+        env: envObject(spec.env),
       });
     } finally {
       for (const fd of writeFds) fs.closeSync(fd);
     }
     c.backend.fifos = fifos;
     child.stdin?.on('error', () => {}); // a container that exits while input is pending
-    if (child.pid) cgroup?.addProcess(child.pid);
-    const l = this.liveOf(c.id);
     l.child = child;
-    l.cgroup = cgroup;
-    if (c.logPath) l.log = new CriLogWriter(c.logPath);
     const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
     spawnError.catch(() => {});
     outSock.on('data', (d: Buffer) => {
@@ -354,61 +411,72 @@ export class ProcessBackend implements Backend {
     });
     const outputsEnded = Promise.all(
       [outSock, errSock].map((sock) => new Promise<void>((resolve) => sock.once('close', () => resolve()))),
-    );
+    ).then(() => undefined);
     errSock.on('end', () => {
       if (held) emitErr(Buffer.from(held, 'latin1'));
       held = '';
     });
-    let earlyExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    child.once('exit', (code, signal) => {
-      earlyExit = { code, signal };
+    return {
+      pid: child.pid!,
+      spawnError,
+      outputsEnded,
+      onExit: (fn) => child.once('exit', (code, signal) => fn(code, signal)),
+      killedBySigkill: () => killedBySigkill,
+      cleanup: () => {
+        outSock.destroy();
+        errSock.destroy();
+        for (const f of fifos) fs.rmSync(f, { force: true });
+      },
+    };
+  }
+
+  /**
+   * Starts the container's wrappers on a pseudo-terminal (CreateContainer with tty): stdout and stderr are
+   * the one terminal stream, logged as stdout, and attach can resize it. The terminal lives in this
+   * process, so such a container loses it (and gets SIGHUP) if the runtime exits.
+   */
+  private spawnMainOnPty(_sb: SandboxRecord, _c: ContainerRecord, args: string[], spec: ProcessSpec, l: Live): SpawnedMain {
+    const env = envObject(spec.env);
+    env.TERM ??= 'xterm';
+    const p = new PtyProcess(NSENTER, args, { env });
+    const pid = p.start();
+    l.pty = p;
+    let tail = '';
+    p.output.on('data', (d: Buffer) => {
+      tail = (tail + d.toString('latin1')).slice(-256);
+      l.log?.write('stdout', d);
+      l.output.emit('stdout', d);
     });
-    child.once('exit', async (code, signal) => {
-      // The last output (and unshare's SIGKILL message) arrive once every holder of the FIFOs is gone.
-      await Promise.race([outputsEnded, new Promise((r) => setTimeout(r, 2000))]);
-      outSock.destroy();
-      errSock.destroy();
-      for (const f of fifos) fs.rmSync(f, { force: true });
-      l.log?.close();
-      l.log = undefined;
-      l.output.emit('end');
-      const exitCode = killedBySigkill && code === 1 ? 137 : exitCodeOf(code, signal);
-      const oom = cgroup?.oomKilled() ?? false;
-      cgroup?.remove();
-      l.markExited();
-      this.host.containerExited(c.id, {
-        exitCode,
-        reason: oom ? 'OOMKilled' : exitCode === 0 ? 'Completed' : 'Error',
-      });
-    });
-    let init: number | undefined;
-    try {
-      const depth = (pidShared ? 1 : 0) + (ownPid ? 1 : 0);
-      init = await Promise.race([descend(child.pid!, depth), spawnError]);
-    } catch (err) {
-      // The wrappers ended before we saw the command: either it ran and exited at once, or it never ran.
-      await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (!earlyExit) throw err;
-    } finally {
-      holder.kill('SIGKILL');
+    const outputsEnded = new Promise<void>((resolve) => p.output.once('end', () => resolve()));
+    return {
+      pid,
+      spawnError: new Promise<never>(() => {}),
+      outputsEnded,
+      onExit: (fn) => void p.exit.then((code) => fn(code, null)),
+      // unshare's SIGKILL complaint (see spawnMainOnFifos) shares the terminal with the container's output.
+      killedBySigkill: () => tail.includes(UNSHARE_SIGKILL_BUG),
+      cleanup: () => {},
+    };
+  }
+
+  /**
+   * A tty command leads its own session with the terminal as controlling tty, inside the container's PID
+   * namespace: a shell's job control then finds its process groups (the pty's first session leader is the
+   * nsenter wrapper, outside that namespace). Needs `setsid` with -c in the container's root; without one
+   * the command runs as is.
+   */
+  private ownSession(c: ContainerRecord, cmd: string[]): string[] {
+    const rootfs = c.backend.rootfs as string | null;
+    if (!rootfs) return [SETSID, '-c', ...cmd];
+    for (const p of ['/usr/bin/setsid', '/bin/setsid']) {
+      try {
+        fs.lstatSync(path.join(rootfs, p));
+        return [p, '-c', ...cmd];
+      } catch {
+        // not in this image
+      }
     }
-    if (init !== undefined) {
-      cgroup?.addProcess(init);
-      c.backend.pid = init;
-      c.backend.pidStart = procStartTime(init);
-      // Until unshare has exec'd the command we cannot tell "started" from "not executable".
-      if (!(await waitForExec(init, [NSENTER, UNSHARE]))) await Promise.race([l.exited, new Promise((r) => setTimeout(r, 10_000))]);
-    }
-    if (cgroup) c.backend.cgroupFiles = cgroup.apply(c.resources);
-    c.backend.wrapperPid = child.pid;
-    c.startedAt = nowNs();
-    // A command that cannot be executed makes unshare exit 126/127 at once: that is a start error.
-    const early = earlyExit as { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    if (early && [126, 127].includes(exitCodeOf(early.code, early.signal))) {
-      await l.exited;
-      throw failedPrecondition(`failed to start container ${c.id}: ${JSON.stringify(spec.args[0])}: executable file not found or not executable`);
-    }
-    if (c.state === 'created') c.state = 'running';
+    return cmd;
   }
 
   private signalInit(c: ContainerRecord, signal: NodeJS.Signals) {
@@ -500,13 +568,12 @@ export class ProcessBackend implements Backend {
   }
 
   exec(_sb: SandboxRecord, c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {
+    if (opts.tty) return this.execTty(c, cmd, opts);
     const child = this.spawnExec(c, cmd, opts.stdin);
     const out = new PassThrough();
     const errOut = new PassThrough();
     child.stdout!.pipe(out);
-    // Without a pty (none is available to node without native code) tty output merges stderr into stdout.
-    if (opts.tty) child.stderr!.pipe(out, { end: false });
-    else child.stderr!.pipe(errOut);
+    child.stderr!.pipe(errOut);
     const exit = new Promise<number>((resolve, reject) => {
       child.once('error', reject);
       child.once('close', (code, signal) => resolve(exitCodeOf(code, signal)));
@@ -514,7 +581,7 @@ export class ProcessBackend implements Backend {
     return {
       stdin: child.stdin ?? undefined,
       stdout: opts.stdout ? out : undefined,
-      stderr: opts.stderr && !opts.tty ? errOut : undefined,
+      stderr: opts.stderr ? errOut : undefined,
       exit,
       kill: () => {
         try {
@@ -523,6 +590,26 @@ export class ProcessBackend implements Backend {
           // already exited
         }
       },
+    };
+  }
+
+  /** Exec on a pseudo-terminal: one output stream, resizable, stdin end sends ^D. */
+  private execTty(c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {
+    const pid = c.backend.pid as number;
+    if (!procAlive(pid, c.backend.pidStart as number)) throw failedPrecondition(`container ${c.id} has no running process`);
+    const spec = c.backend.process as ProcessSpec;
+    const env = envObject(spec.env);
+    env.TERM ??= 'xterm';
+    const p = new PtyProcess(NSENTER, this.execArgs(c, this.ownSession(c, cmd)), { env });
+    // Started on the next tick: the streaming server applies the client's terminal size first.
+    process.nextTick(() => this.live.get(c.id)?.cgroup?.addProcess(p.start()));
+    if (!opts.stdout) p.output.resume();
+    return {
+      stdin: opts.stdin ? p.input : undefined,
+      stdout: opts.stdout ? p.output : undefined,
+      exit: p.exit,
+      resize: (cols, rows) => p.resize(cols, rows),
+      kill: () => p.kill('SIGKILL'),
     };
   }
 
@@ -551,7 +638,7 @@ export class ProcessBackend implements Backend {
     let stdin: PassThrough | undefined;
     if (opts.stdin) {
       stdin = new PassThrough();
-      const target = l.child?.stdin;
+      const target = l.pty?.input ?? l.child?.stdin;
       if (target) stdin.on('data', (d: Buffer) => target.write(d));
       // stdinOnce: the container's stdin closes when the first attached client detaches.
       stdin.on('end', () => {
@@ -563,6 +650,7 @@ export class ProcessBackend implements Backend {
       stdout: out,
       stderr: errOut,
       exit,
+      resize: l.pty ? (cols, rows) => l.pty?.resize(cols, rows) : undefined,
       kill: () => {
         detach();
         done(0);
@@ -708,6 +796,7 @@ export class ProcessBackend implements Backend {
       l.log?.flush();
       l.child?.removeAllListeners('exit');
       l.child?.unref();
+      l.pty?.unref();
       (l.child?.stdout as unknown as { unref?: () => void })?.unref?.();
       (l.child?.stderr as unknown as { unref?: () => void })?.unref?.();
       (l.child?.stdin as unknown as { unref?: () => void })?.unref?.();
@@ -762,4 +851,18 @@ function countProcs(file: string): number {
   } catch {
     return 0;
   }
+}
+
+interface SpawnedMain {
+  /** The outermost wrapper's pid. */
+  pid: number;
+  spawnError: Promise<never>;
+  outputsEnded: Promise<void>;
+  onExit(fn: (code: number | null, signal: NodeJS.Signals | null) => void): void;
+  killedBySigkill(): boolean;
+  cleanup(): void;
+}
+
+function envObject(env: string[]): Record<string, string> {
+  return Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
 }

@@ -26,6 +26,8 @@ const STDERR = 2;
 const ERROR = 3;
 const RESIZE = 4;
 const CLOSE = 255;
+/** How long a tty session waits for the client's first terminal size before starting the command. */
+const TTY_SIZE_WAIT_MS = 1000;
 
 export interface StreamingServerOptions {
   /** Address to listen on (default 127.0.0.1, port 0 = any free port). */
@@ -55,7 +57,37 @@ function errorStatusJson(message: string): string {
   return JSON.stringify({ metadata: {}, status: 'Failure', message, reason: 'InternalError' });
 }
 
-class ChannelConn {
+/**
+ * One exec/attach connection, whatever the transport: output channels out, stdin/resize in. WebSocket
+ * multiplexes channels in one connection; SPDY gives each its own stream.
+ */
+export interface CommandTransport {
+  /** v4+ protocols carry a JSON Status on the error channel; older ones a plain message. */
+  readonly versioned: boolean;
+  send(channel: typeof STDOUT | typeof STDERR | typeof ERROR, data: Buffer | string): void;
+  /** Ends the connection once everything sent is flushed. */
+  finish(): void;
+  onStdin(fn: (data: Buffer) => void): void;
+  onStdinEnd(fn: () => void): void;
+  onResize(fn: (width: number, height: number) => void): void;
+  onClose(fn: () => void): void;
+}
+
+/** Parses resize messages: JSON objects {Width, Height}, one per frame (WebSocket) or back to back (SPDY). */
+export function parseResizes(text: string): { width: number; height: number }[] {
+  const sizes: { width: number; height: number }[] = [];
+  for (const m of text.matchAll(/\{[^{}]*\}/g)) {
+    try {
+      const v = JSON.parse(m[0]) as { Width?: unknown; Height?: unknown };
+      if (typeof v.Width === 'number' && typeof v.Height === 'number') sizes.push({ width: v.Width, height: v.Height });
+    } catch {
+      // a malformed resize message is ignored, as kubelet does
+    }
+  }
+  return sizes;
+}
+
+class ChannelConn implements CommandTransport {
   readonly base64: boolean;
   readonly versioned: boolean;
 
@@ -74,6 +106,10 @@ class ChannelConn {
     else this.ws.send(Buffer.concat([Buffer.from([channel]), buf]));
   }
 
+  finish(): void {
+    this.ws.close(1000);
+  }
+
   onFrame(fn: (channel: number, data: Buffer) => void): void {
     this.ws.on('message', (raw: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
       const buf = Buffer.isBuffer(raw) ? raw : Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw);
@@ -83,6 +119,29 @@ class ChannelConn {
         fn(channel, Buffer.from(buf.subarray(1).toString(), 'base64'));
       } else fn(buf[0], buf.subarray(1));
     });
+  }
+
+  onStdin(fn: (data: Buffer) => void): void {
+    this.onFrame((ch, data) => {
+      if (ch === STDIN) fn(data);
+    });
+  }
+
+  onStdinEnd(fn: () => void): void {
+    // v5's close frame: channel 255 naming the channel the client has finished writing.
+    this.onFrame((ch, data) => {
+      if (ch === CLOSE && data[0] === STDIN) fn();
+    });
+  }
+
+  onResize(fn: (width: number, height: number) => void): void {
+    this.onFrame((ch, data) => {
+      if (ch === RESIZE) for (const s of parseResizes(data.toString())) fn(s.width, s.height);
+    });
+  }
+
+  onClose(fn: () => void): void {
+    this.ws.on('close', fn);
   }
 }
 
@@ -158,25 +217,75 @@ export class StreamingServer implements StreamingRegistry {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = new ChannelConn(ws, ws.protocol);
       if (pending.req.kind === 'portforward') this.servePortForward(conn, pending.req.sandboxId, url, pending.req.ports);
-      else this.serveCommand(conn, pending.req);
+      else {
+        // An empty frame on the lowest writable channel tells a WebSocket client the stream is established.
+        conn.send(pending.req.opts.stdout ? STDOUT : pending.req.opts.stderr ? STDERR : ERROR, Buffer.alloc(0));
+        this.serveCommand(conn, pending.req);
+      }
     });
   }
 
-  private serveCommand(conn: ChannelConn, req: Extract<StreamRequest, { kind: 'exec' | 'attach' }>) {
-    let session: StreamSession;
-    try {
-      session =
-        req.kind === 'exec'
-          ? this.runtime.openExec(req.containerId, req.cmd, req.opts)
-          : this.runtime.openAttach(req.containerId, req.opts);
-    } catch (err) {
-      conn.send(ERROR, conn.versioned ? errorStatusJson(errorMessage(err)) : errorMessage(err));
-      conn.ws.close(1000);
-      return;
-    }
+  /** Runs an exec/attach session over a connected transport until the command ends or the client leaves. */
+  serveCommand(conn: CommandTransport, req: Extract<StreamRequest, { kind: 'exec' | 'attach' }>): void {
+    let session: StreamSession | undefined;
+    let closed = false;
+    const pendingIn: Buffer[] = [];
+    let pendingEnd = false;
+    let size: { width: number; height: number } | undefined;
+    conn.onStdin((d) => {
+      if (session) session.stdin?.write(d);
+      else pendingIn.push(d);
+    });
+    conn.onStdinEnd(() => {
+      if (session) session.stdin?.end();
+      else pendingEnd = true;
+    });
+    conn.onClose(() => {
+      closed = true;
+      if (!session) return;
+      session.stdin?.end();
+      session.kill(); // exec: the command dies with its client; attach: only detaches
+      this.sessions.delete(session);
+    });
+    const open = () => {
+      if (session || closed) return;
+      clearTimeout(waitForSize);
+      try {
+        session =
+          req.kind === 'exec'
+            ? this.runtime.openExec(req.containerId, req.cmd, req.opts)
+            : this.runtime.openAttach(req.containerId, req.opts);
+      } catch (err) {
+        conn.send(ERROR, conn.versioned ? errorStatusJson(errorMessage(err)) : errorMessage(err));
+        conn.finish();
+        return;
+      }
+      this.run(conn, req, session, size, pendingIn, pendingEnd);
+    };
+    // A terminal client sends its size first thing; waiting briefly for it lets the command start with the
+    // right size instead of 80x24 plus a SIGWINCH.
+    conn.onResize((width, height) => {
+      if (session) session.resize?.(width, height);
+      else {
+        size = { width, height };
+        open();
+      }
+    });
+    const waitForSize = setTimeout(open, req.opts.tty ? TTY_SIZE_WAIT_MS : 0);
+  }
+
+  private run(
+    conn: CommandTransport,
+    req: Extract<StreamRequest, { kind: 'exec' | 'attach' }>,
+    session: StreamSession,
+    size: { width: number; height: number } | undefined,
+    pendingIn: Buffer[],
+    pendingEnd: boolean,
+  ) {
     this.sessions.add(session);
-    // An empty frame on the lowest writable channel tells the client the stream is established.
-    conn.send(req.opts.stdout ? STDOUT : req.opts.stderr ? STDERR : ERROR, Buffer.alloc(0));
+    if (size) session.resize?.(size.width, size.height);
+    for (const d of pendingIn) session.stdin?.write(d);
+    if (pendingEnd) session.stdin?.end();
     const outputsDone: Promise<void>[] = [];
     for (const [stream, ch] of [
       [session.stdout, STDOUT],
@@ -192,35 +301,17 @@ export class StreamingServer implements StreamingRegistry {
         }),
       );
     }
-    conn.onFrame((ch, data) => {
-      if (ch === STDIN) session.stdin?.write(data);
-      else if (ch === RESIZE) {
-        try {
-          const size = JSON.parse(data.toString());
-          session.resize?.(size.Width, size.Height);
-        } catch {
-          // a malformed resize frame is ignored, as kubelet does
-        }
-      } else if (ch === CLOSE) {
-        if (data[0] === STDIN) session.stdin?.end();
-      }
-    });
-    conn.ws.on('close', () => {
-      session.stdin?.end();
-      if (req.kind === 'exec') session.kill();
-      else session.kill(); // detaching from an attach never stops the container
-      this.sessions.delete(session);
-    });
     session.exit.then(
       async (code) => {
         await Promise.race([Promise.all(outputsDone), new Promise((r) => setTimeout(r, 2000))]);
         conn.send(ERROR, conn.versioned ? statusJson(code, req.kind === 'exec' ? req.cmd : undefined) : code === 0 ? '' : `exit code ${code}`);
-        conn.ws.close(1000);
+        conn.finish();
         this.sessions.delete(session);
       },
       (err) => {
         conn.send(ERROR, conn.versioned ? errorStatusJson(errorMessage(err)) : errorMessage(err));
-        conn.ws.close(1000);
+        conn.finish();
+        this.sessions.delete(session);
       },
     );
   }

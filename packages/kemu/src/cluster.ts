@@ -1,6 +1,7 @@
 // A whole emulated cluster in one process: the store, the storage controllers, the scheduler, the CSI
 // sidecars, and per node a CSI driver, a CRI runtime with CNI networking on the simulated datapath, and a
 // kubelet. Everything talks through the same APIs the standalone packages serve on sockets.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -14,7 +15,7 @@ import {
   type Store,
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
-import { createCri, type CriInstance, parseCriLog } from '@kemu/cri';
+import { createCri, type CriInstance, type CriRuntimeConfig, parseCriLog, startCriServer } from '@kemu/cri';
 import { createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
 import { Kubelet, NodeLifecycleController, StaticPluginRegistry } from '@kemu/kubelet';
@@ -23,6 +24,7 @@ import { cri, csi, inProcessApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
 import type { ApiExtensions, ExecResult } from './api-server.js';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
+import { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 import { SimClusterNetwork } from './sim-network.js';
 
 export type StoreKind = 'memory' | 'file' | 'etcd';
@@ -52,6 +54,10 @@ export interface ClusterNode {
   ip: string;
   podCIDR: string;
   cri: CriInstance;
+  /** The runtime's CRI socket, when the node serves one (the linux datapath does, for crictl-style tools). */
+  criSocket?: string;
+  /** The node's network namespace on the linux datapath. */
+  netns?: string;
   kubelet: Kubelet;
   csi: CsiDriver;
   podLogsDir: string;
@@ -60,15 +66,39 @@ export interface ClusterNode {
 /** What this composition supports today; anything else is refused with a clear message. */
 export function checkSupported(o: ClusterOptions): void {
   const unsupported: string[] = [];
-  if ((o.datapath ?? 'sim') !== 'sim')
-    unsupported.push(
-      `--datapath ${o.datapath} (the composed cluster runs on the simulated datapath; the linux datapath is available per package: kemu-cri --backend process with the reference or kemu CNI plugins)`,
-    );
-  if ((o.runtime ?? 'sim') !== 'sim')
-    unsupported.push(`--runtime ${o.runtime} (use kemu-cri --backend process on its own)`);
+  const datapath = o.datapath ?? 'sim';
+  if (datapath === 'linux') {
+    const why = linuxUnsupportedReason();
+    if (why) throw new Error(`--datapath linux cannot run here: ${why}`);
+  }
+  if ((o.runtime ?? 'sim') === 'process' && datapath !== 'linux')
+    unsupported.push('--runtime process on the sim datapath (real processes need real network namespaces: add --datapath linux)');
   if ((o.network ?? 'bridge') !== 'bridge')
     unsupported.push(`--network ${o.network} (only bridge routing between nodes is composed so far)`);
   if (unsupported.length) throw new Error(`not supported by \`kemu up\` yet: ${unsupported.join('; ')}`);
+}
+
+/** Real processes need real directories to mount, so the process runtime defaults to hostpath storage. */
+export function storageKind(o: Pick<ClusterOptions, 'storage' | 'runtime'>): 'sim' | 'hostpath' {
+  return o.storage ?? ((o.runtime ?? 'sim') === 'process' ? 'hostpath' : 'sim');
+}
+
+/** Lazily unmounts whatever is still mounted below `dir` (volumes of pods that could not be torn down). */
+async function unmountUnder(dir: string): Promise<void> {
+  const root = `${path.resolve(dir)}/`;
+  const points = fs
+    .readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4]?.replace(/\\040/g, ' '))
+    .filter((p): p is string => !!p && p.startsWith(root))
+    .sort((a, b) => b.length - a.length);
+  for (const p of points) {
+    await new Promise<void>((resolve) => {
+      const child = spawn('/usr/bin/umount', ['-l', p], { stdio: 'ignore' });
+      child.on('error', () => resolve());
+      child.on('close', () => resolve());
+    });
+  }
 }
 
 /**
@@ -118,13 +148,16 @@ async function ensure(store: Store, obj: KubeObject) {
 
 export class Cluster {
   readonly nodes: ClusterNode[] = [];
-  readonly network: SimClusterNetwork;
+  readonly network: SimClusterNetwork | LinuxClusterNetwork;
   private readonly stoppers: Array<() => Promise<void>> = [];
   private constructor(
     readonly options: ClusterOptions,
     readonly store: Store,
   ) {
-    this.network = new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
+    this.network =
+      (options.datapath ?? 'sim') === 'linux'
+        ? new LinuxClusterNetwork(options.stateDir)
+        : new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
@@ -244,7 +277,7 @@ export class Cluster {
     const podLogsDir = path.join(nodeDir, 'pods');
     fs.mkdirSync(podLogsDir, { recursive: true, mode: 0o750 });
 
-    const hostpath = (o.storage ?? 'sim') === 'hostpath';
+    const hostpath = storageKind(o) === 'hostpath';
     const kubeletRoot = hostpath ? path.join(nodeDir, 'kubelet') : '/var/lib/kubelet';
     const driver = await createCsiDriver({
       backend: hostpath ? 'hostpath' : 'sim',
@@ -263,16 +296,29 @@ export class Cluster {
     });
 
     const net = await this.network.addNode(name, ip, podCIDR);
-    const runtime = await createCri({
-      backend: 'sim',
+    const durable = (o.store ?? 'memory') !== 'memory';
+    const linux = this.network instanceof LinuxClusterNetwork;
+    const criConfig: CriRuntimeConfig = {
+      backend: o.runtime ?? 'sim',
       syntheticImages: true,
       network: net.manager,
       sim: { netns: net.netnsHooks },
+      process: { netnsPrefix: `${linux ? (this.network as LinuxClusterNetwork).prefix : 'kemu'}-pod-` },
       podCidr: podCIDR,
       allowedLogRoots: [podLogsDir],
       streaming: false,
-      stateDir: (o.store ?? 'memory') === 'memory' ? undefined : path.join(nodeDir, 'cri'),
-    });
+      // Real processes and namespaces outlive a crash of this process, so the runtime always keeps its
+      // state on a real datapath; the simulated one only with a durable store.
+      stateDir: durable || linux ? path.join(nodeDir, 'cri') : undefined,
+    };
+    let criSocket: string | undefined;
+    let runtime: CriInstance;
+    if (linux) {
+      criSocket = path.join(nodeDir, 'cri.sock');
+      runtime = await startCriServer({ ...criConfig, listen: `unix://${criSocket}` });
+    } else {
+      runtime = await createCri(criConfig);
+    }
     this.stoppers.push(() => runtime.close());
     const kubelet = new Kubelet({
       store: this.store,
@@ -293,7 +339,17 @@ export class Cluster {
     });
     await kubelet.start();
     this.stoppers.push(() => kubelet.stop());
-    this.nodes.push({ name, ip, podCIDR, cri: runtime, kubelet, csi: driver, podLogsDir });
+    this.nodes.push({
+      name,
+      ip,
+      podCIDR,
+      cri: runtime,
+      criSocket,
+      netns: 'netnsPath' in net ? net.netnsPath : undefined,
+      kubelet,
+      csi: driver,
+      podLogsDir,
+    });
   }
 
   node(name: string): ClusterNode | undefined {
@@ -301,9 +357,17 @@ export class Cluster {
   }
 
   async stop(): Promise<void> {
+    const linux = this.network instanceof LinuxClusterNetwork;
+    // A memory store forgets the cluster, so on a real datapath nothing it made may outlive it: pods are
+    // torn down through their kubelets first (volumes unpublished, CNI DEL, processes stopped).
+    const teardown = linux && (this.options.store ?? 'memory') === 'memory';
+    if (teardown) await this.drain();
     // Saved first, as it is with the pods running: kubelets and runtimes then stop without tearing pods
     // down, as on a real node, and a restart finds everything where it was.
-    this.stoppers.push(async () => this.network.save());
+    if (this.network instanceof SimClusterNetwork) {
+      const net = this.network;
+      this.stoppers.push(async () => net.save());
+    }
     for (const s of this.stoppers.reverse().splice(0)) {
       try {
         await s();
@@ -311,7 +375,44 @@ export class Cluster {
         this.options.onError?.(err, 'stop');
       }
     }
+    if (teardown) {
+      try {
+        await unmountUnder(this.options.stateDir);
+        await (this.network as LinuxClusterNetwork).destroy();
+      } catch (err) {
+        this.options.onError?.(err, 'stop: removing network namespaces');
+      }
+    }
     await this.store.close();
+  }
+
+  /** Deletes every pod and waits for the kubelets to tear them down; what is left is removed directly. */
+  private async drain(): Promise<void> {
+    const sandboxes = async () => {
+      let n = 0;
+      for (const node of this.nodes)
+        n += ((await node.cri.runtimeService.ListPodSandbox!({}, {} as never)).items ?? []).length;
+      return n;
+    };
+    try {
+      for (const p of (await this.store.list('Pod')).items) {
+        await this.store
+          .delete('Pod', p.metadata.namespace ?? 'default', p.metadata.name ?? '', { gracePeriodSeconds: 0 })
+          .catch((err) => {
+            if (!isNotFound(err)) throw err;
+          });
+      }
+      const end = Date.now() + 30_000;
+      while (Date.now() < end && (await sandboxes()) > 0) await new Promise((r) => setTimeout(r, 100));
+      for (const node of this.nodes) {
+        for (const sb of (await node.cri.runtimeService.ListPodSandbox!({}, {} as never)).items ?? []) {
+          await node.cri.runtimeService.StopPodSandbox!({ podSandboxId: sb.id }, {} as never);
+          await node.cri.runtimeService.RemovePodSandbox!({ podSandboxId: sb.id }, {} as never);
+        }
+      }
+    } catch (err) {
+      this.options.onError?.(err, 'stop: tearing pods down');
+    }
   }
 
   private async podAndNode(namespace: string, name: string): Promise<{ pod: Pod; node: ClusterNode }> {
@@ -378,7 +479,7 @@ export class Cluster {
       },
       trace: async (from, to) => this.trace(from, to),
       info: async () => ({
-        nodes: this.nodes.map((n) => ({ name: n.name, ip: n.ip, podCIDR: n.podCIDR })),
+        nodes: this.nodes.map((n) => ({ name: n.name, ip: n.ip, podCIDR: n.podCIDR, criSocket: n.criSocket, netns: n.netns })),
         options: { ...this.options, onProgress: undefined, onError: undefined },
       }),
     };
@@ -401,6 +502,10 @@ export class Cluster {
       }
       if (!ip) throw new Error(`pod ${tns}/${tname} has no IP yet`);
     }
+    if (this.network instanceof LinuxClusterNetwork) {
+      const r = await this.network.ping(src.metadata.uid ?? '', ip);
+      return { from: `${fns}/${fname}`, to, ip, ...r, trace: [] };
+    }
     const result = this.network.ping(src.metadata.uid ?? '', ip);
     return {
       from: `${fns}/${fname}`,
@@ -410,7 +515,7 @@ export class Cluster {
       transmitted: result.transmitted,
       received: result.received,
       error: result.error,
-      trace: result.trace,
+      trace: result.trace as unknown[],
       text: formatTrace(result.trace),
     };
   }

@@ -10,12 +10,13 @@ import { Cluster } from './cluster.js';
 import type { Out } from './commands.js';
 import { printTable } from './printers.js';
 
-export function demoManifestPath(): string {
+/** A sample manifest shipped in the package's examples/ (demo-app.yaml for the sim modes, linux-app.yaml for the real ones). */
+export function demoManifestPath(name = 'demo-app.yaml'): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const p of [path.join(here, '..', 'examples', 'demo-app.yaml'), path.join(here, '..', '..', 'examples', 'demo-app.yaml')]) {
+  for (const p of [path.join(here, '..', 'examples', name), path.join(here, '..', '..', 'examples', name)]) {
     if (fs.existsSync(p)) return p;
   }
-  throw new Error('demo-app.yaml not found next to the kemu package');
+  throw new Error(`${name} not found next to the kemu package`);
 }
 
 async function until<T>(what: string, timeoutMs: number, fn: () => Promise<T | false | undefined>): Promise<T> {

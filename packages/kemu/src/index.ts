@@ -2,10 +2,11 @@
 export { ApiClient, ClusterUnreachableError, resourcePath } from './api-client.js';
 export { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from './api-server.js';
 export { type BenchResult, benchPods } from './bench.js';
-export { checkSupported, Cluster, type ClusterNode, type ClusterOptions, openStore, type StoreKind, subnet } from './cluster.js';
+export { checkSupported, storageKind, Cluster, type ClusterNode, type ClusterOptions, openStore, type StoreKind, subnet } from './cluster.js';
 export { CsiRouter, type NodeDriver } from './csi-router.js';
 export { demoManifestPath, leftovers, runDemo } from './demo.js';
 export { describeObject } from './describe.js';
 export { humanDuration, KIND_ALIASES, podStatusReason, printTable, resolveKind, table } from './printers.js';
+export { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 export { NetnsDirectory, SimClusterNetwork, UNDERLAY_NS } from './sim-network.js';
 export { defaultStateDir, paths } from './state.js';

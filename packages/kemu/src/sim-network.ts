@@ -39,6 +39,38 @@ export interface SimNodeNetwork {
   netnsHooks: { create(p: string): Promise<void>; remove(p: string): Promise<void> };
 }
 
+/** The node's CNI configuration: bridge + host-local from the node's pod CIDR, then portmap. */
+export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: string): void {
+  fs.writeFileSync(
+    path.join(confDir, `10-${CLUSTER_NETWORK}.conflist`),
+    JSON.stringify(
+      {
+        cniVersion: '1.0.0',
+        name: CLUSTER_NETWORK,
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: 'cni0',
+            isGateway: true,
+            // Pod-to-pod traffic crosses nodes unmodified; there is no outside world to masquerade to.
+            ipMasq: false,
+            hairpinMode: true,
+            ipam: {
+              type: 'host-local',
+              ranges: [[{ subnet: podCIDR }]],
+              routes: [{ dst: '0.0.0.0/0' }],
+              dataDir: ipamDir,
+            },
+          },
+          { type: 'portmap', capabilities: { portMappings: true }, snat: true },
+        ],
+      },
+      null,
+      2,
+    ),
+  );
+}
+
 /** Records which netns a pod's sandbox got, so traces can start from a pod. */
 export class NetnsDirectory {
   private byUid = new Map<string, { netns: string; node: string; ips: string[] }>();
@@ -54,17 +86,15 @@ export class NetnsDirectory {
 }
 
 /** Wraps the CNI-backed manager to remember each pod's namespace and addresses. */
-class RecordingNetwork implements NetworkManager {
-  readonly name: string;
+export class RecordingNetwork implements NetworkManager {
   constructor(
+    readonly name: string,
     private readonly inner: CniNetwork,
     private readonly dir: NetnsDirectory,
     private readonly node: string,
     private readonly hooks: { create(p: string): Promise<void> },
-    private readonly world: World,
-  ) {
-    this.name = `cni on netsim (${CLUSTER_NETWORK})`;
-  }
+    private readonly hasNamespace: (p: string) => boolean,
+  ) {}
   status() {
     return this.inner.status();
   }
@@ -89,7 +119,7 @@ class RecordingNetwork implements NetworkManager {
   async recover(held: PodNetworkRequest[]) {
     for (const r of held) {
       if (!r.netnsPath) continue;
-      if (this.world.hasNamespace(r.netnsPath)) {
+      if (this.hasNamespace(r.netnsPath)) {
         this.dir.set(r.uid, r.netnsPath, this.node, r.ips ?? []);
         continue;
       }
@@ -161,34 +191,7 @@ export class SimClusterNetwork {
     const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
     const confDir = path.join(dir, 'net.d');
     fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(
-      path.join(confDir, `10-${CLUSTER_NETWORK}.conflist`),
-      JSON.stringify(
-        {
-          cniVersion: '1.0.0',
-          name: CLUSTER_NETWORK,
-          plugins: [
-            {
-              type: 'bridge',
-              bridge: 'cni0',
-              isGateway: true,
-              // Pod-to-pod traffic crosses nodes unmodified; there is no outside world to masquerade to.
-              ipMasq: false,
-              hairpinMode: true,
-              ipam: {
-                type: 'host-local',
-                ranges: [[{ subnet: podCIDR }]],
-                routes: [{ dst: '0.0.0.0/0' }],
-                dataDir: path.join(dir, 'ipam'),
-              },
-            },
-            { type: 'portmap', capabilities: { portMappings: true }, snat: true },
-          ],
-        },
-        null,
-        2,
-      ),
-    );
+    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'));
     const invoker = new InProcessInvoker({
       plugins: { bridge, 'host-local': hostLocal, portmap, loopback },
       datapath,
@@ -207,7 +210,14 @@ export class SimClusterNetwork {
       podCIDR,
       hostNamespace,
       datapath,
-      manager: new RecordingNetwork(cni, this.pods, nodeName, netnsHooks, this.world),
+      manager: new RecordingNetwork(
+        `cni on netsim (${CLUSTER_NETWORK})`,
+        cni,
+        this.pods,
+        nodeName,
+        netnsHooks,
+        (p) => this.world.hasNamespace(p),
+      ),
       netnsHooks,
     };
     this.nodes.set(nodeName, node);

@@ -1,0 +1,200 @@
+// The real-kernel network of a whole cluster, the counterpart of SimClusterNetwork: every node is a Linux
+// network namespace whose eth0 is a veth into an underlay namespace holding one bridge; each node runs the
+// CNI chain (bridge + host-local + portmap) in process through the netlink datapath pointed at the node's
+// namespace, and nodes route each other's pod CIDRs via the node IPs (host-gw; no NAT between pods).
+// Nothing touches the machine's own namespace: the underlay is a namespace too.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createLinuxDatapath, HOST_NETNS, InProcessInvoker, isDatapathError, type LinuxDatapath } from '@kemu/cni';
+import { bridge } from '@kemu/cni-bridge';
+import { hostLocal } from '@kemu/cni-host-local';
+import { loopback } from '@kemu/cni-loopback';
+import { portmap } from '@kemu/cni-portmap';
+import { CniNetwork, type NetworkManager } from '@kemu/cri';
+import { CLUSTER_NETWORK, NetnsDirectory, RecordingNetwork, uplinkName, writeClusterConflist } from './sim-network.js';
+
+const IP = '/usr/sbin/ip';
+const NSENTER = '/usr/bin/nsenter';
+const PING = '/usr/bin/ping';
+const NETNS_DIR = '/run/netns';
+
+export interface LinuxNodeNetwork {
+  nodeName: string;
+  nodeIP: string;
+  podCIDR: string;
+  /** The node's namespace (the "host" namespace of its CNI chain). */
+  netnsPath: string;
+  datapath: LinuxDatapath;
+  manager: NetworkManager;
+  /** For runtimes that leave namespace creation to the network (the sim runtime on a real datapath). */
+  netnsHooks: { create(p: string): Promise<void>; remove(p: string): Promise<void> };
+}
+
+export interface PingOutcome {
+  reachable: boolean;
+  transmitted: number;
+  received: number;
+  error?: string;
+  text: string;
+}
+
+function run(cmd: string, args: string[], timeoutMs = 10_000): Promise<{ code: number; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (out += c));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? 1, out }));
+  });
+}
+
+/** Why the linux datapath cannot run here, or undefined when it can. */
+export function linuxUnsupportedReason(): string | undefined {
+  if (process.platform !== 'linux') return 'it needs Linux';
+  if (process.getuid?.() !== 0) return 'it needs root (network namespaces, veths and routes): run as root or use --datapath sim';
+  for (const bin of [IP, NSENTER, PING])
+    if (!fs.existsSync(bin)) return `${bin} is missing: install iproute2, util-linux and iputils-ping`;
+  return undefined;
+}
+
+/** `ip netns add` that tolerates an existing namespace (a restarted cluster finds its nodes again). */
+async function ensureNetns(name: string): Promise<string> {
+  const p = path.join(NETNS_DIR, name);
+  if (!fs.existsSync(p)) {
+    const r = await run(IP, ['netns', 'add', name]);
+    if (r.code !== 0 && !/File exists/.test(r.out)) throw new Error(`ip netns add ${name}: ${r.out.trim()}`);
+  }
+  return p;
+}
+
+async function deleteNetns(name: string): Promise<void> {
+  const r = await run(IP, ['netns', 'delete', name]);
+  if (r.code !== 0 && !/No such file|not found|Cannot remove/.test(r.out))
+    throw new Error(`ip netns delete ${name}: ${r.out.trim()}`);
+}
+
+export class LinuxClusterNetwork {
+  readonly nodes = new Map<string, LinuxNodeNetwork>();
+  readonly pods = new NetnsDirectory();
+  /** Names of this cluster's namespaces carry a hash of its state dir, so two clusters never collide. */
+  readonly prefix: string;
+  readonly underlayName: string;
+  private underlay?: LinuxDatapath;
+
+  constructor(
+    readonly stateDir: string,
+    readonly nodePrefixLen = 16,
+  ) {
+    this.prefix = `kemu-${createHash('sha256').update(path.resolve(stateDir)).digest('hex').slice(0, 8)}`;
+    this.underlayName = `${this.prefix}-underlay`;
+  }
+
+  private async underlayDatapath(): Promise<LinuxDatapath> {
+    if (this.underlay) return this.underlay;
+    const p = await ensureNetns(this.underlayName);
+    const dp = createLinuxDatapath({ hostNetns: p });
+    if (!(await dp.getLink(HOST_NETNS, 'kemu-underlay')))
+      await dp.addLink(HOST_NETNS, { kind: 'bridge', name: 'kemu-underlay', up: true });
+    this.underlay = dp;
+    return dp;
+  }
+
+  /** The node's namespace name; a hash keeps long node names inside what `ip netns` accepts comfortably. */
+  nodeNetnsName(nodeName: string): string {
+    return `${this.prefix}-${nodeName}`;
+  }
+
+  async addNode(nodeName: string, nodeIP: string, podCIDR: string): Promise<LinuxNodeNetwork> {
+    const under = await this.underlayDatapath();
+    const netnsPath = await ensureNetns(this.nodeNetnsName(nodeName));
+    const datapath = createLinuxDatapath({ hostNetns: netnsPath });
+    const uplink = uplinkName(nodeName);
+    if (!(await datapath.getLink(HOST_NETNS, 'eth0'))) {
+      await under.addLink(HOST_NETNS, { kind: 'veth', name: uplink, up: true, peer: { name: 'eth0', netns: netnsPath } });
+      await under.setLink(HOST_NETNS, uplink, { master: 'kemu-underlay', up: true });
+      await datapath.setLink(HOST_NETNS, 'eth0', { up: true });
+      await datapath.addAddr(HOST_NETNS, 'eth0', `${nodeIP}/${this.nodePrefixLen}`);
+    }
+    await datapath.setLink(HOST_NETNS, 'lo', { up: true });
+    await datapath.setSysctl(HOST_NETNS, 'net.ipv4.ip_forward', '1');
+
+    const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
+    const confDir = path.join(dir, 'net.d');
+    fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
+    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'));
+    const cni = new CniNetwork({
+      confDir,
+      binDirs: [path.join(dir, 'bin')],
+      cacheDir: path.join(dir, 'cache'),
+      invoker: new InProcessInvoker({ plugins: { bridge, 'host-local': hostLocal, portmap, loopback }, datapath }),
+    });
+    await cni.refresh();
+    const netnsHooks = {
+      create: async (p: string) => {
+        await ensureNetns(path.basename(p));
+      },
+      remove: async (p: string) => {
+        await deleteNetns(path.basename(p));
+      },
+    };
+    const node: LinuxNodeNetwork = {
+      nodeName,
+      nodeIP,
+      podCIDR,
+      netnsPath,
+      datapath,
+      manager: new RecordingNetwork(`cni on linux (${CLUSTER_NETWORK})`, cni, this.pods, nodeName, netnsHooks, (p) =>
+        fs.existsSync(p),
+      ),
+      netnsHooks,
+    };
+    this.nodes.set(nodeName, node);
+    await this.syncRoutes();
+    return node;
+  }
+
+  /** Every node routes every other node's pod CIDR via that node's IP on the underlay. */
+  async syncRoutes(): Promise<void> {
+    for (const n of this.nodes.values()) {
+      for (const m of this.nodes.values()) {
+        if (m === n) continue;
+        await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
+      }
+    }
+  }
+
+  /** A real ping from the pod's network namespace. */
+  async ping(podUid: string, to: string): Promise<PingOutcome> {
+    const pod = this.pods.get(podUid);
+    if (!pod) throw new Error(`pod ${podUid} has no network namespace on this cluster`);
+    if (!/^[0-9a-fA-F.:]+$/.test(to)) throw new Error(`${JSON.stringify(to)} is not an IP address`);
+    const r = await run(NSENTER, [`--net=${pod.netns}`, '--', PING, '-c', '1', '-W', '2', '-n', to], 15_000);
+    const m = /(\d+) packets transmitted, (\d+) received/.exec(r.out);
+    const transmitted = m ? Number(m[1]) : 0;
+    const received = m ? Number(m[2]) : 0;
+    return {
+      reachable: received > 0,
+      transmitted,
+      received,
+      error: received > 0 ? undefined : r.out.trim().split('\n').pop(),
+      text: r.out,
+    };
+  }
+
+  /** Removes the nodes' and the underlay's namespaces (after the pods are gone). */
+  async destroy(): Promise<void> {
+    for (const n of this.nodes.values()) {
+      try {
+        await deleteNetns(this.nodeNetnsName(n.nodeName));
+      } catch (err) {
+        if (!isDatapathError(err, 'ENOENT')) throw err;
+      }
+    }
+    this.nodes.clear();
+    await deleteNetns(this.underlayName);
+    this.underlay = undefined;
+  }
+}

@@ -53,6 +53,10 @@ export class SchedulerCache implements Snapshot {
   private orphans = new Map<string, PodInfo[]>();
   private imageCount = new Map<string, number>();
   private ordered: NodeInfo[] | null = null;
+  private positionsOf: NodeInfo[] | null = null;
+  /** Nominated pods by node name, including nodes not (yet) in the cache. */
+  private nominatedByNode = new Map<string, readonly PodInfo[]>();
+  private positionIndex = new Map<string, number>();
   private affinityDirty = true;
   private withAffinity: NodeInfo[] = [];
   private withAntiAffinity: NodeInfo[] = [];
@@ -200,6 +204,16 @@ export class SchedulerCache implements Snapshot {
     return this.ordered;
   }
 
+  /** Node name → position in list(). */
+  positions(): ReadonlyMap<string, number> {
+    const list = this.list();
+    if (this.positionsOf !== list) {
+      this.positionsOf = list;
+      this.positionIndex = new Map(list.map((n, i) => [n.name, i]));
+    }
+    return this.positionIndex;
+  }
+
   get(name: string): NodeInfo | undefined {
     return this.nodes.get(name);
   }
@@ -245,6 +259,7 @@ export class SchedulerCache implements Snapshot {
       return existing;
     }
     const ni = new NodeInfo(node);
+    ni.nominated = this.nominatedByNode.get(name) ?? ni.nominated;
     this.nodes.set(name, ni);
     this.countImages(ni, 1);
     for (const pi of this.orphans.get(name) ?? []) {
@@ -312,6 +327,14 @@ export class SchedulerCache implements Snapshot {
       pi.nodeName = '';
       if (hasAffinity(pi)) this.affinityDirty = true;
     }
+  }
+
+  /** Mirror of the queue's nominated pods for one node (see NodeInfo.nominated). */
+  setNominatedPods(nodeName: string, pods: readonly PodInfo[]): void {
+    if (pods.length === 0) this.nominatedByNode.delete(nodeName);
+    else this.nominatedByNode.set(nodeName, pods);
+    const ni = this.nodes.get(nodeName);
+    if (ni) ni.nominated = pods;
   }
 
   /** Reserve the pod's resources on a node before the binding is confirmed. */

@@ -3,14 +3,13 @@
 import type { SchedulerCache, Snapshot } from './cache.js';
 import type { ClusterState } from './cluster-state.js';
 import { ConfigError, type PluginRef, type PluginSet, type Profile } from './config.js';
-import type { NodeInfo } from './node-info.js';
+import type { NodeCheckpoint, NodeInfo } from './node-info.js';
 import type { PodInfo } from './pod-info.js';
 import { EXTENSION_POINTS, type ExtensionPoint, POINT_METHOD } from './extension-points.js';
 import { Code, type MaybeStatus, Status } from './status.js';
 import type { Pod } from './types.js';
 
 export const MAX_NODE_SCORE = 100;
-const EMPTY_PODS: PodInfo[] = [];
 export { EXTENSION_POINTS, type ExtensionPoint, POINT_METHOD };
 
 /** A cluster change a plugin cares about: used to move unschedulable pods back to the active queue. */
@@ -42,6 +41,8 @@ export class CycleState {
   nodeNames: Set<string> | null = null;
   /** Filter plugins not skipped by PreFilter (computed on first use). */
   activeFilters: FilterPlugin[] | null = null;
+  /** Whether an active PreFilter plugin tracks added/removed pods (computed on first use). */
+  stateful: boolean | null = null;
 
   read<T>(key: string): T | undefined {
     return this.data.get(key) as T | undefined;
@@ -64,6 +65,7 @@ export class CycleState {
     c.activeFilters = this.activeFilters;
     c.skipScore = new Set(this.skipScore);
     c.nodeNames = this.nodeNames;
+    c.stateful = this.stateful;
     return c;
   }
 }
@@ -369,6 +371,8 @@ export class Framework {
       if (!s || s.code === Code.Success) continue;
       if (s.code === Code.Skip) {
         state.skipFilter.add(pl.name);
+        state.activeFilters = null;
+        state.stateful = null;
         continue;
       }
       s.plugin ||= pl.name;
@@ -406,37 +410,59 @@ export class Framework {
 
   /**
    * Whether a PreFilter plugin that tracks added/removed pods is active this cycle; without one, dry
-   * runs can share the cycle state instead of copying it.
+   * runs can share the cycle state instead of copying it. Memoised on the state (PreFilter has run).
    */
   hasPreFilterState(state: CycleState): boolean {
+    if (state.stateful !== null) return state.stateful;
+    let stateful = false;
     for (const pl of this.preFilterPlugins) {
-      if ((pl.addPod || pl.removePod) && !state.skipFilter.has(pl.name)) return true;
+      if ((pl.addPod || pl.removePod) && !state.skipFilter.has(pl.name)) stateful = true;
     }
-    return false;
+    state.stateful = stateful;
+    return stateful;
   }
 
-  /** Filters, also counting pods nominated to the node with priority ≥ the pod's (they will land there). */
+  /**
+   * Filters, also counting pods nominated to the node with priority ≥ the pod's (they will land there):
+   * first with them added, then, if that passes and any were added, without them.
+   */
   runFilterWithNominatedPods(state: CycleState, pi: PodInfo, node: NodeInfo): MaybeStatus {
-    const nominator = this.handle.nominator;
-    const nominated = nominator.hasNominatedPods() ? nominator.nominatedPodsForNode(node.name) : EMPTY_PODS;
+    const nominated = node.nominated;
     if (nominated.length > 0) {
-      let withNominated: NodeInfo | null = null;
-      let st: CycleState | null = null;
-      for (const np of nominated) {
-        if (np.uid === pi.uid || np.priority < pi.priority) continue;
-        if (!withNominated) {
-          withNominated = node.clone();
-          st = this.hasPreFilterState(state) ? state.clone() : state;
-        }
-        withNominated.addPod(np);
-        for (const pl of this.preFilterPlugins) pl.addPod?.(st!, pi, np, withNominated);
-      }
-      if (withNominated && st) {
-        const s = this.runFilter(st, pi, withNominated);
-        if (s) return s;
-      }
+      const s = this.filterWithNominated(state, pi, node, nominated);
+      if (s !== null) return s;
     }
     return this.runFilter(state, pi, node);
+  }
+
+  /**
+   * The pass with the nominated pods that outrank `pi` added. They are added to the node itself and
+   * rolled back afterwards, because copying the node for every filter call costs more than the filter;
+   * the cycle state is copied only when a PreFilter plugin tracks pods.
+   */
+  private filterWithNominated(
+    state: CycleState,
+    pi: PodInfo,
+    node: NodeInfo,
+    nominated: readonly PodInfo[],
+  ): MaybeStatus {
+    let cp: NodeCheckpoint | null = null;
+    let st: CycleState = state;
+    try {
+      for (let i = 0; i < nominated.length; i++) {
+        const np = nominated[i];
+        if (np.priority < pi.priority || np.uid === pi.uid) continue;
+        if (cp === null) {
+          cp = node.checkpoint();
+          if (this.hasPreFilterState(state)) st = state.clone();
+        }
+        node.addPod(np);
+        for (const pl of this.preFilterPlugins) pl.addPod?.(st, pi, np, node);
+      }
+      return cp === null ? null : this.runFilter(st, pi, node);
+    } finally {
+      if (cp !== null) node.rollback(cp);
+    }
   }
 
   async runPostFilter(

@@ -45,7 +45,8 @@ export {
   type ScorePlugin,
   WaitingPod,
 } from './framework.js';
-export { NodeInfo } from './node-info.js';
+export { type NodeCheckpoint, NodeInfo } from './node-info.js';
+export { NodeStatusMap, tallyStatuses } from './node-statuses.js';
 export { newPodInfo, type PodInfo, podKey } from './pod-info.js';
 export { DEFAULT_MULTI_POINT, inTreeRegistry, PluginNames } from './plugins/index.js';
 export { SchedulingQueue } from './queue.js';

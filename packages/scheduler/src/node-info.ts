@@ -36,6 +36,11 @@ export class NodeInfo {
   /** image name → size in bytes. */
   images = new Map<string, number>();
   generation = 0;
+  /**
+   * Pending pods nominated to this node (preemptors waiting for their victims to go), kept in step by
+   * the scheduling queue; read on every filter call, so it lives here rather than behind a name lookup.
+   */
+  nominated: readonly PodInfo[] = NO_NOMINATED;
 
   constructor(node: Node) {
     this.node = node;
@@ -92,34 +97,89 @@ export class NodeInfo {
       }
     }
     if (i < 0) return undefined;
+    return this.removeAt(i);
+  }
+
+  /** Undo the latest addPod of this very pod (dry runs add a pod and take it off again). */
+  removeLastPod(pi: PodInfo): void {
+    const i = this.pods.lastIndexOf(pi);
+    if (i >= 0) this.removeAt(i);
+  }
+
+  private removeAt(i: number): PodInfo {
     const pi = this.pods[i];
-    this.pods.splice(i, 1);
+    if (i === this.pods.length - 1) this.pods.pop();
+    else this.pods.splice(i, 1);
     addResource(this.requested, pi.requests, -1);
     this.nonZeroCPU -= pi.nonZeroCPU;
     this.nonZeroMem -= pi.nonZeroMem;
-    removeFrom(this.podsWithAffinity, pi);
-    removeFrom(this.podsWithRequiredAntiAffinity, pi);
+    if (this.podsWithAffinity.length > 0) removeFrom(this.podsWithAffinity, pi);
+    if (this.podsWithRequiredAntiAffinity.length > 0) removeFrom(this.podsWithRequiredAntiAffinity, pi);
+    if (pi.ports.length > 0) this.releasePorts(pi);
+    if (this.labelIndex) this.unindexLabels(pi);
+    this.generation++;
+    return pi;
+  }
+
+  /** Where the node stands now, to return to with rollback() after adding pods for one filter pass. */
+  checkpoint(): NodeCheckpoint {
+    const r = this.requested;
+    return {
+      pods: this.pods.length,
+      withAffinity: this.podsWithAffinity.length,
+      withAnti: this.podsWithRequiredAntiAffinity.length,
+      milliCPU: r.milliCPU,
+      memory: r.memory,
+      ephemeral: r.ephemeral,
+      scalar: r.scalar ? new Map(r.scalar) : null,
+      nonZeroCPU: this.nonZeroCPU,
+      nonZeroMem: this.nonZeroMem,
+      generation: this.generation,
+    };
+  }
+
+  /** Undo every addPod since the checkpoint (only additions may have happened since). */
+  rollback(cp: NodeCheckpoint): void {
+    for (let i = this.pods.length - 1; i >= cp.pods; i--) {
+      const pi = this.pods[i];
+      if (pi.ports.length > 0) this.releasePorts(pi);
+      if (this.labelIndex && pi.labels) this.unindexLabels(pi);
+    }
+    this.pods.length = cp.pods;
+    this.podsWithAffinity.length = cp.withAffinity;
+    this.podsWithRequiredAntiAffinity.length = cp.withAnti;
+    const r = this.requested;
+    r.milliCPU = cp.milliCPU;
+    r.memory = cp.memory;
+    r.ephemeral = cp.ephemeral;
+    r.scalar = cp.scalar;
+    this.nonZeroCPU = cp.nonZeroCPU;
+    this.nonZeroMem = cp.nonZeroMem;
+    this.generation = cp.generation;
+  }
+
+  private releasePorts(pi: PodInfo): void {
     for (const p of pi.ports) {
       const l = this.usedPorts.get(p.key);
       if (l) {
-        const j = l.indexOf(p.ip);
+        const j = l.lastIndexOf(p.ip);
         if (j >= 0) l.splice(j, 1);
         if (l.length === 0) this.usedPorts.delete(p.key);
       }
     }
+  }
+
+  private unindexLabels(pi: PodInfo): void {
     const labels = pi.labels;
-    if (labels && this.labelIndex) {
-      for (const k in labels) {
-        const lk = `${k}=${labels[k]}`;
-        const l = this.labelIndex.get(lk);
-        if (l) {
-          removeFrom(l, pi);
-          if (l.length === 0) this.labelIndex.delete(lk);
-        }
+    if (!labels || !this.labelIndex) return;
+    for (const k in labels) {
+      const lk = `${k}=${labels[k]}`;
+      const l = this.labelIndex.get(lk);
+      if (l) {
+        removeFrom(l, pi);
+        if (l.length === 0) this.labelIndex.delete(lk);
       }
     }
-    this.generation++;
-    return pi;
   }
 
   /** Pods whose labels may match a selector: the label-index bucket when the selector has an equality. */
@@ -151,11 +211,26 @@ export class NodeInfo {
     c.labelIndex = null;
     c.images = this.images;
     c.generation = this.generation;
+    c.nominated = this.nominated;
     return c;
   }
 }
 
 const EMPTY: PodInfo[] = [];
+const NO_NOMINATED: readonly PodInfo[] = [];
+
+export interface NodeCheckpoint {
+  pods: number;
+  withAffinity: number;
+  withAnti: number;
+  milliCPU: number;
+  memory: number;
+  ephemeral: number;
+  scalar: Map<string, number> | null;
+  nonZeroCPU: number;
+  nonZeroMem: number;
+  generation: number;
+}
 
 function indexLabels(index: Map<string, PodInfo[]>, pi: PodInfo): void {
   const labels = pi.labels;

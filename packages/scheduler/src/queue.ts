@@ -16,6 +16,14 @@ export interface QueueOptions {
   maxBackoffMs: number;
   maxInUnschedulableMs: number;
   now: () => number;
+  /**
+   * pop() takes the pod closest to finishing its backoff when the active queue is empty instead of
+   * idling until the backoff flush (kube-scheduler's SchedulerPopFromBackoffQ, on by default there since
+   * v1.33). Pods backing off after an error still wait. Default true; tryPop() never does this.
+   */
+  popFromBackoffQ?: boolean;
+  /** A node's nominated pods changed (the list is replaced, never mutated after the call). */
+  onNominatedChange?: (nodeName: string, pods: readonly PodInfo[]) => void;
 }
 
 interface Entry {
@@ -23,11 +31,16 @@ interface Entry {
   live: boolean;
 }
 
+const NO_PODS: PodInfo[] = [];
+
 type Where = 'active' | 'backoff' | 'unschedulable' | 'inflight';
 
 export class SchedulingQueue implements Nominator {
   private active: Heap<Entry>;
+  /** Pods rejected as unschedulable, waiting out their backoff. */
   private backoff: Heap<Entry>;
+  /** Pods whose attempt ended in an error: they always wait out the backoff. */
+  private errorBackoff: Heap<Entry>;
   private unschedulable = new Map<string, QueuedPodInfo>();
   private index = new Map<string, { where: Where; entry?: Entry; qpi: QueuedPodInfo }>();
   private waiters: ((q: QueuedPodInfo | null) => void)[] = [];
@@ -41,6 +54,7 @@ export class SchedulingQueue implements Nominator {
   constructor(private readonly o: QueueOptions) {
     this.active = new Heap((a, b) => o.less(a.qpi, b.qpi));
     this.backoff = new Heap((a, b) => this.backoffExpiry(a.qpi) < this.backoffExpiry(b.qpi));
+    this.errorBackoff = new Heap((a, b) => this.backoffExpiry(a.qpi) < this.backoffExpiry(b.qpi));
   }
 
   /** Start the periodic flushes (backoffQ every second, unschedulable leftovers every 30 s); they keep a
@@ -89,10 +103,33 @@ export class SchedulingQueue implements Nominator {
     this.active.push(entry);
   }
 
-  private pushBackoff(qpi: QueuedPodInfo): void {
+  private pushBackoff(qpi: QueuedPodInfo, error = false): void {
     const entry = { qpi, live: true };
     this.index.set(qpi.pi.key, { where: 'backoff', entry, qpi });
+    if (error) {
+      this.errorBackoff.push(entry);
+      return;
+    }
     this.backoff.push(entry);
+    // A pop() waiting on an empty active queue takes it now.
+    if (this.waiters.length > 0 && this.o.popFromBackoffQ !== false) {
+      const q = this.popBackoff();
+      if (q) this.waiters.shift()!(q);
+    }
+  }
+
+  /** The unschedulable pod whose backoff ends first, ahead of time. */
+  private popBackoff(): QueuedPodInfo | null {
+    for (;;) {
+      const e = this.backoff.pop();
+      if (!e) return null;
+      if (!e.live) continue;
+      e.live = false;
+      this.index.set(e.qpi.pi.key, { where: 'inflight', qpi: e.qpi });
+      this.schedulingCycle++;
+      e.qpi.attempts++;
+      return e.qpi;
+    }
   }
 
   private pushUnschedulable(qpi: QueuedPodInfo): void {
@@ -186,7 +223,8 @@ export class SchedulingQueue implements Nominator {
 
   /** Next pod in QueueSort order, waiting when the active queue is empty; null once closed. */
   pop(): Promise<QueuedPodInfo | null> {
-    const q = this.tryPop();
+    let q = this.tryPop();
+    if (!q && !this.closed && this.o.popFromBackoffQ !== false) q = this.popBackoff();
     if (q || this.closed) return Promise.resolve(q);
     return new Promise((r) => this.waiters.push(r));
   }
@@ -218,7 +256,7 @@ export class SchedulingQueue implements Nominator {
     const at = this.index.get(qpi.pi.key);
     if (at?.where !== 'inflight') return;
     qpi.timestamp = this.o.now();
-    this.pushBackoff(qpi);
+    this.pushBackoff(qpi, true);
   }
 
   /** The pod left the scheduler (bound). */
@@ -240,14 +278,16 @@ export class SchedulingQueue implements Nominator {
 
   flushBackoffCompleted(): void {
     const now = this.o.now();
-    for (;;) {
-      const e = this.backoff.peek();
-      if (!e) return;
-      if (e.live && this.backoffExpiry(e.qpi) > now) return;
-      this.backoff.pop();
-      if (!e.live) continue;
-      e.live = false;
-      this.pushActive(e.qpi);
+    for (const heap of [this.backoff, this.errorBackoff]) {
+      for (;;) {
+        const e = heap.peek();
+        if (!e) break;
+        if (e.live && this.backoffExpiry(e.qpi) > now) break;
+        heap.pop();
+        if (!e.live) continue;
+        e.live = false;
+        this.pushActive(e.qpi);
+      }
     }
   }
 
@@ -290,24 +330,26 @@ export class SchedulingQueue implements Nominator {
   }
 
   nominatedPodsForNode(nodeName: string): PodInfo[] {
-    return this.nominated.get(nodeName) ?? [];
+    return this.nominated.get(nodeName) ?? NO_PODS;
   }
 
   addNominatedPod(pi: PodInfo, nodeName: string): void {
     this.deleteNominatedPod(pi);
     if (!nodeName) return;
-    const l = this.nominated.get(nodeName) ?? [];
-    l.push(pi);
+    // Copy on write: filters and dry runs may hold the previous list.
+    const l = [...(this.nominated.get(nodeName) ?? NO_PODS), pi];
     this.nominated.set(nodeName, l);
     this.nominatedOf.set(pi.uid, nodeName);
+    this.o.onNominatedChange?.(nodeName, l);
   }
 
   deleteNominatedPod(pi: PodInfo): void {
     const n = this.nominatedOf.get(pi.uid);
     if (n === undefined) return;
     this.nominatedOf.delete(pi.uid);
-    const l = (this.nominated.get(n) ?? []).filter((p) => p.uid !== pi.uid);
+    const l = (this.nominated.get(n) ?? NO_PODS).filter((p) => p.uid !== pi.uid);
     if (l.length === 0) this.nominated.delete(n);
     else this.nominated.set(n, l);
+    this.o.onNominatedChange?.(n, l.length === 0 ? NO_PODS : l);
   }
 }

@@ -18,6 +18,7 @@ import {
 } from './framework.js';
 import type { NodeInfo } from './node-info.js';
 import type { PodInfo } from './pod-info.js';
+import { NodeStatusMap, tallyStatuses } from './node-statuses.js';
 import { nodesAvailableMessage } from './plugins/default-preemption.js';
 import { DEFAULT_MULTI_POINT, inTreeRegistry } from './plugins/index.js';
 import { SchedulingQueue } from './queue.js';
@@ -154,6 +155,7 @@ export class Scheduler {
       maxBackoffMs: this.config.podMaxBackoffSeconds * 1000,
       maxInUnschedulableMs: this.config.podMaxInUnschedulablePodsDurationSeconds * 1000,
       now: this.now,
+      onNominatedChange: (node, pods) => this.cache.setNominatedPods(node, pods),
     });
     queueRef.q = this.queue;
     // Bind the nominator straight to the queue: the filter hot path calls it for every node.
@@ -363,6 +365,8 @@ export class Scheduler {
     } catch (err) {
       return this.handleFailure(fw, state, qpi, cycle, { result: r.result, status: Status.error(err) });
     }
+    // Assumed on the node now: counting it again as nominated there would reserve its room twice.
+    this.queue.deleteNominatedPod(pi);
     let s = fw.runReserve(state, pi, node);
     if (!s) s = fw.runPermit(state, pi, node);
     if (s && s.code !== Code.Wait) {
@@ -433,7 +437,7 @@ export class Scheduler {
   } {
     const explain = this.shouldExplain(pi.pod);
     const all = this.cache.list();
-    const statuses = new Map<string, Status>();
+    const statuses = new NodeStatusMap(all, this.cache.positions());
     const result: ScheduleResult = {
       pod: pi.key,
       node: null,
@@ -453,7 +457,7 @@ export class Scheduler {
     const pf = fw.runPreFilter(state, pi, all);
     if (pf) {
       if (pf.code === Code.Error) return fail(pf);
-      for (const n of all) statuses.set(n.name, pf);
+      for (let i = 0; i < all.length; i++) statuses.setAt(i, pf);
       return fail(pf, pf.message);
     }
     let nodes = all;
@@ -461,7 +465,7 @@ export class Scheduler {
       const keep = state.nodeNames;
       nodes = all.filter((n) => keep.has(n.name));
       const excluded = Status.unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]");
-      for (const n of all) if (!keep.has(n.name)) statuses.set(n.name, excluded);
+      for (let i = 0; i < all.length; i++) if (!keep.has(all[i].name)) statuses.setAt(i, excluded);
     }
     let feasible: NodeInfo[] = [];
     const nominated = pi.pod.status?.nominatedNodeName;
@@ -482,12 +486,15 @@ export class Scheduler {
       const len = nodes.length;
       const start = this.nextStartNodeIndex % len;
       let processed = 0;
+      const dense = nodes === all;
       for (let i = 0; i < len && feasible.length < want; i++) {
-        const n = nodes[(start + i) % len];
+        const at = (start + i) % len;
+        const n = nodes[at];
         processed++;
         const s = fw.runFilterWithNominatedPods(state, pi, n);
         if (s === null) feasible.push(n);
         else if (s.code === Code.Error) return fail(s);
+        else if (dense) statuses.setAt(at, s);
         else statuses.set(n.name, s);
       }
       this.nextStartNodeIndex = (start + processed) % len;
@@ -559,10 +566,10 @@ export class Scheduler {
     let message: string;
     if (status.reasons[0] === NO_NODES_AVAILABLE) message = NO_NODES_AVAILABLE;
     else if (r.preFilterMsg !== undefined) message = `0/${numAll} nodes are available: ${r.preFilterMsg}.`;
-    else if (statuses.size > 0) message = nodesAvailableMessage(numAll, statuses.values());
+    else if (statuses.size > 0) message = nodesAvailableMessage(numAll, statuses);
     else message = status.message; // Reserve/Permit/Bind rejections carry their own text
     const plugins = new Set<string>();
-    for (const s of statuses.values()) if (s.plugin) plugins.add(s.plugin);
+    for (const s of tallyStatuses(statuses).keys()) if (s.plugin) plugins.add(s.plugin);
     if (status.plugin) plugins.add(status.plugin);
     // PostFilter (preemption) only when filters ran and rejected every node.
     if (statuses.size > 0 && fw.postFilterPlugins.length > 0 && status.reasons[0] !== NO_NODES_AVAILABLE) {

@@ -35,6 +35,8 @@ export interface PodDisruptionBudget extends KubeObject {
   spec: { selector?: LabelSelector; minAvailable?: number | string; maxUnavailable?: number | string };
   status?: {
     disruptionsAllowed?: number;
+    /** Pods whose eviction the API server has processed but the controller not yet observed. */
+    disruptedPods?: Record<string, string>;
     currentHealthy?: number;
     desiredHealthy?: number;
     expectedPods?: number;

@@ -6,9 +6,10 @@ import type {
   PostFilterResult,
   PreFilterPlugin,
 } from '../framework.js';
-import { labelSelectorMatcher } from '../labels.js';
+import { type LabelMatcher, labelSelectorMatcher } from '../labels.js';
 import type { NodeInfo } from '../node-info.js';
 import type { PodInfo } from '../pod-info.js';
+import { NodeStatusMap, tallyStatuses } from '../node-statuses.js';
 import { Code, Status } from '../status.js';
 import type { Pod, PodDisruptionBudget } from '../types.js';
 import { DefaultPreemption } from './names.js';
@@ -42,14 +43,16 @@ function sortByImportance(pods: PodInfo[]): void {
 }
 
 /** Histogram message in the scheduler's format: `0/N nodes are available: 2 reason, 3 other.` */
-export function nodesAvailableMessage(numAll: number, statuses: Iterable<Status>): string {
+export function nodesAvailableMessage(numAll: number, statuses: Map<string, Status> | Iterable<Status>): string {
   const hist = new Map<string, number>();
-  for (const s of statuses) for (const r of s.reasons) hist.set(r, (hist.get(r) ?? 0) + 1);
+  // Rejections share status objects, so count those first and expand their reasons once each.
+  for (const [s, n] of tallyStatuses(statuses)) for (const r of s.reasons) hist.set(r, (hist.get(r) ?? 0) + n);
   const parts = [...hist].map(([r, n]) => `${n} ${r}`).sort();
   return `0/${numAll} nodes are available: ${parts.join(', ')}.`;
 }
 
 const NO_VICTIMS = Status.unresolvable(MSG_NO_VICTIMS).withPlugin(DefaultPreemption);
+const NOT_HELPFUL = Status.unresolvable(MSG_NOT_HELPFUL);
 
 /** PreFilter plugins whose state follows pods removed or added during a dry run (none skipped). */
 function trackers(fw: Framework, state: CycleState): PreFilterPlugin[] {
@@ -63,7 +66,7 @@ function removeFromNode(
   n: NodeInfo,
   victim: PodInfo,
 ): void {
-  n.removePod(victim.key);
+  n.removeLastPod(victim);
   for (let i = 0; i < pfs.length; i++) pfs[i].removePod?.(state, pi, victim, n);
 }
 
@@ -72,23 +75,81 @@ function addToNode(pfs: PreFilterPlugin[], state: CycleState, pi: PodInfo, n: No
   for (let i = 0; i < pfs.length; i++) pfs[i].addPod?.(state, pi, p, n);
 }
 
-function splitByPDB(
-  pods: PodInfo[],
-  pdbs: PodDisruptionBudget[],
-): { violating: PodInfo[]; nonViolating: PodInfo[] } {
-  if (pdbs.length === 0) return { violating: [], nonViolating: pods };
-  const allowed = pdbs.map((p) => p.status?.disruptionsAllowed ?? 0);
+interface PdbEntry {
+  matcher: LabelMatcher;
+  /** status.disruptedPods: pods whose eviction the API server already counted. */
+  disrupted: Record<string, string> | undefined;
+  allowed: number;
+}
+
+/** PDBs grouped by namespace with compiled selectors, so a victim is checked only against its own. */
+interface PdbIndex {
+  entries: PdbEntry[];
+  byNamespace: Map<string, number[]>;
+}
+
+function hasKeys(o: object): boolean {
+  for (const _ in o) return true;
+  return false;
+}
+
+const NO_PDBS: PdbIndex = { entries: [], byNamespace: new Map() };
+// null: the PDB matches nothing (nil, empty or invalid selector).
+const pdbMatchers = new WeakMap<PodDisruptionBudget, LabelMatcher | null>();
+
+function pdbMatcher(pdb: PodDisruptionBudget): LabelMatcher | null {
+  let m = pdbMatchers.get(pdb);
+  if (m !== undefined) return m;
+  try {
+    m = labelSelectorMatcher(pdb.spec?.selector);
+    // A nil or empty selector selects no pods for a budget (unlike most selectors).
+    if (m.everything || m.nothing) m = null;
+  } catch {
+    m = null;
+  }
+  pdbMatchers.set(pdb, m);
+  return m;
+}
+
+export function indexPDBs(pdbs: Iterable<PodDisruptionBudget>): PdbIndex {
+  const entries: PdbEntry[] = [];
+  const byNamespace = new Map<string, number[]>();
+  for (const pdb of pdbs) {
+    const matcher = pdbMatcher(pdb);
+    if (!matcher) continue;
+    const ns = pdb.metadata.namespace ?? 'default';
+    const list = byNamespace.get(ns);
+    if (list) list.push(entries.length);
+    else byNamespace.set(ns, [entries.length]);
+    entries.push({ matcher, disrupted: pdb.status?.disruptedPods, allowed: pdb.status?.disruptionsAllowed ?? 0 });
+  }
+  return entries.length === 0 ? NO_PDBS : { entries, byNamespace };
+}
+
+/**
+ * Splits pods (in order) by whether evicting them, one after the other, would exceed a budget's
+ * disruptionsAllowed. Exported for tests.
+ */
+export function splitByPDB(pods: PodInfo[], idx: PdbIndex): { violating: PodInfo[]; nonViolating: PodInfo[] } {
+  if (idx.entries.length === 0) return { violating: [], nonViolating: pods };
+  const allowed = idx.entries.map((e) => e.allowed);
   const violating: PodInfo[] = [];
   const nonViolating: PodInfo[] = [];
   for (const p of pods) {
     let v = false;
-    pdbs.forEach((pdb, i) => {
-      if ((pdb.metadata.namespace ?? 'default') !== p.namespace) return;
-      const sel = pdb.spec.selector;
-      if (!sel || (!sel.matchLabels && !sel.matchExpressions) || !labelSelectorMatcher(sel)(p.labels)) return;
-      allowed[i]--;
-      if (allowed[i] < 0) v = true;
-    });
+    const labels = p.labels;
+    // A pod without labels matches no budget, whatever its selector.
+    const list = labels && hasKeys(labels) ? idx.byNamespace.get(p.namespace) : undefined;
+    if (list && labels) {
+      for (const i of list) {
+        const e = idx.entries[i];
+        if (!e.matcher(labels)) continue;
+        // Already counted by the API server: evicting it again costs the budget nothing.
+        if (e.disrupted && Object.hasOwn(e.disrupted, p.pod.metadata.name ?? '')) continue;
+        allowed[i]--;
+        if (allowed[i] < 0) v = true;
+      }
+    }
     (v ? violating : nonViolating).push(p);
   }
   return { violating, nonViolating };
@@ -101,17 +162,19 @@ export const newDefaultPreemption: PluginFactory = (
   const pct = args?.minCandidateNodesPercentage ?? 10;
   const abs = args?.minCandidateNodesAbsolute ?? 100;
 
+  /**
+   * Victims on one node, on a copy of it: remove every lower-priority pod, check the preemptor fits,
+   * then put back as many as still fit (PDB-protected ones first, most important first).
+   */
   const selectVictims = (
     fw: Framework,
+    pfs: PreFilterPlugin[],
     state: CycleState,
     pi: PodInfo,
     n: NodeInfo,
-    pdbs: PodDisruptionBudget[],
+    potential: PodInfo[],
+    pdbs: PdbIndex,
   ): { victims: PodInfo[]; violations: number; status: Status | null } => {
-    const potential: PodInfo[] = [];
-    for (const p of n.pods) if (p.priority < pi.priority) potential.push(p);
-    if (potential.length === 0) return { victims: [], violations: 0, status: NO_VICTIMS };
-    const pfs = trackers(fw, state);
     for (const p of potential) removeFromNode(pfs, state, pi, n, p);
     const s = fw.runFilterWithNominatedPods(state, pi, n);
     if (s) return { victims: [], violations: 0, status: s };
@@ -119,7 +182,6 @@ export const newDefaultPreemption: PluginFactory = (
     const { violating, nonViolating } = splitByPDB(potential, pdbs);
     const victims: PodInfo[] = [];
     let violations = 0;
-    // Reprieve as many as still fit, PDB-protected pods first.
     for (let round = 0; round < 2; round++) {
       const list = round === 0 ? violating : nonViolating;
       for (const p of list) {
@@ -193,10 +255,11 @@ export const newDefaultPreemption: PluginFactory = (
       const all = handle.snapshot.list();
       const nodeStatuses = new Map<string, Status>();
       const potential: NodeInfo[] = [];
-      for (const n of all) {
-        const s = statuses.get(n.name);
-        if (s && s.code === Code.UnschedulableAndUnresolvable)
-          nodeStatuses.set(n.name, Status.unresolvable(MSG_NOT_HELPFUL));
+      const dense = statuses instanceof NodeStatusMap && statuses.nodes === all ? statuses : null;
+      for (let i = 0; i < all.length; i++) {
+        const n = all[i];
+        const s = dense ? dense.at(i) : statuses.get(n.name);
+        if (s && s.code === Code.UnschedulableAndUnresolvable) nodeStatuses.set(n.name, NOT_HELPFUL);
         else potential.push(n);
       }
       if (potential.length === 0) {
@@ -209,15 +272,22 @@ export const newDefaultPreemption: PluginFactory = (
       }
       const want = Math.min(potential.length, Math.max(Math.trunc((potential.length * pct) / 100), abs));
       const offset = Math.floor(handle.random() * potential.length);
-      const pdbs = [...handle.cluster.pdbs.values()];
-      const stateful = fw.hasPreFilterState(state);
+      const pdbs = handle.cluster.pdbs.size === 0 ? NO_PDBS : indexPDBs(handle.cluster.pdbs.values());
+      const pfs = trackers(fw, state);
       const cands: Candidate[] = [];
       let nonViolating = 0;
       for (let i = 0; i < potential.length && !(nonViolating > 0 && cands.length >= want); i++) {
         const n = potential[(offset + i) % potential.length];
-        const copy = n.clone();
-        const st = stateful ? state.clone() : state;
-        const r = selectVictims(fw, st, pi, copy, pdbs);
+        // Only a node with lower-priority pods is worth a copy.
+        let lower: PodInfo[] | null = null;
+        for (const p of n.pods) {
+          if (p.priority < pi.priority) (lower ??= []).push(p);
+        }
+        if (lower === null) {
+          nodeStatuses.set(n.name, NO_VICTIMS);
+          continue;
+        }
+        const r = selectVictims(fw, pfs, pfs.length > 0 ? state.clone() : state, pi, n.clone(), lower, pdbs);
         if (!r.status && r.victims.length > 0) {
           cands.push({ node: n.name, victims: r.victims, pdbViolations: r.violations });
           if (r.violations === 0) nonViolating++;

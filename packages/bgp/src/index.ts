@@ -32,6 +32,7 @@ export {
 export {
   type AdvertiseOptions,
   BgpSpeaker,
+  PrefixTable,
   type PeerStatus,
   type RibChange,
   type SpeakerOptions,

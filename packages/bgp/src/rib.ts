@@ -93,9 +93,13 @@ export function compareRoutes(a: Route, b: Route): number {
   const eA = a.source.ibgp ? 1 : 0;
   const eB = b.source.ibgp ? 1 : 0;
   if (eA !== eB) return eA - eB;
-  const idA = routerIdToNumber(a.originatorId ?? a.source.routerId) ?? 0;
-  const idB = routerIdToNumber(b.originatorId ?? b.source.routerId) ?? 0;
-  if (idA !== idB) return idA - idB;
+  const oA = a.originatorId ?? a.source.routerId;
+  const oB = b.originatorId ?? b.source.routerId;
+  if (oA !== oB) {
+    const idA = routerIdToNumber(oA) ?? 0;
+    const idB = routerIdToNumber(oB) ?? 0;
+    if (idA !== idB) return idA - idB;
+  }
   const clA = a.clusterList?.length ?? 0;
   const clB = b.clusterList?.length ?? 0;
   if (clA !== clB) return clA - clB;

@@ -94,15 +94,23 @@ export class MemoryRouteSink implements RouteSink {
   readonly routes = new Map<string, InstalledRoute>();
   installs = 0;
   removals = 0;
-  constructor(private readonly onChange?: (prefix: string, route: InstalledRoute | undefined) => void) {}
+  constructor(
+    private readonly onChange?: (
+      prefix: string,
+      route: InstalledRoute | undefined,
+      previous: InstalledRoute | undefined,
+    ) => void,
+  ) {}
   install(r: InstalledRoute): void {
+    const prev = this.onChange ? this.routes.get(r.prefix) : undefined;
     this.routes.set(r.prefix, r);
     this.installs++;
-    this.onChange?.(r.prefix, r);
+    this.onChange?.(r.prefix, r, prev);
   }
   remove(r: InstalledRoute): void {
+    const prev = this.onChange ? this.routes.get(r.prefix) : undefined;
     this.routes.delete(r.prefix);
     this.removals++;
-    this.onChange?.(r.prefix, undefined);
+    this.onChange?.(r.prefix, undefined, prev);
   }
 }

@@ -94,6 +94,9 @@ class Connection {
   ctx: CodecContext = { as4: false };
   negotiated?: Negotiated;
   holdTimer?: NodeJS.Timeout;
+  /** Hold time the running timer enforces, and when a message last restarted it (ms since epoch). */
+  holdSeconds = 0;
+  lastRx = 0;
   keepaliveTimer?: NodeJS.Timeout;
   constructor(
     readonly socket: BgpSocket,
@@ -275,15 +278,30 @@ export class Session {
     });
   }
 
+  /**
+   * (Re)starts the hold timer. Restarting it for every UPDATE of a table dump would cost a timer-list
+   * operation per message; instead the time of the last message is noted and the timer, when it fires,
+   * re-arms itself for whatever is left.
+   */
   private armHold(c: Connection, seconds: number): void {
+    c.lastRx = Date.now();
+    if (c.holdTimer && c.holdSeconds === seconds) return;
     clearTimeout(c.holdTimer);
+    c.holdTimer = undefined;
+    c.holdSeconds = seconds;
     if (seconds <= 0) return;
-    c.holdTimer = setTimeout(() => {
+    const fire = () => {
+      const left = seconds * 1000 - (Date.now() - c.lastRx);
+      if (left > 0) {
+        c.holdTimer = setTimeout(fire, left);
+        return;
+      }
       this.sendNotification(
         c,
         new BgpError(ErrorCode.HoldTimerExpired, 0, undefined, `no message for ${seconds} s`),
       );
-    }, seconds * 1000);
+    };
+    c.holdTimer = setTimeout(fire, seconds * 1000);
   }
 
   private onData(c: Connection, chunk: Buffer): void {

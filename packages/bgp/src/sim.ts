@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { type InstalledRoute, MemoryRouteSink } from './route-sink.js';
 import type { NeighborConfig } from './session.js';
-import { BgpSpeaker } from './speaker.js';
+import { BgpSpeaker, PrefixTable } from './speaker.js';
 import { MemoryNetwork, type Transport, tcpTransport } from './transport.js';
 
 /**
@@ -53,6 +53,8 @@ export function simAddress(i: number, transport: 'memory' | 'tcp' = 'memory'): s
 
 export class RouteSimulation {
   readonly network = new MemoryNetwork();
+  /** Every speaker interns prefixes here: one copy of each block however many speakers learn it. */
+  private readonly prefixTable = new PrefixTable();
   readonly nodes = new Map<string, SimNode>();
   private readonly byAddress = new Map<string, SimNode>();
   /** prefix → owner address, over live nodes. */
@@ -129,7 +131,7 @@ export class RouteSimulation {
       sink: undefined as unknown as MemoryRouteSink,
       speaker: undefined as unknown as BgpSpeaker,
     };
-    node.sink = new MemoryRouteSink((p, r) => this.onSinkChange(node, p, r));
+    node.sink = new MemoryRouteSink((p, r, prev) => this.onSinkChange(node, p, r, prev));
     node.speaker = new BgpSpeaker({
       routerId: address.startsWith('127.') || address.startsWith('10.') ? address : '1.1.1.1',
       as: this.as,
@@ -140,6 +142,7 @@ export class RouteSimulation {
           ? { clusterId: t.clusterId ?? `0.0.0.${this.reflectors().length + 1}` }
           : undefined,
       transport: this.transportFor(address),
+      prefixTable: this.prefixTable,
       holdTime: this.options.holdTime ?? 90,
       connectRetryTime: this.options.connectRetryTime ?? 1,
       routeSink: node.sink,
@@ -247,10 +250,20 @@ export class RouteSimulation {
     return n.correct.size === want && n.sink.routes.size === want;
   }
 
-  private onSinkChange(n: SimNode, prefix: string, r: InstalledRoute | undefined): void {
+  private onSinkChange(
+    n: SimNode,
+    prefix: string,
+    r: InstalledRoute | undefined,
+    prev: InstalledRoute | undefined,
+  ): void {
     if (!this.nodes.has(n.name)) return;
     this.lastChange = performance.now();
-    if (r && this.expected.get(prefix) === r.nextHop) n.correct.add(prefix);
+    const want = this.expected.get(prefix);
+    const was = prev !== undefined && prev.nextHop === want;
+    const now = r !== undefined && r.nextHop === want;
+    // Only a change of correctness or of the route count can change whether the node is satisfied.
+    if (was === now && (prev === undefined) === (r === undefined)) return;
+    if (now) n.correct.add(prefix);
     else n.correct.delete(prefix);
     this.update(n);
   }

@@ -61,6 +61,11 @@ export interface SpeakerOptions {
   /** Next hop shown for our own routes in the Loc-RIB (default the listen address). */
   localNextHop?: string;
   transport?: Transport;
+  /**
+   * Where prefix texts and objects are interned. Many speakers in one process (a route simulation) share
+   * one, so a prefix learned by a thousand speakers is stored once; default: one per speaker.
+   */
+  prefixTable?: PrefixTable;
   routeSink?: RouteSink;
   log?: (line: string) => void;
 }
@@ -122,6 +127,49 @@ function validAs(n: number): boolean {
   return Number.isInteger(n) && n >= 1 && n <= 0xffffffff;
 }
 
+/** One canonical text and {@link Prefix} object per prefix, shared by everything that refers to it. */
+export class PrefixTable {
+  private readonly byText = new Map<string, { key: string; pfx: Prefix }>();
+  /** IPv4 by number (address × 64 + length): no text is built for a prefix seen before. */
+  private readonly byNum = new Map<number, { key: string; pfx: Prefix }>();
+
+  get size(): number {
+    return this.byText.size;
+  }
+
+  /** The entry for `p` if it was interned before; never grows the table. */
+  lookup(p: Prefix): { key: string; pfx: Prefix } | undefined {
+    if (p.afi === 4) return this.byNum.get(v4Num(p));
+    return this.byText.get(formatPrefix(p));
+  }
+
+  intern(p: Prefix): { key: string; pfx: Prefix } {
+    if (p.afi === 4) {
+      const num = v4Num(p);
+      let rec = this.byNum.get(num);
+      if (!rec) {
+        const text = formatPrefix(p);
+        rec = this.byText.get(text) ?? { key: text, pfx: p };
+        this.byText.set(text, rec);
+        this.byNum.set(num, rec);
+      }
+      return rec;
+    }
+    const text = formatPrefix(p);
+    let have = this.byText.get(text);
+    if (!have) {
+      have = { key: text, pfx: p };
+      this.byText.set(text, have);
+    }
+    return have;
+  }
+}
+
+function v4Num(p: Prefix): number {
+  const a = p.addr;
+  return (((a[0]! << 24) >>> 0) + (a[1]! << 16) + (a[2]! << 8) + a[3]!) * 64 + p.len;
+}
+
 export class BgpSpeaker extends EventEmitter {
   readonly routerId: string;
   readonly as: number;
@@ -134,13 +182,20 @@ export class BgpSpeaker extends EventEmitter {
   private readonly candidates = new Map<string, Route[]>();
   /** Neighbours in Established, the only ones a Loc-RIB change is propagated to. */
   private readonly up = new Set<PeerRib>();
-  private readonly prefixObjects = new Map<string, { key: string; pfx: Prefix }>();
-  private readonly prefixByNum = new Map<number, { key: string; pfx: Prefix }>();
+  private readonly prefixes: PrefixTable;
   private readonly locRibMap = new Map<string, Route>();
   private listener?: Listener;
   private flushScheduled = false;
   /** Sessions with something in `pending`, so a flush does not walk every neighbour. */
   private readonly dirty = new Set<Session>();
+  /**
+   * Loc-RIB changes since the last flush, one entry per change however many neighbours there are (a
+   * reflector with a thousand clients would otherwise touch a thousand pending sets per change); every
+   * Established neighbour works through the same list at flush time, like an update group.
+   */
+  private changed: string[] = [];
+  /** Parallel to `changed`: the change only matters to eBGP neighbours (iBGP-learned, not reflecting). */
+  private changedEbgpOnly: boolean[] = [];
   private readonly sinkDesired = new Map<string, { op: 'install' | 'remove'; route: InstalledRoute }>();
   private readonly sinkBusy = new Set<string>();
   private started = false;
@@ -169,6 +224,7 @@ export class BgpSpeaker extends EventEmitter {
     this.clusterId = options.routeReflector ? (cid ?? options.routerId) : undefined;
     this.transport = options.transport ?? tcpTransport;
     this.families = options.families ?? [4, 6];
+    this.prefixes = options.prefixTable ?? new PrefixTable();
     this.localSource = { ibgp: false, rrClient: false, routerId: this.routerId, as: this.as };
     for (const n of options.neighbors ?? []) this.addNeighbor(n);
   }
@@ -547,36 +603,11 @@ export class BgpSpeaker extends EventEmitter {
   }
 
   private knownKey(p: Prefix): string | undefined {
-    if (p.afi === 4) {
-      const a = p.addr;
-      const num = (((a[0]! << 24) >>> 0) + (a[1]! << 16) + (a[2]! << 8) + a[3]!) * 64 + p.len;
-      return this.prefixByNum.get(num)?.key;
-    }
-    return this.prefixObjects.get(formatPrefix(p))?.key;
+    return this.prefixes.lookup(p)?.key;
   }
 
-  /** One key string and Prefix object per prefix, however many neighbours announce it. */
   private intern(p: Prefix): { key: string; pfx: Prefix } {
-    if (p.afi === 4) {
-      // IPv4 prefixes are looked up by number, which skips building the text on every announcement.
-      const a = p.addr;
-      const num = (((a[0]! << 24) >>> 0) + (a[1]! << 16) + (a[2]! << 8) + a[3]!) * 64 + p.len;
-      let rec = this.prefixByNum.get(num);
-      if (!rec) {
-        const text = formatPrefix(p);
-        rec = this.prefixObjects.get(text) ?? { key: text, pfx: p };
-        this.prefixObjects.set(text, rec);
-        this.prefixByNum.set(num, rec);
-      }
-      return rec;
-    }
-    const text = formatPrefix(p);
-    let have = this.prefixObjects.get(text);
-    if (!have) {
-      have = { key: text, pfx: p };
-      this.prefixObjects.set(text, have);
-    }
-    return have;
+    return this.prefixes.intern(p);
   }
 
   private withdrawIn(rib: PeerRib, p: Prefix, affected: string[]): void {
@@ -612,12 +643,11 @@ export class BgpSpeaker extends EventEmitter {
     else this.locRibMap.delete(prefix);
     // iBGP-learned routes go to iBGP neighbours only when reflecting; skip those that get neither.
     const ibgpSkip = !this.isRouteReflector && (!old || old.source.ibgp) && (!best || best.source.ibgp);
-    for (const rib of this.up) {
-      if (ibgpSkip && rib.ibgp) continue;
-      rib.pending.add(prefix);
-      this.dirty.add(rib.session);
+    if (this.up.size > 0) {
+      this.changed.push(prefix);
+      this.changedEbgpOnly.push(ibgpSkip);
+      this.scheduleFlush();
     }
-    this.scheduleFlush();
     this.toSink(prefix, old, best);
     if (this.listenerCount('route') > 0) {
       this.emit('route', { prefix, route: best ? toRibEntry(best) : undefined } satisfies RibChange);
@@ -684,11 +714,19 @@ export class BgpSpeaker extends EventEmitter {
 
   /** Sends every neighbour the difference between what it should have and its Adj-RIB-Out. */
   private flush(): void {
-    const dirty = [...this.dirty];
-    this.dirty.clear();
-    for (const s of dirty) {
-      const rib = this.ribs.get(s);
-      if (!rib || rib.pending.size === 0) continue;
+    const changed = this.changed;
+    const ebgpOnly = this.changedEbgpOnly;
+    this.changed = [];
+    this.changedEbgpOnly = [];
+    const targets: Iterable<PeerRib> =
+      changed.length > 0
+        ? this.up
+        : [...this.dirty].map((s) => this.ribs.get(s)).filter((r): r is PeerRib => r !== undefined);
+    const dirty = this.dirty;
+    for (const rib of targets) {
+      const s = rib.session;
+      if (!dirty.has(s) && changed.length === 0) continue;
+      if (rib.pending.size === 0 && changed.length === 0) continue;
       if (s.state !== 'Established' || !rib.source) {
         rib.pending.clear();
         continue;
@@ -696,12 +734,12 @@ export class BgpSpeaker extends EventEmitter {
       const ctx = s.codec;
       const groups = new Map<string, OutRoute[]>();
       const withdrawals: Record<Afi, Prefix[]> = { 4: [], 6: [] };
-      for (const p of rib.pending) {
+      const one = (p: string) => {
         const best = this.locRibMap.get(p);
         const out = best ? this.exportFor(s, best) : undefined;
         const prev = rib.adjOut.get(p);
         if (out) {
-          if (prev && (prev === out || prev.key === out.key)) continue;
+          if (prev && (prev === out || prev.key === out.key)) return;
           rib.adjOut.set(p, out);
           const g = groups.get(out.key);
           if (g) g.push(out);
@@ -710,8 +748,15 @@ export class BgpSpeaker extends EventEmitter {
           rib.adjOut.delete(p);
           withdrawals[prev.afi].push(prev.prefix);
         }
-      }
+      };
+      // A prefix both pending and changed is looked at twice; the second look finds it already sent.
+      for (const p of rib.pending) one(p);
       rib.pending.clear();
+      if (rib.ibgp) {
+        for (let i = 0; i < changed.length; i++) if (!ebgpOnly[i]) one(changed[i]!);
+      } else {
+        for (let i = 0; i < changed.length; i++) one(changed[i]!);
+      }
       const bufs: Buffer[] = [];
       for (const f of [4, 6] as Afi[])
         if (withdrawals[f].length) bufs.push(...encodeWithdrawals(f, withdrawals[f], ctx));
@@ -720,6 +765,7 @@ export class BgpSpeaker extends EventEmitter {
       s.stats.updatesOut += bufs.length;
       s.send(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs));
     }
+    dirty.clear();
   }
 
   private encodeGroup(g: OutRoute[], ctx: CodecContext): Buffer[] {

@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process';
 import { closeSync, fstatSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createHash } from 'node:crypto';
 import type * as NL from 'netlink';
 import {
   type AddrInfo,
@@ -44,13 +42,39 @@ const RTN_NAMES = new Map(Object.entries(RTN_TYPES).map(([k, v]) => [v, k as Rou
 const SCOPES = { global: 0, link: 253, host: 254 } as const;
 const RTNH_F_ONLINK = 4;
 
-type NetlinkModule = typeof NL;
+/** The parts of the netlink package this datapath uses. */
+interface NetlinkModule {
+  createRtNetlink: typeof NL.createRtNetlink;
+  AttrStream: typeof NL.AttrStream;
+  rt: typeof NL.rt;
+  ifla: typeof NL.ifla;
+}
 let nlMod: NetlinkModule | undefined;
+// Builtins only some operations need (iptables children, NAT chain names) load on first use: every
+// module a plugin executable imports up front is paid on each start, VERSION and DEL included.
+const lazyRequire = createRequire(import.meta.url);
+const childProcess = (): typeof import('node:child_process') => lazyRequire('node:child_process') as typeof import('node:child_process');
+const crypto = (): typeof import('node:crypto') => lazyRequire('node:crypto') as typeof import('node:crypto');
 let setnsFn: ((fd: number, type: number) => number) | undefined;
+
+/**
+ * The package's index also loads its nl80211, generic-netlink and WireGuard modules, about 40% of its
+ * load time; a plugin start only needs rtnetlink, so the modules are required one by one.
+ */
+function loadNetlink(require: NodeJS.Require): NetlinkModule {
+  const rtMod = require('netlink/dist/rt/rt.js') as { createRtNetlink: typeof NL.createRtNetlink };
+  const structs = require('netlink/dist/structs.js') as { AttrStream: typeof NL.AttrStream };
+  return {
+    createRtNetlink: rtMod.createRtNetlink,
+    AttrStream: structs.AttrStream,
+    rt: require('netlink/dist/rt/structs.js') as typeof NL.rt,
+    ifla: require('netlink/dist/rt/ifla.js') as typeof NL.ifla,
+  };
+}
 
 function loadNative(): { nl: NetlinkModule; setns: (fd: number, type: number) => number } {
   const require = createRequire(import.meta.url);
-  nlMod ??= require('netlink') as NetlinkModule;
+  nlMod ??= loadNetlink(require);
   if (!setnsFn) {
     const koffi = require('koffi') as typeof import('koffi');
     setnsFn = koffi.load('libc.so.6').func('int setns(int fd, int nstype)') as (fd: number, type: number) => number;
@@ -676,7 +700,7 @@ export class LinuxDatapath implements Datapath {
   private run(netns: NetnsRef, cmd: string, args: string[], stdin?: string): Promise<string> {
     const r = this.resolve(netns);
     return new Promise((resolve, reject) => {
-      const child = this.inNs(r, () => spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
+      const child = this.inNs(r, () => childProcess().spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] }));
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       child.stdout.on('data', (b: Buffer) => out.push(b));
@@ -700,7 +724,7 @@ export class LinuxDatapath implements Datapath {
   // ----- NAT with iptables (nat table), one chain per owner
 
   private static chain(prefix: 'KEMU-MASQ-' | 'KEMU-DN-' | 'KEMU-SN-', owner: string): string {
-    return prefix + createHash('sha256').update(owner).digest('hex').slice(0, 16).toUpperCase();
+    return prefix + crypto().createHash('sha256').update(owner).digest('hex').slice(0, 16).toUpperCase();
   }
 
   private static ownerComment(owner: string): string {

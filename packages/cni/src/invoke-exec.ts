@@ -1,9 +1,13 @@
-import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CniError, CniErrorCode } from './errors.js';
 import type { Delegate } from './skeleton.js';
 import { type CniResult, parseResult } from './types.js';
+
+// child_process (with net and streams behind it) loads only when a plugin is really exec'd, not on
+// every start of an executable that merely could delegate.
+const lazyRequire = createRequire(import.meta.url);
 
 export interface ExecOutput {
   exitCode: number;
@@ -37,6 +41,7 @@ export function execPlugin(
   args: readonly string[] = [],
 ): Promise<ExecOutput> {
   return new Promise((resolve, reject) => {
+    const { spawn } = lazyRequire('node:child_process') as typeof import('node:child_process');
     const child = spawn(file, args, { env: env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];

@@ -1,5 +1,3 @@
-import { isIP } from 'node:net';
-
 /** IPv4/IPv6 arithmetic on bigints: what IPAM and route handling need, nothing more. */
 export interface ParsedIP {
   family: 4 | 6;
@@ -15,8 +13,39 @@ export interface Cidr {
 
 const bits = (family: 4 | 6): number => (family === 4 ? 32 : 128);
 
+const V4_OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])';
+const V4_RE = new RegExp(`^${V4_OCTET}(?:\\.${V4_OCTET}){3}$`);
+const HEXTET_RE = /^[0-9a-fA-F]{1,4}$/;
+
+/**
+ * 4, 6 or 0 like net.isIP, minus IPv6 zone ids (no CNI field takes one). Kept here so a plugin start
+ * does not load node:net just to validate addresses.
+ */
+export function ipFamily(s: string): 0 | 4 | 6 {
+  if (V4_RE.test(s)) return 4;
+  const lastColon = s.lastIndexOf(':');
+  if (lastColon < 0) return 0;
+  let str = s;
+  const tail = s.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    if (!V4_RE.test(tail)) return 0;
+    str = `${s.slice(0, lastColon + 1)}0:0`;
+  }
+  const dbl = str.indexOf('::');
+  if (dbl < 0) {
+    const g = str.split(':');
+    return g.length === 8 && g.every((x) => HEXTET_RE.test(x)) ? 6 : 0;
+  }
+  if (str.indexOf('::', dbl + 1) >= 0 || str.includes(':::')) return 0;
+  const head = str.slice(0, dbl);
+  const rest = str.slice(dbl + 2);
+  const h = head ? head.split(':') : [];
+  const r = rest ? rest.split(':') : [];
+  return h.length + r.length <= 7 && [...h, ...r].every((x) => HEXTET_RE.test(x)) ? 6 : 0;
+}
+
 export function parseIP(s: string): ParsedIP | undefined {
-  const f = isIP(s);
+  const f = ipFamily(s);
   if (f === 4) {
     const p = s.split('.').map(Number);
     return { family: 4, value: BigInt(((p[0]! << 24) >>> 0) + (p[1]! << 16) + (p[2]! << 8) + p[3]!) };

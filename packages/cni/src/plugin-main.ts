@@ -1,3 +1,4 @@
+import { fstatSync, readSync } from 'node:fs';
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode, toCniError } from './errors.js';
 import { execDelegate, findInPath } from './invoke-exec.js';
@@ -40,9 +41,37 @@ export async function datapathFromEnv(env: Record<string, string | undefined>): 
   throw new CniError(CniErrorCode.InvalidEnvironment, `KEMU_DATAPATH must be "linux" or "sim", got ${JSON.stringify(kind)}`);
 }
 
+function stdinIsCharDevice(): boolean {
+  try {
+    return fstatSync(0).isCharacterDevice();
+  } catch {
+    return false;
+  }
+}
+
 async function readStdin(): Promise<Buffer> {
-  if (process.stdin.isTTY) return Buffer.alloc(0);
+  // Blocking reads of a pipe or file on fd 0 avoid building process.stdin (a net.Socket for a pipe, with
+  // node:net and the stream machinery behind it) on every plugin start. Terminals and other character
+  // devices take the stream path, and so does the rest of a non-blocking pipe (what was read is kept).
   const chunks: Buffer[] = [];
+  if (!stdinIsCharDevice()) {
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    for (;;) {
+      let n: number;
+      try {
+        n = readSync(0, buf, 0, buf.length, null);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EAGAIN' || code === 'EWOULDBLOCK') break;
+        if (code === 'EOF' || code === 'EBADF') return Buffer.concat(chunks);
+        throw e;
+      }
+      if (n === 0) return Buffer.concat(chunks);
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+  } else if (process.stdin.isTTY) {
+    return Buffer.alloc(0);
+  }
   for await (const c of process.stdin) chunks.push(c as Buffer);
   return Buffer.concat(chunks);
 }
@@ -75,7 +104,8 @@ export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<v
     return out.result;
   };
   try {
-    const stdin = env.CNI_COMMAND === 'VERSION' && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
+    const stdin =
+      env.CNI_COMMAND === 'VERSION' && stdinIsCharDevice() && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
     const out = await invokePlugin(plugin, {
       env,
       stdin,

@@ -1,5 +1,4 @@
-import { mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import {
   broadcastOf,
   type Cidr,
@@ -17,14 +16,12 @@ import {
   type PluginContext,
   parseCidr,
   parseIP,
-  withFileLock,
 } from '@kemu/cni';
+import { type IpamStore, type IpamStoreProvider, LINE_BREAK } from './store.js';
+import { DiskStore } from './store-disk.js';
+import { MemoryIpam } from './store-memory.js';
 
 export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
-const LINE_BREAK = '\r\n';
-const LAST_IP_PREFIX = 'last_reserved_ip.';
-/** Our per-attachment index lives beside the network directories; network names cannot start with '.'. */
-const INDEX_DIR = '.kemu-index';
 
 export interface Range {
   family: 4 | 6;
@@ -152,7 +149,7 @@ export async function loadConfig(ctx: PluginContext): Promise<HostLocalConfig> {
   let dns: CniDNS | undefined;
   if (typeof ipam.resolvConf === 'string' && ipam.resolvConf) {
     try {
-      dns = parseResolvConf(await readFile(ipam.resolvConf, 'utf8'));
+      dns = parseResolvConf(readFileSync(ipam.resolvConf, 'utf8'));
     } catch (e) {
       throw new CniError(CniErrorCode.IOFailure, `could not read "resolvConf" ${ipam.resolvConf}: ${(e as Error).message}`);
     }
@@ -165,154 +162,6 @@ export async function loadConfig(ctx: PluginContext): Promise<HostLocalConfig> {
     dns,
     requested: parseRequested(ctx, ipam),
   };
-}
-
-/**
- * The reference plugin's directory layout (`<dataDir>/<network>/<ip>` = `<id>\r\n<ifname>`,
- * `last_reserved_ip.<set>`, `lock`) plus an index by attachment, so ADD and DEL never walk the directory.
- * The index is a hint: every entry is verified against the IP file before use, so allocations or releases
- * made by the reference plugin on the same dataDir stay correct.
- */
-export class DiskStore {
-  readonly dir: string;
-  private readonly indexDir: string;
-
-  constructor(
-    dataDir: string,
-    readonly network: string,
-  ) {
-    this.dir = join(dataDir, network);
-    this.indexDir = join(dataDir, INDEX_DIR, network);
-  }
-
-  async init(): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o755 });
-    await mkdir(this.indexDir, { recursive: true, mode: 0o755 });
-  }
-
-  lock<T>(fn: () => Promise<T>): Promise<T> {
-    return withFileLock(join(this.dir, 'lock'), fn);
-  }
-
-  private indexPath(id: string, ifname: string): string {
-    return join(this.indexDir, `${id}@${ifname}`);
-  }
-
-  /** O_EXCL create, like the reference: false if someone holds the address. */
-  async reserve(id: string, ifname: string, ip: string, setIndex: number): Promise<boolean> {
-    let fh: Awaited<ReturnType<typeof open>>;
-    try {
-      fh = await open(join(this.dir, ip), 'wx', 0o644);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw e;
-    }
-    try {
-      await fh.writeFile(`${id.trim()}${LINE_BREAK}${ifname}`);
-    } catch (e) {
-      await fh.close();
-      await unlink(join(this.dir, ip)).catch(() => {});
-      throw e;
-    }
-    await fh.close();
-    await writeFile(join(this.dir, `${LAST_IP_PREFIX}${setIndex}`), ip, { mode: 0o644 });
-    return true;
-  }
-
-  async lastReserved(setIndex: number): Promise<string | undefined> {
-    try {
-      return (await readFile(join(this.dir, `${LAST_IP_PREFIX}${setIndex}`), 'utf8')).trim();
-    } catch {
-      return undefined;
-    }
-  }
-
-  async owner(ip: string): Promise<string | undefined> {
-    try {
-      return (await readFile(join(this.dir, ip), 'utf8')).trim();
-    } catch {
-      return undefined;
-    }
-  }
-
-  private static matches(content: string | undefined, id: string, ifname: string): boolean {
-    return content === `${id.trim()}${LINE_BREAK}${ifname}` || content === id.trim();
-  }
-
-  async indexAdd(id: string, ifname: string, ips: string[]): Promise<void> {
-    await writeFile(this.indexPath(id, ifname), ips.join('\n'), { mode: 0o644 });
-  }
-
-  /** IPs this attachment holds according to our index (verified against the IP files); never scans. */
-  async indexedByID(id: string, ifname: string): Promise<string[]> {
-    let listed: string[];
-    try {
-      listed = (await readFile(this.indexPath(id, ifname), 'utf8')).split('\n').filter(Boolean);
-    } catch {
-      return [];
-    }
-    const out: string[] = [];
-    for (const ip of listed) if (DiskStore.matches(await this.owner(ip), id, ifname)) out.push(ip);
-    return out;
-  }
-
-  /** IPs held by this attachment, from the index (verified), falling back to a scan when there is no index. */
-  async getByID(id: string, ifname: string): Promise<string[]> {
-    let listed: string[] | undefined;
-    try {
-      listed = (await readFile(this.indexPath(id, ifname), 'utf8')).split('\n').filter(Boolean);
-    } catch {
-      listed = undefined;
-    }
-    if (listed) {
-      const out: string[] = [];
-      for (const ip of listed) if (DiskStore.matches(await this.owner(ip), id, ifname)) out.push(ip);
-      return out;
-    }
-    return (await this.scan()).filter((e) => DiskStore.matches(e.content, id, ifname)).map((e) => e.ip);
-  }
-
-  async release(ip: string): Promise<void> {
-    await unlink(join(this.dir, ip)).catch((e: NodeJS.ErrnoException) => {
-      if (e.code !== 'ENOENT') throw e;
-    });
-  }
-
-  async releaseByID(id: string, ifname: string): Promise<string[]> {
-    const ips = await this.getByID(id, ifname);
-    for (const ip of ips) await this.release(ip);
-    await rm(this.indexPath(id, ifname), { force: true });
-    return ips;
-  }
-
-  /** Every allocation file: used only by GC and STATUS, never on the ADD/DEL path. */
-  async scan(): Promise<{ ip: string; content: string }[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch {
-      return [];
-    }
-    const out: { ip: string; content: string }[] = [];
-    for (const name of names) {
-      if (!parseIP(name)) continue;
-      const content = await this.owner(name);
-      if (content !== undefined) out.push({ ip: name, content });
-    }
-    return out;
-  }
-
-  async indexEntries(): Promise<string[]> {
-    try {
-      return await readdir(this.indexDir);
-    } catch {
-      return [];
-    }
-  }
-
-  async removeIndex(name: string): Promise<void> {
-    await rm(join(this.indexDir, name), { force: true });
-  }
 }
 
 function rangeSetToString(set: Range[]): string {
@@ -345,7 +194,7 @@ function* candidates(set: Range[], last: bigint | undefined): Generator<{ range:
   }
 }
 
-async function allocate(ctx: PluginContext, cfg: HostLocalConfig, store: DiskStore): Promise<CniResult> {
+async function allocate(ctx: PluginContext, cfg: HostLocalConfig, store: IpamStore): Promise<CniResult> {
   const id = ctx.containerId;
   const ifname = ctx.ifname;
   const ips: CniIPConfig[] = [];
@@ -421,72 +270,96 @@ async function allocate(ctx: PluginContext, cfg: HostLocalConfig, store: DiskSto
   return result;
 }
 
-export const hostLocal: CniPlugin = {
-  name: 'kemu-host-local',
+export interface HostLocalOptions {
+  /**
+   * Where allocations live. `disk` (default): the reference layout under the config's dataDir, shareable
+   * with the reference plugin and with other processes. `memory`: a private in-memory store per dataDir
+   * and network, for one process that owns the node's IPAM (nothing else may use that dataDir). A
+   * `MemoryIpam` shares its stores between plugin instances and lets the caller inspect them; a function
+   * supplies any other store.
+   */
+  store?: 'disk' | 'memory' | MemoryIpam | IpamStoreProvider;
+}
 
-  async add(ctx) {
-    const cfg = await loadConfig(ctx);
-    const store = new DiskStore(cfg.dataDir, cfg.network);
-    await store.init();
-    return store.lock(() => allocate(ctx, cfg, store));
-  },
+/** A host-local plugin object with the given store; `hostLocal` is the disk-backed one the executable runs. */
+export function createHostLocal(opts: HostLocalOptions = {}): CniPlugin {
+  const choice = opts.store ?? 'disk';
+  let open: IpamStoreProvider;
+  if (choice === 'disk') open = (dataDir, network) => new DiskStore(dataDir, network);
+  else if (choice === 'memory' || choice instanceof MemoryIpam) {
+    const mem = choice === 'memory' ? new MemoryIpam() : choice;
+    open = (dataDir, network) => mem.open(dataDir, network);
+  } else if (typeof choice === 'function') open = choice;
+  else throw new TypeError(`createHostLocal: unknown store ${JSON.stringify(choice)}`);
+  return {
+    name: 'kemu-host-local',
 
-  async del(ctx) {
-    const cfg = await loadConfig(ctx);
-    const store = new DiskStore(cfg.dataDir, cfg.network);
-    await store.init();
-    await store.lock(() => store.releaseByID(ctx.containerId, ctx.ifname));
-  },
-
-  async check(ctx) {
-    const cfg = await loadConfig(ctx);
-    const store = new DiskStore(cfg.dataDir, cfg.network);
-    const held = await store.getByID(ctx.containerId, ctx.ifname);
-    if (held.length === 0) {
-      throw new CniError(
-        CniErrorCode.CheckFailed,
-        `host-local: failed to find address for container ${ctx.containerId} ifname ${ctx.ifname}`,
-      );
-    }
-  },
-
-  async status(ctx) {
-    const cfg = await loadConfig(ctx);
-    const store = new DiskStore(cfg.dataDir, cfg.network);
-    try {
+    async add(ctx) {
+      const cfg = await loadConfig(ctx);
+      const store = open(cfg.dataDir, cfg.network);
       await store.init();
-    } catch (e) {
-      throw new CniError(CniErrorCode.PluginNotAvailable, `dataDir ${cfg.dataDir} is not usable: ${(e as Error).message}`);
-    }
-    const used = await store.scan();
-    for (const [si, set] of cfg.rangeSets.entries()) {
-      let size = 0n;
-      for (const r of set) size += r.end - r.start + 1n - (r.gateway >= r.start && r.gateway <= r.end ? 1n : 0n);
-      const inSet = used.filter((u) => {
-        const p = parseIP(u.ip)!;
-        return set.some((r) => r.family === p.family && p.value >= r.start && p.value <= r.end);
-      }).length;
-      if (BigInt(inSet) >= size) {
-        throw new CniError(CniErrorCode.PluginNotAvailable, `range set ${si} (${rangeSetToString(set)}) is exhausted`);
-      }
-    }
-  },
+      return store.lock(() => allocate(ctx, cfg, store));
+    },
 
-  async gc(ctx) {
-    const cfg = await loadConfig(ctx);
-    const store = new DiskStore(cfg.dataDir, cfg.network);
-    await store.init();
-    const valid = new Set((ctx.validAttachments ?? []).map((a) => `${a.containerID}${LINE_BREAK}${a.ifname}`));
-    const validIds = new Set((ctx.validAttachments ?? []).map((a) => a.containerID));
-    await store.lock(async () => {
-      for (const { ip, content } of await store.scan()) {
-        const legacy = !content.includes(LINE_BREAK);
-        if (legacy ? !validIds.has(content) : !valid.has(content)) await store.release(ip);
+    async del(ctx) {
+      const cfg = await loadConfig(ctx);
+      const store = open(cfg.dataDir, cfg.network);
+      await store.init();
+      await store.lock(() => store.releaseByID(ctx.containerId, ctx.ifname));
+    },
+
+    async check(ctx) {
+      const cfg = await loadConfig(ctx);
+      const store = open(cfg.dataDir, cfg.network);
+      const held = await store.getByID(ctx.containerId, ctx.ifname);
+      if (held.length === 0) {
+        throw new CniError(
+          CniErrorCode.CheckFailed,
+          `host-local: failed to find address for container ${ctx.containerId} ifname ${ctx.ifname}`,
+        );
       }
-      for (const name of await store.indexEntries()) {
-        const at = name.indexOf('@');
-        if (!valid.has(`${name.slice(0, at)}${LINE_BREAK}${name.slice(at + 1)}`)) await store.removeIndex(name);
+    },
+
+    async status(ctx) {
+      const cfg = await loadConfig(ctx);
+      const store = open(cfg.dataDir, cfg.network);
+      try {
+        await store.init();
+      } catch (e) {
+        throw new CniError(CniErrorCode.PluginNotAvailable, `dataDir ${cfg.dataDir} is not usable: ${(e as Error).message}`);
       }
-    });
-  },
-};
+      const used = await store.scan();
+      for (const [si, set] of cfg.rangeSets.entries()) {
+        let size = 0n;
+        for (const r of set) size += r.end - r.start + 1n - (r.gateway >= r.start && r.gateway <= r.end ? 1n : 0n);
+        const inSet = used.filter((u) => {
+          const p = parseIP(u.ip)!;
+          return set.some((r) => r.family === p.family && p.value >= r.start && p.value <= r.end);
+        }).length;
+        if (BigInt(inSet) >= size) {
+          throw new CniError(CniErrorCode.PluginNotAvailable, `range set ${si} (${rangeSetToString(set)}) is exhausted`);
+        }
+      }
+    },
+
+    async gc(ctx) {
+      const cfg = await loadConfig(ctx);
+      const store = open(cfg.dataDir, cfg.network);
+      await store.init();
+      const valid = new Set((ctx.validAttachments ?? []).map((a) => `${a.containerID}${LINE_BREAK}${a.ifname}`));
+      const validIds = new Set((ctx.validAttachments ?? []).map((a) => a.containerID));
+      await store.lock(async () => {
+        for (const { ip, content } of await store.scan()) {
+          const legacy = !content.includes(LINE_BREAK);
+          if (legacy ? !validIds.has(content) : !valid.has(content)) await store.release(ip);
+        }
+        for (const name of await store.indexEntries()) {
+          const at = name.indexOf('@');
+          if (!valid.has(`${name.slice(0, at)}${LINE_BREAK}${name.slice(at + 1)}`)) await store.removeIndex(name);
+        }
+      });
+    },
+  };
+}
+
+export const hostLocal: CniPlugin = createHostLocal();

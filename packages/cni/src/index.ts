@@ -20,6 +20,7 @@ export {
 export * from './types.js';
 export { execDelegate, execPlugin, findInPath, interpretOutput } from './invoke-exec.js';
 export { ExecInvoker, InProcessInvoker, type InProcessInvokerOptions, type Invoker } from './invoke-inprocess.js';
+export { DiskResultCache, MemoryResultCache, type ResultCache } from './result-cache.js';
 export {
   CniRuntime,
   type CniRuntimeOptions,

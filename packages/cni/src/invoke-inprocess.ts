@@ -2,6 +2,7 @@ import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode } from './errors.js';
 import { execDelegate, execPlugin, findInPath } from './invoke-exec.js';
 import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
+import { MemoryResultCache, type ResultCache } from './result-cache.js';
 import { convertResult } from './types.js';
 
 /** Runs a plugin for the runtime: `type` + env + stdin in, exit code + stdout out, whatever the mechanism. */
@@ -11,6 +12,8 @@ export interface Invoker {
     env: Record<string, string | undefined>,
     stdin: string,
   ): Promise<{ exitCode: number; stdout: string; stderr?: string }>;
+  /** A result cache that goes with this invoker; a CniRuntime uses it unless told otherwise. */
+  readonly resultCache?: ResultCache;
 }
 
 /** Spawns binaries found on the given directories (CNI_PATH), never through a shell. */
@@ -40,6 +43,11 @@ export interface InProcessInvokerOptions {
   datapath: Datapath;
   /** Directories to exec types that are not registered (reference plugins in a mixed chain). Default: none. */
   binDirs?: readonly string[];
+  /**
+   * `memory`: a CniRuntime given this invoker keeps ADD results in memory instead of libcni's cache
+   * files (pass a ResultCache to share or inspect one). Default: the runtime's disk cache.
+   */
+  resultCache?: 'memory' | ResultCache;
 }
 
 /**
@@ -50,6 +58,7 @@ export interface InProcessInvokerOptions {
 export class InProcessInvoker implements Invoker {
   private readonly plugins = new Map<string, CniPlugin>();
   readonly datapath: Datapath;
+  readonly resultCache?: ResultCache;
   private readonly exec?: ExecInvoker;
 
   constructor(opts: InProcessInvokerOptions) {
@@ -60,6 +69,7 @@ export class InProcessInvoker implements Invoker {
     for (const [k, p] of entries) this.plugins.set(k, p);
     this.datapath = opts.datapath;
     if (opts.binDirs?.length) this.exec = new ExecInvoker(opts.binDirs);
+    if (opts.resultCache) this.resultCache = opts.resultCache === 'memory' ? new MemoryResultCache() : opts.resultCache;
   }
 
   register(type: string, plugin: CniPlugin): void {

@@ -39,7 +39,12 @@ function recorder(name: string, calls: Call[], ip?: string, fail?: string): CniP
   };
 }
 
-function setup(name: string, files: Record<string, unknown>, failing?: { plugin: string; command: string }) {
+function setup(
+  name: string,
+  files: Record<string, unknown>,
+  failing?: { plugin: string; command: string },
+  resultCache?: 'memory',
+) {
   const dir = join(tmp, name);
   mkdirSync(join(dir, 'conf'), { recursive: true });
   for (const [f, c] of Object.entries(files)) writeFileSync(join(dir, 'conf', f), typeof c === 'string' ? c : JSON.stringify(c));
@@ -47,7 +52,7 @@ function setup(name: string, files: Record<string, unknown>, failing?: { plugin:
   const plugins = ['first', 'second', 'third'].map((p, i) =>
     recorder(p, calls, i < 2 ? `10.0.${i}.2/24` : undefined, failing?.plugin === p ? failing.command : undefined),
   );
-  const invoker = new InProcessInvoker({ plugins, datapath: new MemoryDatapath() });
+  const invoker = new InProcessInvoker({ plugins, datapath: new MemoryDatapath(), resultCache });
   const rt = new CniRuntime({ confDir: join(dir, 'conf'), cacheDir: join(dir, 'cache'), binDirs: [join(dir, 'bin')], invoker });
   return { rt, calls, dir };
 }
@@ -168,5 +173,72 @@ describe('CniRuntime', () => {
     await expect(rt.listConfLists()).rejects.toMatchObject({ code: 6 });
     const { rt: rt2 } = setup('badconf2', { 'a.conflist': { cniVersion: '1.0.0', name: 'x', plugins: [{}] } });
     await expect(rt2.listConfLists()).rejects.toMatchObject({ code: 7, message: expect.stringMatching(/"type"/) });
+  });
+});
+
+describe.each([{ cache: 'disk' as const }, { cache: 'memory' as const }])('CniRuntime with the $cache result cache', ({ cache }) => {
+  const mk = (name: string, failing?: { plugin: string; command: string }) =>
+    setup(`${cache}-${name}`, { 'c.conflist': chain() }, failing, cache === 'memory' ? 'memory' : undefined);
+  const cacheFiles = (dir: string) => {
+    try {
+      return readdirSync(join(dir, 'cache', 'results'));
+    } catch {
+      return [];
+    }
+  };
+
+  it('keeps the ADD result with the attachment and hands out copies', async () => {
+    const { rt, dir } = mk('add');
+    const list = await rt.loadConfList();
+    await rt.addNetworkList(list, att);
+    const cached = await rt.getCachedResult(list, att);
+    expect(cached?.cniVersion).toBe('1.1.0');
+    expect(cached?.ips?.map((i) => i.address)).toEqual(['10.0.0.2/24', '10.0.1.2/24']);
+    cached!.ips!.length = 0;
+    expect((await rt.getCachedResult(list, att))?.ips).toHaveLength(2);
+    expect(await rt.cachedAttachments(list)).toEqual([
+      { containerId: 'ctr1', ifname: 'eth0', netns: att.netns, args: att.args, capabilityArgs: att.capabilityArgs },
+    ]);
+    expect(await rt.getCachedResult(list, { ...att, ifname: 'eth1' })).toBeUndefined();
+    expect(cacheFiles(dir)).toEqual(cache === 'disk' ? ['chain-ctr1-eth0'] : []);
+  });
+
+  it('DEL gets the cached result as prevResult and drops it; a second DEL runs without one', async () => {
+    const { rt, calls } = mk('del');
+    const list = await rt.loadConfList();
+    await rt.addNetworkList(list, att);
+    calls.length = 0;
+    await rt.delNetworkList(list, att);
+    expect(calls.map((c) => `${c.plugin} ${c.command}`)).toEqual(['third DEL', 'second DEL', 'first DEL']);
+    expect((calls[0]!.prev as { ips: unknown[] }).ips).toHaveLength(2);
+    expect(await rt.getCachedResult(list, att)).toBeUndefined();
+    expect(await rt.cachedAttachments(list)).toEqual([]);
+    calls.length = 0;
+    await rt.delNetworkList(list, att);
+    expect(calls.map((c) => c.prev)).toEqual([undefined, undefined, undefined]);
+  });
+
+  it('a failed ADD caches nothing; CHECK needs a cached result (code 3) and passes it on', async () => {
+    const { rt } = mk('fail', { plugin: 'third', command: 'ADD' });
+    const list = await rt.loadConfList();
+    await expect(rt.addNetworkList(list, att)).rejects.toMatchObject({ code: 104 });
+    expect(await rt.getCachedResult(list, att)).toBeUndefined();
+    await expect(rt.checkNetworkList(list, att)).rejects.toMatchObject({ code: 3 });
+    const ok = mk('check');
+    const l2 = await ok.rt.loadConfList();
+    await ok.rt.addNetworkList(l2, att);
+    ok.calls.length = 0;
+    await ok.rt.checkNetworkList(l2, att);
+    expect(ok.calls.map((c) => (c.prev as { ips: unknown[] }).ips.length)).toEqual([2, 2, 2]);
+  });
+
+  it('GC DELs the cached attachments that are not valid and keeps the rest', async () => {
+    const { rt, calls } = mk('gc');
+    const list = await rt.loadConfList();
+    for (const id of ['g1', 'g2', 'g3']) await rt.addNetworkList(list, { ...att, containerId: id });
+    calls.length = 0;
+    await rt.gcNetworkList(list, [{ containerId: 'g2', ifname: 'eth0' }]);
+    expect(calls.filter((c) => c.command === 'DEL')).toHaveLength(6);
+    expect((await rt.cachedAttachments(list)).map((a) => a.containerId)).toEqual(['g2']);
   });
 });

@@ -1,10 +1,11 @@
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { CniError, CniErrorCode, invalidConfig } from './errors.js';
 import { ExecInvoker, type Invoker } from './invoke-inprocess.js';
 import { interpretOutput } from './invoke-exec.js';
+import { DiskResultCache, MemoryResultCache, type ResultCache } from './result-cache.js';
 import { validateIfname } from './skeleton.js';
-import { type CniResult, compareVersions, convertResult, parseResult, requireVersion } from './types.js';
+import { type CniResult, compareVersions, convertResult, requireVersion } from './types.js';
 
 export interface NetworkConfig {
   type: string;
@@ -49,6 +50,11 @@ export interface CniRuntimeOptions {
   timeoutMs?: number;
   /** Exec invoker only: run plugins through this argument-array prefix (e.g. `ip netns exec NODE`). */
   execWrapper?: string[];
+  /**
+   * Where ADD results are kept. Default: the invoker's own cache if it has one (an in-process invoker
+   * made with `resultCache: 'memory'`), else libcni's files under `cacheDir`.
+   */
+  resultCache?: 'disk' | 'memory' | ResultCache;
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -112,12 +118,15 @@ export class CniRuntime {
   readonly binDirs: string[];
   readonly cacheDir: string;
   readonly invoker: Invoker;
+  readonly resultCache: ResultCache;
 
   constructor(opts: CniRuntimeOptions = {}) {
     this.confDir = opts.confDir ?? '/etc/cni/net.d';
     this.binDirs = opts.binDirs ?? ['/opt/cni/bin'];
     this.cacheDir = opts.cacheDir ?? '/var/lib/cni';
     this.invoker = opts.invoker ?? new ExecInvoker(this.binDirs, opts.timeoutMs, opts.execWrapper);
+    const rc = opts.resultCache ?? this.invoker.resultCache ?? 'disk';
+    this.resultCache = rc === 'disk' ? new DiskResultCache(this.cacheDir) : rc === 'memory' ? new MemoryResultCache() : rc;
   }
 
   /** All network lists in the conf dir: `.conflist` files first, then `.conf`/`.json`, each sorted by name. */
@@ -185,81 +194,19 @@ export class CniRuntime {
     return interpretOutput(plugin.type, { exitCode: out.exitCode, stdout: out.stdout, stderr: out.stderr ?? '' }, command === 'ADD');
   }
 
-  /** `<cacheDir>/results/<network>-<containerID>-<ifname>`, as libcni names it. */
+  /** `<cacheDir>/results/<network>-<containerID>-<ifname>`, as libcni names it (used by the disk cache). */
   cachePath(list: NetworkConfigList, rt: RuntimeConf): string {
     return join(this.cacheDir, 'results', `${list.name}-${rt.containerId}-${rt.ifname}`);
   }
 
-  private async writeCache(list: NetworkConfigList, rt: RuntimeConf, result: CniResult): Promise<void> {
-    const dir = join(this.cacheDir, 'results');
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const entry: Record<string, unknown> = {
-      kind: 'cniCacheV1',
-      containerId: rt.containerId,
-      config: list.bytes.toString('base64'),
-      ifName: rt.ifname,
-      networkName: list.name,
-      netns: rt.netns,
-    };
-    if (rt.args?.length) entry.cniArgs = rt.args;
-    if (rt.capabilityArgs && Object.keys(rt.capabilityArgs).length > 0) entry.capabilityArgs = rt.capabilityArgs;
-    entry.result = convertResult(result, list.cniVersion);
-    const path = this.cachePath(list, rt);
-    const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeFile(tmp, JSON.stringify(entry), { mode: 0o600 });
-    await rename(tmp, path);
-  }
-
   /** The cached ADD result of an attachment, if any. */
-  async getCachedResult(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined> {
-    let text: string;
-    try {
-      text = await readFile(this.cachePath(list, rt), 'utf8');
-    } catch {
-      return undefined;
-    }
-    try {
-      const entry = JSON.parse(text) as { result?: unknown };
-      return entry.result ? parseResult(entry.result) : undefined;
-    } catch {
-      return undefined;
-    }
+  getCachedResult(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined> {
+    return this.resultCache.get(list, rt);
   }
 
   /** Cached attachments of a network: what GC compares with the runtime's valid list. */
-  async cachedAttachments(list: NetworkConfigList): Promise<RuntimeConf[]> {
-    const dir = join(this.cacheDir, 'results');
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch {
-      return [];
-    }
-    const out: RuntimeConf[] = [];
-    for (const n of names) {
-      if (!n.startsWith(`${list.name}-`) || n.includes('.tmp-')) continue;
-      try {
-        const e = JSON.parse(await readFile(join(dir, n), 'utf8')) as {
-          networkName?: string;
-          containerId?: string;
-          ifName?: string;
-          netns?: string;
-          cniArgs?: [string, string][];
-          capabilityArgs?: Record<string, unknown>;
-        };
-        if (e.networkName !== list.name || !e.containerId || !e.ifName) continue;
-        out.push({
-          containerId: e.containerId,
-          ifname: e.ifName,
-          netns: e.netns ?? '',
-          args: e.cniArgs,
-          capabilityArgs: e.capabilityArgs,
-        });
-      } catch {
-        // unreadable entries are not ours to judge
-      }
-    }
-    return out;
+  cachedAttachments(list: NetworkConfigList): Promise<RuntimeConf[]> {
+    return this.resultCache.attachments(list);
   }
 
   /** ADD every plugin in order, each getting the previous result; on failure the chain is rolled back with DEL. */
@@ -278,7 +225,7 @@ export class CniRuntime {
       }
     }
     const result = prev ?? { cniVersion: list.cniVersion };
-    await this.writeCache(list, rt, result);
+    await this.resultCache.put(list, rt, result);
     return result;
   }
 
@@ -287,7 +234,7 @@ export class CniRuntime {
     validateRt(rt);
     const cached = await this.getCachedResult(list, rt);
     for (const p of [...list.plugins].reverse()) await this.run(list, p, 'DEL', rt, cached);
-    await rm(this.cachePath(list, rt), { force: true });
+    await this.resultCache.delete(list, rt);
   }
 
   async checkNetworkList(list: NetworkConfigList, rt: RuntimeConf): Promise<void> {

@@ -1,0 +1,150 @@
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NetworkConfigList, RuntimeConf } from './runtime.js';
+import { type CniResult, convertResult, parseResult } from './types.js';
+
+/**
+ * Where the runtime keeps each attachment's ADD result (for DEL's prevResult, CHECK and GC): libcni's
+ * files under a cache dir, or memory.
+ */
+export interface ResultCache {
+  put(list: NetworkConfigList, rt: RuntimeConf, result: CniResult): Promise<void>;
+  get(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined>;
+  delete(list: NetworkConfigList, rt: RuntimeConf): Promise<void>;
+  /** Attachments of the network with a cached result: what GC compares with the valid list. */
+  attachments(list: NetworkConfigList): Promise<RuntimeConf[]>;
+}
+
+interface CacheEntry {
+  kind: 'cniCacheV1';
+  containerId: string;
+  config: string;
+  ifName: string;
+  networkName: string;
+  netns: string;
+  cniArgs?: [string, string][];
+  capabilityArgs?: Record<string, unknown>;
+  result?: unknown;
+}
+
+function entryOf(list: NetworkConfigList, rt: RuntimeConf, result: CniResult): CacheEntry {
+  const entry: CacheEntry = {
+    kind: 'cniCacheV1',
+    containerId: rt.containerId,
+    config: list.bytes.toString('base64'),
+    ifName: rt.ifname,
+    networkName: list.name,
+    netns: rt.netns,
+  };
+  if (rt.args?.length) entry.cniArgs = rt.args;
+  if (rt.capabilityArgs && Object.keys(rt.capabilityArgs).length > 0) entry.capabilityArgs = rt.capabilityArgs;
+  // Stored in the network's version, as libcni does: a reader gets what the chain's last plugin returned.
+  entry.result = convertResult(result, list.cniVersion);
+  return entry;
+}
+
+const attachmentOf = (e: Partial<CacheEntry>): RuntimeConf => ({
+  containerId: e.containerId!,
+  ifname: e.ifName!,
+  netns: e.netns ?? '',
+  args: e.cniArgs,
+  capabilityArgs: e.capabilityArgs,
+});
+
+/**
+ * libcni's layout: `<cacheDir>/results/<network>-<containerID>-<ifname>` holding a `cniCacheV1` JSON
+ * entry, written to a temporary name and renamed so a reader never sees half of one.
+ */
+export class DiskResultCache implements ResultCache {
+  constructor(readonly cacheDir: string) {}
+
+  path(network: string, containerId: string, ifname: string): string {
+    return join(this.cacheDir, 'results', `${network}-${containerId}-${ifname}`);
+  }
+
+  async put(list: NetworkConfigList, rt: RuntimeConf, result: CniResult): Promise<void> {
+    mkdirSync(join(this.cacheDir, 'results'), { recursive: true, mode: 0o700 });
+    const path = this.path(list.name, rt.containerId, rt.ifname);
+    const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    writeFileSync(tmp, JSON.stringify(entryOf(list, rt, result)), { mode: 0o600 });
+    renameSync(tmp, path);
+  }
+
+  async get(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined> {
+    let text: string;
+    try {
+      text = readFileSync(this.path(list.name, rt.containerId, rt.ifname), 'utf8');
+    } catch {
+      return undefined;
+    }
+    try {
+      const entry = JSON.parse(text) as { result?: unknown };
+      return entry.result ? parseResult(entry.result) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async delete(list: NetworkConfigList, rt: RuntimeConf): Promise<void> {
+    rmSync(this.path(list.name, rt.containerId, rt.ifname), { force: true });
+  }
+
+  async attachments(list: NetworkConfigList): Promise<RuntimeConf[]> {
+    const dir = join(this.cacheDir, 'results');
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return [];
+    }
+    const out: RuntimeConf[] = [];
+    for (const n of names) {
+      if (!n.startsWith(`${list.name}-`) || n.includes('.tmp-')) continue;
+      try {
+        const e = JSON.parse(readFileSync(join(dir, n), 'utf8')) as Partial<CacheEntry>;
+        if (e.networkName !== list.name || !e.containerId || !e.ifName) continue;
+        out.push(attachmentOf(e));
+      } catch {
+        // unreadable entries are not ours to judge
+      }
+    }
+    return out;
+  }
+}
+
+/**
+ * The same entries in memory, for a runtime that is the only user of its results (a composed cluster
+ * calling plugins in process): no file per ADD, gone with the process.
+ */
+export class MemoryResultCache implements ResultCache {
+  private readonly networks = new Map<string, Map<string, CacheEntry>>();
+
+  private static key(rt: RuntimeConf): string {
+    return `${rt.containerId}\0${rt.ifname}`;
+  }
+
+  async put(list: NetworkConfigList, rt: RuntimeConf, result: CniResult): Promise<void> {
+    let m = this.networks.get(list.name);
+    if (!m) {
+      m = new Map();
+      this.networks.set(list.name, m);
+    }
+    // A private copy: later changes to the caller's result object must not reach the cache.
+    m.set(MemoryResultCache.key(rt), structuredClone(entryOf(list, rt, result)));
+  }
+
+  async get(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined> {
+    const e = this.networks.get(list.name)?.get(MemoryResultCache.key(rt));
+    return e?.result ? parseResult(structuredClone(e.result)) : undefined;
+  }
+
+  async delete(list: NetworkConfigList, rt: RuntimeConf): Promise<void> {
+    const m = this.networks.get(list.name);
+    m?.delete(MemoryResultCache.key(rt));
+    if (m?.size === 0) this.networks.delete(list.name);
+  }
+
+  async attachments(list: NetworkConfigList): Promise<RuntimeConf[]> {
+    return [...(this.networks.get(list.name)?.values() ?? [])].map((e) => structuredClone(attachmentOf(e)));
+  }
+}

@@ -1,6 +1,16 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { csi, grpc, implementService, serveUnix, shutdownServer, socketPathFromEndpoint } from '@kemu/proto';
+import {
+  csi,
+  type grpc,
+  type GrpcEngine,
+  implementService,
+  parseGrpcEngine,
+  serveUnix,
+  type ServiceRegistration,
+  shutdownServer,
+  socketPathFromEndpoint,
+} from '@kemu/proto';
 import type { Backend } from './backend.js';
 import { HostPathBackend } from './backend-hostpath.js';
 import { SimBackend, type SimBackendOptions } from './backend-sim.js';
@@ -97,15 +107,22 @@ export async function createCsiDriver(opts: CsiDriverOptions): Promise<CsiDriver
   };
 }
 
-/** Registers the four CSI services of a driver on a grpc-js server. */
-export function addCsiServices(server: grpc.Server, d: CsiDriver): void {
-  server.addService(csi.IdentityService, implementService(csi.IdentityService, d.identity));
-  server.addService(csi.ControllerService, implementService(csi.ControllerService, d.controller));
-  server.addService(csi.NodeService, implementService(csi.NodeService, d.node));
-  server.addService(
-    csi.GroupControllerService,
-    implementService(csi.GroupControllerService, d.groupController),
-  );
+/** The four CSI services of a driver, ready to register on a gRPC server of either engine. */
+export function csiServices(d: CsiDriver): ServiceRegistration[] {
+  return [
+    [csi.IdentityService, implementService(csi.IdentityService, d.identity)],
+    [csi.ControllerService, implementService(csi.ControllerService, d.controller)],
+    [csi.NodeService, implementService(csi.NodeService, d.node)],
+    [csi.GroupControllerService, implementService(csi.GroupControllerService, d.groupController)],
+  ];
+}
+
+/** Registers the four CSI services of a driver on a server (grpc-js or @kemu/proto's http2 engine). */
+export function addCsiServices(
+  server: { addService(definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation): void },
+  d: CsiDriver,
+): void {
+  for (const [definition, implementation] of csiServices(d)) server.addService(definition, implementation);
 }
 
 export interface ServeOptions extends CsiDriverOptions {
@@ -115,6 +132,11 @@ export interface ServeOptions extends CsiDriverOptions {
   registrationDir?: string;
   /** the CSI socket path as the kubelet sees it (default: the endpoint's path) */
   kubeletRegistrationPath?: string;
+  /**
+   * gRPC server engine: `http2` (default, @kemu/proto's lean node:http2 engine) or `grpc-js`.
+   * `KEMU_GRPC_ENGINE` in the environment picks it when this is not set.
+   */
+  grpcEngine?: GrpcEngine;
 }
 
 export interface RunningCsiDriver extends CsiDriver {
@@ -126,11 +148,11 @@ export interface RunningCsiDriver extends CsiDriver {
 /** Creates the driver and serves it on a unix socket (mode 0660), plus plugin registration if asked. */
 export async function serveCsiDriver(opts: ServeOptions): Promise<RunningCsiDriver> {
   const socketPath = socketPathFromEndpoint(opts.endpoint);
+  const engine = opts.grpcEngine ?? parseGrpcEngine(process.env.KEMU_GRPC_ENGINE) ?? 'http2';
   const d = await createCsiDriver(opts);
-  const server = new grpc.Server();
-  addCsiServices(server, d);
+  let server: Awaited<ReturnType<typeof serveUnix>>;
   try {
-    await serveUnix(server, socketPath);
+    server = await serveUnix(csiServices(d), socketPath, { engine });
   } catch (e) {
     await d.release();
     throw e;

@@ -23,5 +23,16 @@ export {
   type TypedClientConstructor,
   type UnaryCallOptions,
 } from './runtime';
-export { serveUnix, shutdownServer, socketPathFromEndpoint, type ServeUnixOptions } from './server';
+export {
+  createGrpcServer,
+  type GrpcEngine,
+  type GrpcServer,
+  parseGrpcEngine,
+  serveUnix,
+  type ServeUnixOptions,
+  type ServiceRegistration,
+  shutdownServer,
+  socketPathFromEndpoint,
+} from './server';
 export * as grpc from '@grpc/grpc-js';
+export { encodeGrpcMessage, Http2GrpcServer, type Http2GrpcServerOptions } from './server-http2';

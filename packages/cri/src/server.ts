@@ -2,8 +2,16 @@
 // service objects for in-process use.
 import fs from 'node:fs';
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import { cri, implementService, serveUnix, shutdownServer, socketPathFromEndpoint } from '@kemu/proto';
+import {
+  cri,
+  type GrpcEngine,
+  type GrpcServer,
+  implementService,
+  parseGrpcEngine,
+  serveUnix,
+  shutdownServer,
+  socketPathFromEndpoint,
+} from '@kemu/proto';
 import { SimBackend, type SimBackendOptions } from './backend-sim.js';
 import { ImageStore } from './image-store.js';
 import { createCniNetwork } from './network-cni.js';
@@ -133,18 +141,33 @@ export async function createCri(cfg: CriRuntimeConfig): Promise<CriInstance> {
 
 export interface CriServer extends CriInstance {
   socketPath: string;
-  server: grpc.Server;
+  server: GrpcServer;
+}
+
+export interface CriServeOptions {
+  listen: string;
+  /**
+   * gRPC server engine: `http2` (default, @kemu/proto's lean node:http2 engine) or `grpc-js`.
+   * `KEMU_GRPC_ENGINE` in the environment picks it when this is not set.
+   */
+  grpcEngine?: GrpcEngine;
 }
 
 /** Builds the runtime and serves RuntimeService + ImageService on a unix socket (mode 0660). */
-export async function startCriServer(cfg: CriRuntimeConfig & { listen: string }): Promise<CriServer> {
+export async function startCriServer(cfg: CriRuntimeConfig & CriServeOptions): Promise<CriServer> {
   const socketPath = socketPathFromEndpoint(cfg.listen);
+  const engine = cfg.grpcEngine ?? parseGrpcEngine(process.env.KEMU_GRPC_ENGINE) ?? 'http2';
   const instance = await createCri(cfg);
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 16 * 1024 * 1024 });
-  server.addService(cri.RuntimeServiceService, implementService(cri.RuntimeServiceService, instance.runtimeService));
-  server.addService(cri.ImageServiceService, implementService(cri.ImageServiceService, instance.imageService));
+  let server: GrpcServer;
   try {
-    await serveUnix(server, socketPath, { mode: 0o660 });
+    server = await serveUnix(
+      [
+        [cri.RuntimeServiceService, implementService(cri.RuntimeServiceService, instance.runtimeService)],
+        [cri.ImageServiceService, implementService(cri.ImageServiceService, instance.imageService)],
+      ],
+      socketPath,
+      { mode: 0o660, engine, serverOptions: { 'grpc.max_receive_message_length': 16 * 1024 * 1024 } },
+    );
   } catch (err) {
     await instance.close();
     throw err;

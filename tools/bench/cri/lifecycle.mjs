@@ -4,19 +4,23 @@
 // its own process over its unix socket (state persisted to a state dir, as in production).
 //
 //   node tools/bench/cri/lifecycle.mjs [--count 10000] [--concurrency 16] [--runs 3] [--network ipam|netsim|both]
-//                                      [--json FILE]
+//                                      [--engine http2|grpc-js] [--json FILE]
 //
 // --network picks the sim backend's pod network: `ipam` hands out addresses only (the scale path),
 // `netsim` is the built-in default (bridge + host-local + portmap run in process on a simulated datapath).
 // Reports lifecycles/s and per-RPC p50/p99 (medians over runs). The reference measured in the same run
 // is the same lifecycle on the same service objects called in process (no socket, no second process),
-// so the ratio shows what the gRPC hop and process boundary cost.
+// so the ratio shows what the gRPC hop and process boundary cost. The transport ceiling is measured in the
+// same run too: a bare unary echo (raw bytes, no service code) on a grpc-js server and on @kemu/proto's
+// http2 engine, driven by the same grpc-js client with the same concurrency (tools/bench/grpc); a
+// lifecycle is 5 calls. --engine picks kemu-cri's gRPC server engine (default: kemu-cri's own, http2).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { measureEcho } from '../grpc/echo-reference.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
@@ -88,6 +92,7 @@ async function main() {
       runs: { type: 'string', default: '3' },
       json: { type: 'string' },
       network: { type: 'string', default: 'both' },
+      engine: { type: 'string', default: 'http2' },
     },
   });
   const networks = values.network === 'both' ? ['ipam', 'netsim'] : [values.network];
@@ -104,7 +109,7 @@ async function benchNetwork(network, values) {
   const { cri, unaryCall } = await import('@kemu/proto');
   const { createCri } = await import('@kemu/cri');
 
-  const results = { socket: [], inProcess: [] };
+  const results = { socket: [], inProcess: [], echo: { 'grpc-js': [], http2: [] } };
   for (let run = 0; run < runs; run++) {
     // Over the socket, against kemu-cri as a separate process.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-cri-'));
@@ -112,7 +117,7 @@ async function benchNetwork(network, values) {
     const server = spawn(
       process.execPath,
       ['--conditions=@kemu/source', '--import', 'tsx', path.join(repo, 'packages/cri/src/cli.ts'), '--listen', `unix://${socket}`, '--backend', 'sim', '--state-dir', path.join(dir, 'state'), '--synthetic-images', '--sim-network', network],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, KEMU_GRPC_ENGINE: values.engine } },
     );
     let stderr = '';
     server.stderr.on('data', (d) => {
@@ -169,8 +174,11 @@ async function benchNetwork(network, values) {
     await inst.close();
     rmSync(dir2, { recursive: true, force: true });
     results.inProcess.push(ref);
+
+    for (const engine of ['grpc-js', 'http2'])
+      results.echo[engine].push(await measureEcho({ engine, calls: Math.min(count * 5, 20000), concurrency }));
     console.error(
-      `[${network}] run ${run + 1}/${runs}: socket ${socketResult.lifecyclesPerSec.toFixed(0)} lifecycles/s, in-process ${ref.lifecyclesPerSec.toFixed(0)} lifecycles/s`,
+      `[${network}] run ${run + 1}/${runs}: socket ${socketResult.lifecyclesPerSec.toFixed(0)} lifecycles/s, in-process ${ref.lifecyclesPerSec.toFixed(0)} lifecycles/s, bare echo grpc-js ${results.echo['grpc-js'].at(-1).callsPerSec.toFixed(0)} / http2 ${results.echo.http2.at(-1).callsPerSec.toFixed(0)} calls/s`,
     );
   }
 
@@ -183,8 +191,23 @@ async function benchNetwork(network, values) {
   });
   const socket = summarize(results.socket);
   const inProcess = summarize(results.inProcess);
+  const echo = Object.fromEntries(
+    Object.entries(results.echo).map(([engine, rs]) => {
+      const callsPerSec = median(rs.map((r) => r.callsPerSec));
+      return [
+        engine,
+        {
+          callsPerSec,
+          ceilingLifecyclesPerSec: callsPerSec / 5,
+          serverCpuMsPerCall: median(rs.map((r) => r.serverCpuMsPerCall)),
+          clientCpuMsPerCall: median(rs.map((r) => r.clientCpuMsPerCall)),
+        },
+      ];
+    }),
+  );
   const out = {
-    benchmark: `cri pod lifecycle (sim backend, ${network} network)`,
+    benchmark: `cri pod lifecycle (sim backend, ${network} network, ${values.engine} engine)`,
+    engine: values.engine,
     loadAverage: os.loadavg(),
     count,
     concurrency,
@@ -193,13 +216,21 @@ async function benchNetwork(network, values) {
     socket,
     inProcess,
     ratioSocketToInProcess: socket.lifecyclesPerSec / inProcess.lifecyclesPerSec,
+    bareEcho: echo,
+    ratioToGrpcJsEchoCeiling: socket.lifecyclesPerSec / echo['grpc-js'].ceilingLifecyclesPerSec,
     target: { lifecyclesPerSec: 1000, p99Ms: 10 },
     meetsTarget: socket.lifecyclesPerSec >= 1000 && RPCS.every((r) => socket.perRpc[r].p99 <= 10),
   };
-  console.log(`\n[${network} network] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log(`\n[${network} network, ${values.engine} engine] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   console.log(`over the socket: ${socket.lifecyclesPerSec.toFixed(0)} lifecycles/s   in process: ${inProcess.lifecyclesPerSec.toFixed(0)} lifecycles/s   ratio ${out.ratioSocketToInProcess.toFixed(2)}`);
   console.log(
     `transport reference: no-op Version RPCs ${socket.noopRpcPerSec.toFixed(0)}/s with ${concurrency} in flight -> ceiling ${(socket.noopRpcPerSec / 5).toFixed(0)} lifecycles/s (5 RPCs each); lifecycles reach ${((100 * socket.lifecyclesPerSec * 5) / socket.noopRpcPerSec).toFixed(0)}% of it`,
+  );
+  console.log(
+    `bare echo (same run, grpc-js client): grpc-js server ${echo['grpc-js'].callsPerSec.toFixed(0)} calls/s -> ceiling ${echo['grpc-js'].ceilingLifecyclesPerSec.toFixed(0)} lifecycles/s (lifecycles reach ${out.ratioToGrpcJsEchoCeiling.toFixed(2)} of it); http2 engine ${echo.http2.callsPerSec.toFixed(0)} calls/s -> ${echo.http2.ceilingLifecyclesPerSec.toFixed(0)}`,
+  );
+  console.log(
+    `  echo CPU per call: grpc-js server ${echo['grpc-js'].serverCpuMsPerCall.toFixed(4)} ms, http2 server ${echo.http2.serverCpuMsPerCall.toFixed(4)} ms; grpc-js client ${echo['grpc-js'].clientCpuMsPerCall.toFixed(4)} / ${echo.http2.clientCpuMsPerCall.toFixed(4)} ms`,
   );
   console.log(
     `CPU per lifecycle: kemu-cri ${socket.serverCpuMsPerLifecycle.toFixed(3)} ms (one core sustains ~${(1000 / socket.serverCpuMsPerLifecycle).toFixed(0)} lifecycles/s), client ${socket.clientCpuMsPerLifecycle.toFixed(3)} ms; in process ${inProcess.serverCpuMsPerLifecycle.toFixed(3)} ms`,

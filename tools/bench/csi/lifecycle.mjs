@@ -5,19 +5,23 @@
 //
 //   node tools/bench/csi/lifecycle.mjs [--backend sim|hostpath|both] [--count N] [--hostpath-count N]
 //                                      [--concurrency 16] [--runs 3] [--driver process|same-process]
-//                                      [--json FILE]
+//                                      [--engine http2|grpc-js] [--json FILE]
 //
 // Reports lifecycles/s (median over runs) and p50/p99 per call (median over runs). Two references are
 // measured in the same run: a bare grpc-js unary echo with the same concurrency and process layout (the
 // ceiling any gRPC server in Node reaches on this machine; a lifecycle is 8 calls), and the same
 // lifecycle on the same service objects called in process (no socket), so the ratios show what the
-// driver adds over gRPC itself and what the gRPC hop costs.
+// driver adds over gRPC itself and what the gRPC hop costs. The same echo on @kemu/proto's http2 engine is
+// measured too (tools/bench/grpc), and CPU milliseconds per lifecycle in the driver and in the client
+// process, which unlike rates do not depend on what else the machine runs. --engine picks kemu-csi's gRPC
+// server engine (default: kemu-csi's own, http2).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { cpuSeconds, measureEcho } from '../grpc/echo-reference.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
@@ -55,6 +59,7 @@ async function main() {
       // process: kemu-csi as its own process (the real deployment); same-process: the socket server runs
       // in the benchmark's process, which on a crowded machine avoids a process wake-up per call
       driver: { type: 'string', default: 'process' },
+      engine: { type: 'string', default: 'http2' },
       json: { type: 'string', default: path.join(repo, '.bench-out', 'csi-lifecycle.json') },
     },
   });
@@ -149,6 +154,7 @@ async function main() {
             enableAttach: true,
             pathRoots: [kubelet],
             capacityBytes: 2 ** 40,
+            grpcEngine: values.engine,
           })
         : null;
     const proc = inline
@@ -174,7 +180,7 @@ async function main() {
             '--capacity',
             '1Ti',
           ],
-          { stdio: ['ignore', 'ignore', 'inherit'] },
+          { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, KEMU_GRPC_ENGINE: values.engine } },
         );
     const creds = grpc.credentials.createInsecure();
     const clients = {
@@ -195,13 +201,20 @@ async function main() {
         if (Date.now() > deadline) throw new Error('kemu-csi did not start');
         await new Promise((r) => setTimeout(r, 100));
       }
-      return await lifecycles(
+      const s0 = proc ? cpuSeconds(proc.pid) : 0;
+      const c0 = process.cpuUsage();
+      const result = await lifecycles(
         (svc, m, req) => unaryCall(clients[svc], m, req),
         count,
         kubelet,
         `r${run}`,
         backend === 'hostpath',
       );
+      const cu = process.cpuUsage(c0);
+      // with the driver in this process, "client" is both sides together
+      result.clientCpuMsPerLifecycle = (cu.user + cu.system) / 1000 / count;
+      if (proc) result.driverCpuMsPerLifecycle = ((cpuSeconds(proc.pid) - s0) * 1000) / count;
+      return result;
     } finally {
       for (const c of Object.values(clients)) c.close();
       if (proc) {
@@ -337,12 +350,15 @@ async function main() {
     const socketRuns = [];
     const refRuns = [];
     const echoRuns = [];
+    const leanEchoRuns = [];
     for (let r = 0; r < runs; r++) {
       socketRuns.push(await overSocket(backend, count, r));
       refRuns.push(await inProcess(backend, count, r));
       echoRuns.push(await grpcEcho(Math.min(count, 2000) * CALLS.length));
+      if (values.driver === 'process')
+        leanEchoRuns.push(await measureEcho({ engine: 'http2', calls: Math.min(count, 2000) * CALLS.length, concurrency }));
       process.stderr.write(
-        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process, bare grpc-js echo ${echoRuns.at(-1).toFixed(0)} calls/s\n`,
+        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process, bare grpc-js echo ${echoRuns.at(-1).toFixed(0)} calls/s${leanEchoRuns.length ? `, http2-engine echo ${leanEchoRuns.at(-1).callsPerSec.toFixed(0)} calls/s` : ''}\n`,
       );
     }
     const echo = median(echoRuns);
@@ -358,8 +374,15 @@ async function main() {
         },
       ]),
     );
+    const driverCpu = values.driver === 'process' ? median(socketRuns.map((x) => x.driverCpuMsPerLifecycle)) : undefined;
+    const clientCpu = median(socketRuns.map((x) => x.clientCpuMsPerLifecycle));
+    const leanEcho = leanEchoRuns.length ? median(leanEchoRuns.map((x) => x.callsPerSec)) : undefined;
     report.results[backend] = {
+      engine: values.engine,
       lifecycles: count,
+      driverCpuMsPerLifecycle: driverCpu,
+      clientCpuMsPerLifecycle: clientCpu,
+      http2EngineEchoCallsPerSecond: leanEcho,
       lifecyclesPerSecond: rate,
       inProcessLifecyclesPerSecond: ref,
       socketOverInProcessRatio: rate / ref,
@@ -369,13 +392,22 @@ async function main() {
       perCall,
     };
     console.log(
-      `\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}`,
+      `\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}, ${values.engine} engine (load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`,
     );
     console.log(
       `  over the socket: ${rate.toFixed(0)} lifecycles/s (median)   in process (reference): ${ref.toFixed(0)} lifecycles/s   ratio ${(rate / ref).toFixed(2)}`,
     );
     console.log(
       `  bare grpc-js echo (reference): ${echo.toFixed(0)} calls/s = ceiling of ${ceiling.toFixed(0)} lifecycles/s   ratio ${(rate / ceiling).toFixed(2)}`,
+    );
+    if (leanEcho !== undefined)
+      console.log(
+        `  http2-engine echo (reference): ${leanEcho.toFixed(0)} calls/s = ceiling of ${(leanEcho / CALLS.length).toFixed(0)} lifecycles/s`,
+      );
+    console.log(
+      driverCpu !== undefined
+        ? `  CPU per lifecycle: kemu-csi ${driverCpu.toFixed(3)} ms (one core sustains ~${(1000 / driverCpu).toFixed(0)}/s), grpc-js client ${clientCpu.toFixed(3)} ms (~${(1000 / clientCpu).toFixed(0)}/s)`
+        : `  CPU per lifecycle (driver and client in one process): ${clientCpu.toFixed(3)} ms`,
     );
     console.log('  call                        p50 ms   p99 ms');
     for (const c of CALLS)

@@ -9,7 +9,7 @@ import {
   resourceFromList,
   type Resource,
 } from './resources.js';
-import type { Node } from './types.js';
+import type { Node, Taint } from './types.js';
 
 export function normalizedImageName(name: string): string {
   const slash = name.lastIndexOf('/');
@@ -23,31 +23,68 @@ export class NodeInfo {
   name: string;
   allocatable: Resource;
   allowedPodNumber: number;
-  requested: Resource = emptyResource();
-  nonZeroCPU = 0;
-  nonZeroMem = 0;
-  pods: PodInfo[] = [];
-  podsWithAffinity: PodInfo[] = [];
-  podsWithRequiredAntiAffinity: PodInfo[] = [];
+  requested: Resource;
+  nonZeroCPU: number;
+  nonZeroMem: number;
+  pods: PodInfo[];
+  podsWithAffinity: PodInfo[];
+  podsWithRequiredAntiAffinity: PodInfo[];
   /** `protocol/port` → host IPs in use. */
-  usedPorts = new Map<string, string[]>();
+  usedPorts: Map<string, string[]>;
   /** `key=value` → pods carrying that label; lets selector counting skip non-matching pods. */
-  private labelIndex: Map<string, PodInfo[]> | null = null;
+  private labelIndex: Map<string, PodInfo[]> | null;
   /** image name → size in bytes. */
-  images = new Map<string, number>();
-  generation = 0;
+  images: Map<string, number>;
+  generation: number;
   /**
    * Pending pods nominated to this node (preemptors waiting for their victims to go), kept in step by
    * the scheduling queue; read on every filter call, so it lives here rather than behind a name lookup.
    */
-  nominated: readonly PodInfo[] = NO_NOMINATED;
+  nominated: readonly PodInfo[];
+  /** spec.unschedulable and spec.taints, copied here because every filter pass reads them. */
+  unschedulable: boolean;
+  taints: Taint[] | undefined;
 
-  constructor(node: Node) {
+  /** `from`: make a copy of that node info (clone()); one constructor keeps copies the same shape. */
+  constructor(node: Node, from?: NodeInfo) {
     this.node = node;
+    if (from) {
+      this.name = from.name;
+      this.allocatable = from.allocatable;
+      this.allowedPodNumber = from.allowedPodNumber;
+      this.requested = cloneResource(from.requested);
+      this.nonZeroCPU = from.nonZeroCPU;
+      this.nonZeroMem = from.nonZeroMem;
+      this.pods = from.pods.slice();
+      this.podsWithAffinity = from.podsWithAffinity.slice();
+      this.podsWithRequiredAntiAffinity = from.podsWithRequiredAntiAffinity.slice();
+      this.usedPorts =
+        from.usedPorts.size === 0 ? new Map() : new Map([...from.usedPorts].map(([k, v]) => [k, [...v]]));
+      this.labelIndex = null;
+      this.images = from.images;
+      this.generation = from.generation;
+      this.nominated = from.nominated;
+      this.unschedulable = from.unschedulable;
+      this.taints = from.taints;
+      return;
+    }
     this.name = node.metadata.name ?? '';
     const alloc = node.status?.allocatable ?? node.status?.capacity;
     this.allocatable = resourceFromList(alloc);
     this.allowedPodNumber = alloc?.pods !== undefined ? parseQuantity(alloc.pods) : 110;
+    this.requested = emptyResource();
+    this.nonZeroCPU = 0;
+    this.nonZeroMem = 0;
+    this.pods = [];
+    this.podsWithAffinity = [];
+    this.podsWithRequiredAntiAffinity = [];
+    this.usedPorts = new Map();
+    this.labelIndex = null;
+    this.images = new Map();
+    this.generation = 0;
+    this.nominated = NO_NOMINATED;
+    this.unschedulable = node.spec?.unschedulable === true;
+    this.taints = node.spec?.taints;
     this.setImages(node);
   }
 
@@ -60,6 +97,8 @@ export class NodeInfo {
 
   setNode(node: Node): void {
     this.node = node;
+    this.unschedulable = node.spec?.unschedulable === true;
+    this.taints = node.spec?.taints;
     this.name = node.metadata.name ?? this.name;
     const alloc = node.status?.allocatable ?? node.status?.capacity;
     this.allocatable = resourceFromList(alloc);
@@ -195,24 +234,7 @@ export class NodeInfo {
 
   /** A copy that can be mutated (preemption dry runs) without touching the cache. */
   clone(): NodeInfo {
-    const c = Object.create(NodeInfo.prototype) as NodeInfo;
-    c.node = this.node;
-    c.name = this.name;
-    c.allocatable = this.allocatable;
-    c.allowedPodNumber = this.allowedPodNumber;
-    c.requested = cloneResource(this.requested);
-    c.nonZeroCPU = this.nonZeroCPU;
-    c.nonZeroMem = this.nonZeroMem;
-    c.pods = [...this.pods];
-    c.podsWithAffinity = [...this.podsWithAffinity];
-    c.podsWithRequiredAntiAffinity = [...this.podsWithRequiredAntiAffinity];
-    c.usedPorts =
-      this.usedPorts.size === 0 ? new Map() : new Map([...this.usedPorts].map(([k, v]) => [k, [...v]]));
-    c.labelIndex = null;
-    c.images = this.images;
-    c.generation = this.generation;
-    c.nominated = this.nominated;
-    return c;
+    return new NodeInfo(this.node, this);
   }
 }
 

@@ -34,8 +34,10 @@ export function moreImportant(a: PodInfo, b: PodInfo): boolean {
   return a.startTime < b.startTime;
 }
 
+/** The order of moreImportant() as a comparator (most important first). */
 function byImportance(a: PodInfo, b: PodInfo): number {
-  return moreImportant(a, b) ? -1 : moreImportant(b, a) ? 1 : 0;
+  if (a.priority !== b.priority) return a.priority > b.priority ? -1 : 1;
+  return a.startTime < b.startTime ? -1 : b.startTime < a.startTime ? 1 : 0;
 }
 
 function sortByImportance(pods: PodInfo[]): void {

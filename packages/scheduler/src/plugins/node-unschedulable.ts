@@ -11,8 +11,7 @@ const REJECT_NODE_UNSCHEDULABLE = Status.unresolvable(ERR_NODE_UNSCHEDULABLE).wi
 export const newNodeUnschedulable: PluginFactory = (): FilterPlugin => ({
   name: NodeUnschedulable,
   filter(_s, pi, node) {
-    const spec = node.node.spec;
-    if (spec === undefined || !spec.unschedulable) return null;
+    if (!node.unschedulable) return null;
     const tolerated = (pi.pod.spec.tolerations ?? []).some(
       (t) =>
         (t.effect === undefined || t.effect === '' || t.effect === 'NoSchedule') &&

@@ -34,7 +34,7 @@ type Plugin = FilterPlugin & PreScorePlugin & ScorePlugin;
 export const newTaintToleration: PluginFactory = (): Plugin => ({
   name: TaintToleration,
   filter(_s, pi, node) {
-    const taint = untoleratedTaint(node.node.spec?.taints, pi.pod.spec.tolerations, HARD_EFFECTS);
+    const taint = untoleratedTaint(node.taints, pi.pod.spec.tolerations, HARD_EFFECTS);
     if (!taint) return null;
     return Status.unresolvable(`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`);
   },

@@ -532,6 +532,20 @@ function isUsableUnicastV4(b: Buffer, off: number): boolean {
 }
 
 /** Decodes an UPDATE body, validating it in the order RFC 4271 §6.3 describes. */
+/**
+ * Routes reflected once all carry the same one-entry CLUSTER_LIST; they share one array (treated as
+ * read-only everywhere: reflecting builds a new list) instead of holding a copy each.
+ */
+const oneCluster = new Map<string, string[]>();
+function singleClusterList(id: string): string[] {
+  let l = oneCluster.get(id);
+  if (!l) {
+    l = [id];
+    if (oneCluster.size < 10_000) oneCluster.set(id, l);
+  }
+  return l;
+}
+
 export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
   const total = body.length;
   const wl = body.readUInt16BE(0);
@@ -665,6 +679,10 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
         attributes.originatorId = formatIPv4(body, o);
         break;
       case AttrType.ClusterList:
+        if (len === 4) {
+          attributes.clusterList = singleClusterList(formatIPv4(body, o));
+          break;
+        }
         attributes.clusterList = [];
         for (let i = 0; i < len; i += 4) attributes.clusterList.push(formatIPv4(body, o + i));
         break;

@@ -227,9 +227,21 @@ describe('BGP-routed pod networking on netsim (calico-style, no encapsulation)',
       originatorId: c.ip,
       clusterList: ['0.0.0.9'],
     });
+    // Its Adj-RIB-In from the reflector: node-a's own block and node-c's reflected one.
+    expect(b.speaker!.peer(a.ip)!.prefixesReceived).toBe(2);
+    expect(b.speaker!.adjRibIn(a.ip).map((e) => [e.prefix, e.nextHop]).sort()).toEqual(
+      [[a.block, a.ip], [c.block, c.ip]].sort(),
+    );
     const bc = world.ping(b.pod.ns, c.pod.ip, { count: 1 });
     expect(bc.received, formatTrace(bc.trace)).toBe(1);
     expectRoutedPath(bc.trace, b, c);
+    // A withdrawal by a client travels through the reflector to the other client.
+    c.speaker!.withdraw(c.block);
+    await until(async () => !(await bgpRoutes(b.dp)).some((r) => r[0] === c.block), `node-b to drop ${c.block}`);
+    expect(b.speaker!.peer(a.ip)!.prefixesReceived).toBe(1);
+    expect(b.speaker!.adjRibIn(a.ip).map((e) => e.prefix)).toEqual([a.block]);
+    c.speaker!.advertise(c.block);
+    await converged();
     // The reflector is in the control plane only: no hop of b<->c traffic touches node-a.
     expect(bc.trace.filter((h) => h.ns === nodeNs('node-a')), formatTrace(bc.trace)).toEqual([]);
     const ab = world.ping(a.pod.ns, b.pod.ip, { count: 1 });

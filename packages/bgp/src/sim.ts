@@ -38,8 +38,9 @@ export interface SimNode {
   prefixes: string[];
   speaker: BgpSpeaker;
   sink: MemoryRouteSink;
-  /** Prefixes whose installed next hop matches the owner's address. */
-  correct: Set<string>;
+  /** How many installed routes have the owner's address as next hop (a count: a set per node would
+   * hold a million entries in a 1,000-node run). */
+  correctCount: number;
 }
 
 /** Address of node `i` (0-based): 10.x.y.z for memory, 127.x.y.z for TCP (skipping .0 and .255). */
@@ -127,7 +128,7 @@ export class RouteSimulation {
       address,
       role,
       prefixes,
-      correct: new Set(),
+      correctCount: 0,
       sink: undefined as unknown as MemoryRouteSink,
       speaker: undefined as unknown as BgpSpeaker,
     };
@@ -218,17 +219,21 @@ export class RouteSimulation {
 
   /** Bookkeeping for one prefix leaving the expected set: O(nodes), not O(nodes × routes). */
   private unexpect(prefix: string): void {
+    const owner = this.expected.get(prefix);
     this.expected.delete(prefix);
     for (const n of this.nodes.values()) {
-      n.correct.delete(prefix);
+      if (owner !== undefined && n.sink.routes.get(prefix)?.nextHop === owner) n.correctCount--;
       this.update(n);
     }
   }
 
   private expect(prefix: string, owner: string): void {
+    const old = this.expected.get(prefix);
     this.expected.set(prefix, owner);
     for (const n of this.nodes.values()) {
-      if (n.sink.routes.get(prefix)?.nextHop === owner) n.correct.add(prefix);
+      const nh = n.sink.routes.get(prefix)?.nextHop;
+      if (old !== undefined && nh === old) n.correctCount--;
+      if (nh === owner) n.correctCount++;
       this.update(n);
     }
   }
@@ -247,7 +252,7 @@ export class RouteSimulation {
 
   private isSatisfied(n: SimNode): boolean {
     const want = this.expectedCount(n);
-    return n.correct.size === want && n.sink.routes.size === want;
+    return n.correctCount === want && n.sink.routes.size === want;
   }
 
   private onSinkChange(
@@ -263,8 +268,7 @@ export class RouteSimulation {
     const now = r !== undefined && r.nextHop === want;
     // Only a change of correctness or of the route count can change whether the node is satisfied.
     if (was === now && (prev === undefined) === (r === undefined)) return;
-    if (now) n.correct.add(prefix);
-    else n.correct.delete(prefix);
+    if (was !== now) n.correctCount += now ? 1 : -1;
     this.update(n);
   }
 
@@ -280,8 +284,8 @@ export class RouteSimulation {
 
   private recomputeAll(): void {
     for (const n of this.nodes.values()) {
-      n.correct.clear();
-      for (const [p, r] of n.sink.routes) if (this.expected.get(p) === r.nextHop) n.correct.add(p);
+      n.correctCount = 0;
+      for (const [p, r] of n.sink.routes) if (this.expected.get(p) === r.nextHop) n.correctCount++;
       this.update(n);
     }
   }
@@ -303,7 +307,7 @@ export class RouteSimulation {
               ...this.unsatisfied,
             ]
               .slice(0, 3)
-              .map((n) => `${n.name} (${n.correct.size}/${this.expectedCount(n)})`)
+              .map((n) => `${n.name} (${n.correctCount}/${this.expectedCount(n)})`)
               .join(', ')}`,
           ),
         );

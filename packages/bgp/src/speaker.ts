@@ -117,7 +117,12 @@ interface OutRoute {
 interface PeerRib {
   session: Session;
   ibgp: boolean;
-  adjIn: Map<string, Route>;
+  /**
+   * How many prefixes this neighbour has announced to us. Its Adj-RIB-In is not a table of its own: the
+   * routes live once, among each prefix's candidates (a client of two reflectors in a thousand-node
+   * cluster would otherwise hold every route twice over).
+   */
+  received: number;
   adjOut: Map<string, OutRoute>;
   pending: Set<string>;
   source?: RouteSource;
@@ -322,7 +327,7 @@ export class BgpSpeaker extends EventEmitter {
     this.ribs.set(session, {
       session,
       ibgp: session.isIbgp,
-      adjIn: new Map(),
+      received: 0,
       adjOut: new Map(),
       pending: new Set(),
     });
@@ -409,7 +414,11 @@ export class BgpSpeaker extends EventEmitter {
 
   adjRibIn(address: string): RibEntry[] {
     const s = this.sessions.get(address);
-    return s ? [...this.ribs.get(s)!.adjIn.values()].map(toRibEntry) : [];
+    const src = s ? this.ribs.get(s)!.source : undefined;
+    if (!src) return [];
+    const out: RibEntry[] = [];
+    for (const l of this.candidates.values()) for (const r of l) if (r.source === src) out.push(toRibEntry(r));
+    return out;
   }
 
   /** What we last sent a neighbour: prefix, next hop and AS path as announced. */
@@ -438,7 +447,7 @@ export class BgpSpeaker extends EventEmitter {
         type: s.isIbgp ? 'ibgp' : 'ebgp',
         rrClient: s.config.rrClient ?? false,
         state: s.state,
-        prefixesReceived: rib.adjIn.size,
+        prefixesReceived: rib.received,
         prefixesAdvertised: rib.adjOut.size,
       };
       if (s.config.name) st.name = s.config.name;
@@ -480,19 +489,21 @@ export class BgpSpeaker extends EventEmitter {
   };
 
   /** Adds or replaces the candidate from `r.source` (arrays: most prefixes have one or two candidates). */
-  private setCandidate(prefix: string, r: Route): void {
+  /** True when the source had no route for the prefix before. */
+  private setCandidate(prefix: string, r: Route): boolean {
     const l = this.candidates.get(prefix);
     if (!l) {
       this.candidates.set(prefix, [r]);
-      return;
+      return true;
     }
     for (let i = 0; i < l.length; i++) {
       if (l[i]!.source === r.source) {
         l[i] = r;
-        return;
+        return false;
       }
     }
     l.push(r);
+    return true;
   }
 
   private candRemove(prefix: string, source: RouteSource): boolean {
@@ -533,11 +544,15 @@ export class BgpSpeaker extends EventEmitter {
     const rib = this.ribs.get(s);
     if (!rib) return;
     this.up.delete(rib);
-    const affected = [...rib.adjIn.keys()];
-    rib.adjIn.clear();
+    const affected: string[] = [];
+    const src = rib.source;
+    if (src && rib.received > 0) {
+      for (const [p, l] of this.candidates) if (l.some((r) => r.source === src)) affected.push(p);
+      for (const p of affected) this.candRemove(p, src);
+    }
+    rib.received = 0;
     rib.adjOut.clear();
     rib.pending.clear();
-    if (rib.source) for (const p of affected) this.candRemove(p, rib.source);
     for (const p of affected) this.decide(p);
   }
 
@@ -593,8 +608,7 @@ export class BgpSpeaker extends EventEmitter {
             unknown: a.unknown,
             source: rib.source,
           };
-          rib.adjIn.set(key, route);
-          this.setCandidate(key, route);
+          if (this.setCandidate(key, route)) rib.received++;
           affected.push(key);
         }
       }
@@ -614,8 +628,8 @@ export class BgpSpeaker extends EventEmitter {
     // Look up without interning: withdrawing something never announced must not grow any table.
     const key = this.knownKey(p);
     if (key === undefined) return;
-    if (rib.adjIn.delete(key)) {
-      this.candRemove(key, rib.source!);
+    if (this.candRemove(key, rib.source!)) {
+      rib.received--;
       affected.push(key);
     }
   }

@@ -405,16 +405,19 @@ export class Http2GrpcServer {
     stream.on('data', (chunk: Buffer) => {
       if (failed) return;
       const err = reader.push(chunk);
-      if (err) {
-        failed = true;
-        call.sendStatus({ code: status.RESOURCE_EXHAUSTED, details: err });
-      } else if (reader.messages.length > 1) {
-        failed = true;
-        call.sendStatus({
-          code: status.UNIMPLEMENTED,
-          details: `Received a second request message for ${method.responseStream ? 'server streaming' : 'unary'} method ${path}`,
-        });
-      }
+      if (!err && reader.messages.length <= 1) return;
+      failed = true;
+      call.sendStatus(
+        err
+          ? { code: status.RESOURCE_EXHAUSTED, details: err }
+          : {
+              code: status.UNIMPLEMENTED,
+              details: `Received a second request message for ${method.responseStream ? 'server streaming' : 'unary'} method ${path}`,
+            },
+      );
+      // The answer is complete: ask the client to stop sending the rest of the request (RFC 9113 8.1),
+      // rather than reading, say, the remainder of an oversized message. Sent after the status.
+      stream.close(http2.constants.NGHTTP2_NO_ERROR);
     });
     stream.on('end', () => {
       if (failed || call.done) return;

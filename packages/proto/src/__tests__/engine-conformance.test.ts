@@ -149,6 +149,7 @@ for (const engine of ['grpc-js', 'http2'] as GrpcEngine[]) {
       pathName: string,
       body: Buffer[],
       headers: http2.OutgoingHttpHeaders = {},
+      end = true,
     ): Promise<RawResponse> {
       return new Promise((resolve, reject) => {
         const req = session.request({
@@ -169,7 +170,9 @@ for (const engine of ['grpc-js', 'http2'] as GrpcEngine[]) {
         });
         req.on('data', (c: Buffer) => chunks.push(c));
         req.on('error', reject);
-        req.on('close', () =>
+        req.on('close', () => resolve({ status: Number(responseHeaders[':status']), headers: responseHeaders, trailers, data: Buffer.concat(chunks) }));
+        // The response is complete at 'end' even while the request side is still open.
+        req.on('end', () =>
           resolve({
             status: Number(responseHeaders[':status']),
             headers: responseHeaders,
@@ -178,7 +181,7 @@ for (const engine of ['grpc-js', 'http2'] as GrpcEngine[]) {
           }),
         );
         for (const b of body) req.write(b);
-        req.end();
+        if (end) req.end();
       });
     }
 
@@ -242,6 +245,9 @@ for (const engine of ['grpc-js', 'http2'] as GrpcEngine[]) {
       header.writeUInt32BE(10 * MAX_RECEIVE, 1);
       const r = await raw(VERSION_PATH, [header]);
       expect(statusOf(r).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      // A client still sending the oversized body gets its answer too.
+      const open = await raw(VERSION_PATH, [header, Buffer.alloc(1024)], {}, false);
+      expect(statusOf(open).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
       await expect(unaryCall(client, 'Version', { version: 'still serving' })).resolves.toMatchObject({ version: 'still serving' });
     });
 

@@ -42,6 +42,17 @@ describe.runIf(fs.existsSync(cli))('kemu CLI', () => {
     expect(r.err).not.toMatch(/\n\s+at /);
   });
 
+  it('refuses a node that has no cluster to join, or bad flags, with the fix', () => {
+    const lone = kemu('node', '--name', 'n1', '--node-ip', '172.18.0.50', '--pod-cidr', '10.244.50.0/24');
+    expect(lone.code).toBe(1);
+    expect(lone.err.trim()).toMatch(/^error: cannot reach the kemu cluster at .*kemu\.sock .*start one with `kemu up`/);
+    const bad = kemu('node', '--name', 'Bad_Name', '--node-ip', '172.18.0.50', '--pod-cidr', '10.244.50.0/24');
+    expect(bad.err.trim()).toBe(`error: invalid node name "Bad_Name": use lower-case letters, digits, '-' and '.'`);
+    const proc = kemu('node', '--name', 'n1', '--node-ip', '172.18.0.50', '--pod-cidr', '10.244.50.0/24', '--runtime', 'process');
+    expect(proc.err.trim()).toBe('error: --runtime process needs real network namespaces: add --datapath linux');
+    for (const r of [lone, bad, proc]) expect(r.err).not.toMatch(/\n\s+at /);
+  });
+
   it('runs the app through a detached cluster, and keeps its state across down and up with the file store', async () => {
     const up = kemu('up', '--nodes', '2', '--store', 'file', '--detach');
     expect(up.code, up.err).toBe(0);

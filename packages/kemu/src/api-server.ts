@@ -7,6 +7,8 @@ import http from 'node:http';
 import path from 'node:path';
 import {
   BadRequestError,
+  type Binding,
+  type DeleteOptions,
   isStatusError,
   type KindInfo,
   kindForResource,
@@ -94,6 +96,14 @@ function readBody(req: http.IncomingMessage): Promise<string> {
   });
 }
 
+function parseAny(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new BadRequestError(`the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
 function parseJson(text: string): KubeObject {
   let v: unknown;
   try {
@@ -150,6 +160,7 @@ export async function startApiServer(
       if (route.special === 'trace' && ext.trace)
         return send(res, 200, await ext.trace(q.get('from') ?? '', q.get('to') ?? ''));
       if (route.special === 'info' && ext.info) return send(res, 200, await ext.info());
+      if (route.special === 'resourceversion') return send(res, 200, { resourceVersion: await store.resourceVersion() });
       throw new NotFoundError({ resource: 'kemu', group: '', name: route.special });
     }
     const { info, namespace, name, subresource } = route;
@@ -179,6 +190,12 @@ export async function startApiServer(
         }),
       );
     }
+    const dryRun = q.get('dryRun') === 'All';
+    if (subresource === 'binding' && kind === 'Pod' && method === 'POST' && name) {
+      const binding = parseJson(await readBody(req)) as unknown as Binding;
+      binding.metadata = { ...(binding.metadata ?? {}), name, namespace: namespace ?? 'default' };
+      return send(res, 201, await store.bind(binding, { dryRun }));
+    }
     if (subresource && subresource !== 'status')
       throw new NotFoundError({
         resource: `${info.resource}/${subresource}`,
@@ -203,8 +220,11 @@ export async function startApiServer(
             fieldSelector: opts.fieldSelector,
             resourceVersion: q.get('resourceVersion') ?? undefined,
             allowBookmarks: q.get('allowWatchBookmarks') === 'true',
+            sendInitialEvents: q.get('sendInitialEvents') === 'true',
           });
           res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+          // The client counts the watch as established once the headers arrive.
+          res.flushHeaders();
           req.on('close', () => watch.stop());
           for await (const ev of watch) {
             if (!res.write(`${JSON.stringify(ev)}\n`)) await new Promise((r) => res.once('drain', r));
@@ -218,7 +238,6 @@ export async function startApiServer(
         const obj = parseJson(await readBody(req));
         if (namespace)
           obj.metadata = { ...(obj.metadata ?? {}), namespace: obj.metadata?.namespace ?? namespace };
-        const dryRun = q.get('dryRun') === 'All';
         return send(res, 201, await store.create(obj, { dryRun }));
       }
       case 'PUT': {
@@ -228,7 +247,7 @@ export async function startApiServer(
         return send(
           res,
           200,
-          subresource === 'status' ? await store.updateStatus(obj) : await store.update(obj),
+          subresource === 'status' ? await store.updateStatus(obj, { dryRun }) : await store.update(obj, { dryRun }),
         );
       }
       case 'PATCH': {
@@ -240,7 +259,7 @@ export async function startApiServer(
             415,
             `the body of the request was in an unknown format - accepted media types include: ${Object.keys(PATCH_TYPES).join(', ')}`,
           );
-        const patch = JSON.parse(await readBody(req));
+        const patch = parseAny(await readBody(req));
         return send(
           res,
           200,
@@ -250,23 +269,25 @@ export async function startApiServer(
             name,
             patch,
             type,
-            subresource === 'status' ? { subresource: 'status' } : {},
+            subresource === 'status' ? { subresource: 'status', dryRun } : { dryRun },
           ),
         );
       }
       case 'DELETE': {
         if (!name) throw new BadRequestError('deleting a collection is not supported');
+        // DeleteOptions come in the body (as kubectl and client-go send them) or as query parameters.
+        const text = await readBody(req);
+        let opts: DeleteOptions = {};
+        if (text.trim()) {
+          const body = parseAny(text) as DeleteOptions & { dryRun?: unknown };
+          opts = { ...body, dryRun: Array.isArray(body.dryRun) ? body.dryRun.includes('All') : body.dryRun === true };
+          delete (opts as { kind?: string }).kind;
+          delete (opts as { apiVersion?: string }).apiVersion;
+        }
         const grace = q.get('gracePeriodSeconds');
-        return send(
-          res,
-          200,
-          await store.delete(
-            kind,
-            namespace ?? '',
-            name,
-            grace !== null ? { gracePeriodSeconds: Number(grace) } : {},
-          ),
-        );
+        if (grace !== null) opts.gracePeriodSeconds = Number(grace);
+        if (dryRun) opts.dryRun = true;
+        return send(res, 200, await store.delete(kind, namespace ?? '', name, opts));
       }
       default:
         throw new StatusError(

@@ -36,9 +36,13 @@ program
   .addOption(new Option('--store <kind>', 'object store').choices(['memory', 'file', 'etcd']).default('memory'))
   .option('--etcd-endpoints <urls>', 'comma-separated etcd client URLs (with --store etcd)')
   .option('-d, --detach', 'run in the background and return once the cluster is ready')
+  .option('--node-processes', 'run each node (kubelet, runtime, CSI driver) in a process of its own')
+  .option('--fast', 'shorter heartbeat, relist and back-off periods (for tests and demos)')
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.up({
+      nodeProcesses: o.nodeProcesses,
+      fast: o.fast,
       nodes: o.nodes,
       datapath: o.datapath,
       network: o.network,
@@ -55,6 +59,41 @@ program
         process.stderr.write('stopping the cluster...\n');
         handle.stop().then(resolve, resolve);
       };
+      process.once('SIGINT', bye);
+      process.once('SIGTERM', bye);
+    });
+  });
+
+program
+  .command('node')
+  .description('run one node (kubelet, CRI runtime, CSI driver) that joins a running cluster')
+  .requiredOption('--name <name>', 'node name')
+  .requiredOption('--node-ip <ip>', "the node's address on the cluster network")
+  .requiredOption('--pod-cidr <cidr>', "the node's pod CIDR, e.g. 10.244.5.0/24")
+  .addOption(new Option('--datapath <kind>', 'pod networking datapath').choices(['sim', 'linux']).default('sim'))
+  .addOption(new Option('--runtime <kind>', 'CRI runtime backend').choices(['sim', 'process']).default('sim'))
+  .addOption(new Option('--storage <kind>', 'CSI driver backend (default: sim; hostpath with --runtime process)').choices(['sim', 'hostpath']))
+  .option('--api-socket <path>', "the cluster's API socket (default: <state-dir>/kemu.sock)")
+  .option('--etcd-endpoints <urls>', 'talk to etcd directly instead of the API socket (a node on another machine)')
+  .option('--durable', 'the cluster store outlives its processes (file or etcd): keep runtime state on disk')
+  .option('--fast', 'shorter heartbeat, relist and back-off periods (for tests and demos)')
+  .addOption(stateDirOpt())
+  .action(async (o) => {
+    const handle = await cmd.node({
+      name: o.name,
+      ip: o.nodeIp,
+      podCIDR: o.podCidr,
+      datapath: o.datapath,
+      runtime: o.runtime,
+      storage: o.storage,
+      apiSocket: o.apiSocket,
+      etcdEndpoints: o.etcdEndpoints ? String(o.etcdEndpoints).split(',') : undefined,
+      durable: !!o.durable || !!o.etcdEndpoints,
+      fast: !!o.fast,
+      stateDir: o.stateDir,
+    });
+    await new Promise<void>((resolve) => {
+      const bye = () => handle.stop().then(resolve, resolve);
       process.once('SIGINT', bye);
       process.once('SIGTERM', bye);
     });

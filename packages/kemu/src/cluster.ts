@@ -15,16 +15,18 @@ import {
   type Store,
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
-import { createCri, type CriInstance, type CriRuntimeConfig, parseCriLog, startCriServer } from '@kemu/cri';
-import { createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
+import { parseCriLog } from '@kemu/cri';
+import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
-import { Kubelet, NodeLifecycleController, StaticPluginRegistry } from '@kemu/kubelet';
+import { NodeLifecycleController } from '@kemu/kubelet';
 import { formatTrace } from '@kemu/netsim';
-import { cri, csi, inProcessApi } from '@kemu/proto';
+import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
-import type { ApiExtensions, ExecResult } from './api-server.js';
+import { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from './api-server.js';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
+import { type ClusterNode, startNode } from './node.js';
+import { type RemoteNode, spawnNodeProcess, stopNodeProcess } from './node-process.js';
 import { SimClusterNetwork } from './sim-network.js';
 
 export type StoreKind = 'memory' | 'file' | 'etcd';
@@ -47,21 +49,14 @@ export interface ClusterOptions {
   /** Progress messages for long operations. */
   onProgress?: (step: string, done: number, total: number) => void;
   onError?: (err: unknown, context: string) => void;
+  /** Run each node (kubelet, runtime, driver) in a process of its own, talking to the cluster's API socket. */
+  nodeProcesses?: boolean;
+  /** Serve the Kubernetes-style API on this unix socket (node processes need it). */
+  apiSocket?: string;
 }
 
-export interface ClusterNode {
-  name: string;
-  ip: string;
-  podCIDR: string;
-  cri: CriInstance;
-  /** The runtime's CRI socket, when the node serves one (the linux datapath does, for crictl-style tools). */
-  criSocket?: string;
-  /** The node's network namespace on the linux datapath. */
-  netns?: string;
-  kubelet: Kubelet;
-  csi: CsiDriver;
-  podLogsDir: string;
-}
+export type { ClusterNode } from './node.js';
+
 
 /** What this composition supports today; anything else is refused with a clear message. */
 export function checkSupported(o: ClusterOptions): void {
@@ -147,7 +142,13 @@ async function ensure(store: Store, obj: KubeObject) {
 }
 
 export class Cluster {
+  /** Nodes running in this process. */
   readonly nodes: ClusterNode[] = [];
+  /** Nodes running in processes of their own. */
+  readonly remoteNodes = new Map<string, RemoteNode>();
+  api?: ApiServer;
+  /** Every node is up and the controllers run. */
+  ready = false;
   readonly network: SimClusterNetwork | LinuxClusterNetwork;
   private readonly stoppers: Array<() => Promise<void>> = [];
   private constructor(
@@ -189,6 +190,9 @@ export class Cluster {
 
     for (const ns of ['default', 'kube-system'])
       await ensure(store, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    if (o.nodeProcesses && !o.apiSocket) throw new Error('node processes need the API socket (apiSocket)');
+    // Node processes need the API before they can register; otherwise it opens once the cluster is whole.
+    if (o.nodeProcesses) this.api = await startApiServer(store, o.apiSocket!, this.extensions());
     await ensure(store, {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'CSIDriver',
@@ -257,7 +261,8 @@ export class Cluster {
 
     for (let i = 0; i < n; i++) {
       const name = `kemu-node-${i + 1}`;
-      await this.addNode(name, i, drivers);
+      if (o.nodeProcesses) await this.spawnNode(name, i, drivers);
+      else await this.addNode(name, i, drivers);
       this.progress('nodes', i + 1, n);
     }
     await router.rescan();
@@ -265,91 +270,78 @@ export class Cluster {
     this.stoppers.push(() => provisioner.stop());
     await attacher.start();
     this.stoppers.push(() => attacher.stop());
+    if (o.apiSocket && !this.api) this.api = await startApiServer(store, o.apiSocket, this.extensions());
+    this.ready = true;
+  }
+
+  private address(i: number) {
+    const o = this.options;
+    const ip = subnet(o.nodeSubnet ?? '172.18.0.0/16', i, 'node');
+    // 10.244.0.0/16 holds 255 nodes' /24s; bigger clusters take theirs from 10.0.0.0/8.
+    const podCIDR = subnet(o.podSubnet ?? ((o.nodes ?? 3) > 255 ? '10.0.0.0/8' : '10.244.0.0/16'), i, 'pod');
+    return { ip, podCIDR };
   }
 
   private async addNode(name: string, i: number, drivers: Map<string, NodeDriver>) {
     const o = this.options;
-    const fast = o.fast ?? false;
-    const ip = subnet(o.nodeSubnet ?? '172.18.0.0/16', i, 'node');
-    // 10.244.0.0/16 holds 255 nodes' /24s; bigger clusters take theirs from 10.0.0.0/8.
-    const podCIDR = subnet(o.podSubnet ?? ((o.nodes ?? 3) > 255 ? '10.0.0.0/8' : '10.244.0.0/16'), i, 'pod');
-    const nodeDir = path.join(o.stateDir, 'nodes', name);
-    const podLogsDir = path.join(nodeDir, 'pods');
-    fs.mkdirSync(podLogsDir, { recursive: true, mode: 0o750 });
-
-    const hostpath = storageKind(o) === 'hostpath';
-    const kubeletRoot = hostpath ? path.join(nodeDir, 'kubelet') : '/var/lib/kubelet';
-    const driver = await createCsiDriver({
-      backend: hostpath ? 'hostpath' : 'sim',
-      nodeId: name,
-      stateDir: path.join(nodeDir, 'csi'),
-      enableAttach: true,
-      pathRoots: [kubeletRoot],
-      useMounts: false,
-    });
-    const nodeApi = inProcessApi(csi.NodeService, driver.node as never);
-    drivers.set(name, {
-      node: name,
-      controller: inProcessApi(csi.ControllerService, driver.controller as never),
-      identity: inProcessApi(csi.IdentityService, driver.identity as never),
-      nodeService: nodeApi,
-    });
-
-    const net = await this.network.addNode(name, ip, podCIDR);
-    const durable = (o.store ?? 'memory') !== 'memory';
-    const linux = this.network instanceof LinuxClusterNetwork;
-    const criConfig: CriRuntimeConfig = {
-      backend: o.runtime ?? 'sim',
-      syntheticImages: true,
-      network: net.manager,
-      sim: { netns: net.netnsHooks },
-      process: { netnsPrefix: `${linux ? (this.network as LinuxClusterNetwork).prefix : 'kemu'}-pod-` },
-      podCidr: podCIDR,
-      allowedLogRoots: [podLogsDir],
-      streaming: false,
-      // Real processes and namespaces outlive a crash of this process, so the runtime always keeps its
-      // state on a real datapath; the simulated one only with a durable store.
-      stateDir: durable || linux ? path.join(nodeDir, 'cri') : undefined,
-    };
-    let criSocket: string | undefined;
-    let runtime: CriInstance;
-    if (linux) {
-      criSocket = path.join(nodeDir, 'cri.sock');
-      runtime = await startCriServer({ ...criConfig, listen: `unix://${criSocket}` });
-    } else {
-      runtime = await createCri(criConfig);
-    }
-    this.stoppers.push(() => runtime.close());
-    const kubelet = new Kubelet({
-      store: this.store,
-      nodeName: name,
-      nodeIP: ip,
-      podCIDR,
-      runtime: inProcessApi(cri.RuntimeServiceService, runtime.runtimeService),
-      images: inProcessApi(cri.ImageServiceService, runtime.imageService),
-      csi: new StaticPluginRegistry(new Map([[DEFAULT_DRIVER_NAME, nodeApi]])),
-      rootDir: hostpath ? kubeletRoot : undefined,
-      podLogsDir,
-      relistPeriodMs: fast ? 200 : 1000,
-      leaseRenewMs: fast ? 500 : 10_000,
-      statusUpdateMs: fast ? 500 : 10_000,
-      // Upstream's CrashLoopBackOff is 10 s doubling to 5 min; fast mode keeps the shape at a smaller scale.
-      backoff: fast ? { initialMs: 1000, maxMs: 8000, resetAfterMs: 60_000 } : undefined,
-      onError: (e, ctx) => this.options.onError?.(e, `${name}: ${ctx}`),
-    });
-    await kubelet.start();
-    this.stoppers.push(() => kubelet.stop());
-    this.nodes.push({
+    const node = await startNode({
       name,
-      ip,
-      podCIDR,
-      cri: runtime,
-      criSocket,
-      netns: 'netnsPath' in net ? net.netnsPath : undefined,
-      kubelet,
-      csi: driver,
-      podLogsDir,
+      ...this.address(i),
+      stateDir: o.stateDir,
+      store: this.store,
+      network: this.network,
+      runtime: o.runtime ?? 'sim',
+      storage: storageKind(o),
+      durable: (o.store ?? 'memory') !== 'memory',
+      serveSockets: false,
+      fast: o.fast ?? false,
+      onError: o.onError,
     });
+    this.stoppers.push(() => node.stop());
+    drivers.set(name, { node: name, controller: node.csiApi.controller, identity: node.csiApi.identity, nodeService: node.csiApi.node });
+    this.nodes.push(node);
+  }
+
+  /** Starts `kemu node` for this node and waits for it to register; its driver joins the router. */
+  private async spawnNode(name: string, i: number, drivers: Map<string, NodeDriver>) {
+    const o = this.options;
+    const remote = await spawnNodeProcess({
+      name,
+      ...this.address(i),
+      stateDir: o.stateDir,
+      apiSocket: o.apiSocket!,
+      store: this.store,
+      datapath: o.datapath ?? 'sim',
+      runtime: o.runtime ?? 'sim',
+      storage: storageKind(o),
+      durable: (o.store ?? 'memory') !== 'memory',
+      fast: o.fast ?? false,
+    });
+    this.remoteNodes.set(name, remote);
+    this.stoppers.push(() => stopNodeProcess(remote));
+    drivers.set(name, { node: name, controller: remote.csi.controller, identity: remote.csi.identity, nodeService: remote.csi.node });
+  }
+
+  /** Kills a node's process (SIGKILL, like a crash) and starts it again with the same state. */
+  async restartNodeProcess(name: string): Promise<RemoteNode> {
+    const old = this.remoteNodes.get(name);
+    if (!old) throw new Error(`${name} does not run in a process of its own`);
+    await stopNodeProcess(old, 'SIGKILL');
+    const again = await spawnNodeProcess(old.spec);
+    this.remoteNodes.set(name, again);
+    this.stoppers.push(() => stopNodeProcess(again));
+    return again;
+  }
+
+  /** The CRI RuntimeService of a node, in process or over its socket. */
+  runtimeOf(nodeName: string): PromiseApi<cri.RuntimeServiceMethods> | undefined {
+    const local = this.node(nodeName);
+    if (local) return inProcessApi(cri.RuntimeServiceService, local.cri.runtimeService);
+    return this.remoteNodes.get(nodeName)?.runtime;
+  }
+
+  private allNodeNames(): string[] {
+    return [...this.nodes.map((n) => n.name), ...this.remoteNodes.keys()];
   }
 
   node(name: string): ClusterNode | undefined {
@@ -375,6 +367,7 @@ export class Cluster {
         this.options.onError?.(err, 'stop');
       }
     }
+    await this.api?.close();
     if (teardown) {
       try {
         await unmountUnder(this.options.stateDir);
@@ -388,10 +381,10 @@ export class Cluster {
 
   /** Deletes every pod and waits for the kubelets to tear them down; what is left is removed directly. */
   private async drain(): Promise<void> {
+    const runtimes = this.allNodeNames().map((n) => this.runtimeOf(n)!);
     const sandboxes = async () => {
       let n = 0;
-      for (const node of this.nodes)
-        n += ((await node.cri.runtimeService.ListPodSandbox!({}, {} as never)).items ?? []).length;
+      for (const rt of runtimes) n += ((await rt.ListPodSandbox({})).items ?? []).length;
       return n;
     };
     try {
@@ -404,10 +397,10 @@ export class Cluster {
       }
       const end = Date.now() + 30_000;
       while (Date.now() < end && (await sandboxes()) > 0) await new Promise((r) => setTimeout(r, 100));
-      for (const node of this.nodes) {
-        for (const sb of (await node.cri.runtimeService.ListPodSandbox!({}, {} as never)).items ?? []) {
-          await node.cri.runtimeService.StopPodSandbox!({ podSandboxId: sb.id }, {} as never);
-          await node.cri.runtimeService.RemovePodSandbox!({ podSandboxId: sb.id }, {} as never);
+      for (const rt of runtimes) {
+        for (const sb of (await rt.ListPodSandbox({})).items ?? []) {
+          await rt.StopPodSandbox({ podSandboxId: sb.id });
+          await rt.RemovePodSandbox({ podSandboxId: sb.id });
         }
       }
     } catch (err) {
@@ -415,41 +408,30 @@ export class Cluster {
     }
   }
 
-  private async podAndNode(namespace: string, name: string): Promise<{ pod: Pod; node: ClusterNode }> {
-    const pod = await this.store.get('Pod', namespace, name);
-    const node = pod.spec.nodeName ? this.node(pod.spec.nodeName) : undefined;
-    if (!node) throw new Error(`pod ${namespace}/${name} is not running on a node of this cluster yet`);
-    return { pod, node };
-  }
-
   private async container(namespace: string, name: string, container?: string) {
-    const { pod, node } = await this.podAndNode(namespace, name);
+    const pod = await this.store.get('Pod', namespace, name);
+    const runtime = pod.spec.nodeName ? this.runtimeOf(pod.spec.nodeName) : undefined;
+    if (!runtime) throw new Error(`pod ${namespace}/${name} is not running on a node of this cluster yet`);
     const cname = container ?? pod.spec.containers[0]?.name;
-    const list = await node.cri.runtimeService.ListContainers!(
-      {
-        filter: {
-          labelSelector: {
-            'io.kubernetes.pod.uid': pod.metadata.uid ?? '',
-            'io.kubernetes.container.name': cname ?? '',
-          },
+    const list = await runtime.ListContainers({
+      filter: {
+        labelSelector: {
+          'io.kubernetes.pod.uid': pod.metadata.uid ?? '',
+          'io.kubernetes.container.name': cname ?? '',
         },
       },
-      {} as never,
-    );
+    });
     const latest = [...(list.containers ?? [])].sort((a, b) => (b.createdAt ?? 0) - (a.createdAt ?? 0))[0];
     if (!latest) throw new Error(`container ${cname} of pod ${namespace}/${name} has not been created yet`);
-    return { pod, node, id: latest.id ?? '' };
+    return { pod, runtime, id: latest.id ?? '' };
   }
 
   /** The API server's extension endpoints: logs, exec and traces need the nodes' runtimes and network. */
   extensions(): ApiExtensions {
     return {
       podLog: async (ns, name, opts) => {
-        const { node, id } = await this.container(ns, name, opts.container);
-        const st = await node.cri.runtimeService.ContainerStatus!(
-          { containerId: id, verbose: false },
-          {} as never,
-        );
+        const { runtime, id } = await this.container(ns, name, opts.container);
+        const st = await runtime.ContainerStatus({ containerId: id, verbose: false });
         const file = st.status?.logPath ?? '';
         if (!file || !fs.existsSync(file)) return '';
         const lines = parseCriLog(fs.readFileSync(file, 'utf8'));
@@ -466,11 +448,8 @@ export class Cluster {
         return out.length ? `${out.join('\n')}\n` : '';
       },
       podExec: async (ns, name, opts): Promise<ExecResult> => {
-        const { node, id } = await this.container(ns, name, opts.container);
-        const r = await node.cri.runtimeService.ExecSync!(
-          { containerId: id, cmd: opts.command, timeout: 30 },
-          {} as never,
-        );
+        const { runtime, id } = await this.container(ns, name, opts.container);
+        const r = await runtime.ExecSync({ containerId: id, cmd: opts.command, timeout: 30 });
         return {
           stdout: Buffer.from(r.stdout ?? []).toString(),
           stderr: Buffer.from(r.stderr ?? []).toString(),
@@ -479,10 +458,39 @@ export class Cluster {
       },
       trace: async (from, to) => this.trace(from, to),
       info: async () => ({
-        nodes: this.nodes.map((n) => ({ name: n.name, ip: n.ip, podCIDR: n.podCIDR, criSocket: n.criSocket, netns: n.netns })),
+        ready: this.ready,
+        nodes: [
+          ...this.nodes.map((n) => ({ name: n.name, ip: n.ip, podCIDR: n.podCIDR, criSocket: n.criSocket, netns: n.netns })),
+          ...[...this.remoteNodes.values()].map((n) => ({
+            name: n.spec.name,
+            ip: n.spec.ip,
+            podCIDR: n.spec.podCIDR,
+            criSocket: n.criSocket,
+            pid: n.child.pid,
+          })),
+        ],
         options: { ...this.options, onProgress: undefined, onError: undefined },
       }),
     };
+  }
+
+  /** The pod's network namespace, as its node's runtime reports it. */
+  private async podNetns(pod: Pod): Promise<string> {
+    const runtime = pod.spec.nodeName ? this.runtimeOf(pod.spec.nodeName) : undefined;
+    const name = `${pod.metadata.namespace}/${pod.metadata.name}`;
+    if (!runtime) throw new Error(`pod ${name} is not running on a node of this cluster yet`);
+    const list = await runtime.ListPodSandbox({
+      filter: {
+        labelSelector: { 'io.kubernetes.pod.uid': pod.metadata.uid ?? '' },
+        state: { state: cri.PodSandboxState.SANDBOX_READY },
+      },
+    });
+    const sb = list.items?.[0];
+    if (!sb) throw new Error(`pod ${name} has no running sandbox`);
+    const st = await runtime.PodSandboxStatus({ podSandboxId: sb.id, verbose: true });
+    const netns = JSON.parse(st.info?.info ?? '{}').netNamespacePath as string | undefined;
+    if (!netns) throw new Error(`pod ${name} shares the node's network namespace`);
+    return netns;
   }
 
   /** A ping from one pod to another pod (by name) or an IP, with the hop-by-hop trace. */
@@ -503,9 +511,11 @@ export class Cluster {
       if (!ip) throw new Error(`pod ${tns}/${tname} has no IP yet`);
     }
     if (this.network instanceof LinuxClusterNetwork) {
-      const r = await this.network.ping(src.metadata.uid ?? '', ip);
+      const r = await this.network.ping(await this.podNetns(src), ip);
       return { from: `${fns}/${fname}`, to, ip, ...r, trace: [] };
     }
+    if (this.remoteNodes.size)
+      throw new Error('hop-by-hop traces need all nodes in one simulated network: run the cluster without node processes');
     const result = this.network.ping(src.metadata.uid ?? '', ip);
     return {
       from: `${fns}/${fname}`,

@@ -4,8 +4,9 @@ import fs from 'node:fs';
 import { isNotFound, type KubeObject, kindInfo, parseManifests, type Pod, toYaml } from '@kemu/core';
 import cliProgress from 'cli-progress';
 import { ApiClient, ClusterUnreachableError } from './api-client.js';
-import { startApiServer } from './api-server.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
+import { linuxUnsupportedReason } from './linux-network.js';
+import { nodeStore, type RunNodeOptions, runNode } from './node-process.js';
 import { describeObject } from './describe.js';
 import { printTable, resolveKind } from './printers.js';
 import { defaultStateDir, paths } from './state.js';
@@ -69,19 +70,19 @@ export async function up(opts: ClusterOptions & { detach?: boolean }, out: Out =
   const progress = progressReporter(out, 'starting nodes');
   const cluster = await Cluster.start({
     ...opts,
+    apiSocket: p.socket,
     onProgress: (s, d, t) => progress.update(s, d, t),
     onError: opts.onError ?? ((err, ctx) => fs.appendFileSync(p.log, `${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}\n`)),
   });
   progress.stop();
-  const api = await startApiServer(cluster.store, p.socket, cluster.extensions());
   fs.writeFileSync(p.pid, String(process.pid), { mode: 0o600 });
   fs.writeFileSync(p.config, JSON.stringify({ ...opts, onError: undefined }, null, 2), { mode: 0o600 });
-  out.log(`kemu cluster is up: ${cluster.nodes.length} node(s), store ${opts.store ?? 'memory'}, state in ${opts.stateDir}`);
+  const nodeCount = cluster.nodes.length + cluster.remoteNodes.size;
+  out.log(`kemu cluster is up: ${nodeCount} node(s)${opts.nodeProcesses ? ' in their own processes' : ''}, store ${opts.store ?? 'memory'}, state in ${opts.stateDir}`);
   out.log(`try: kemu get nodes -o wide${opts.stateDir !== defaultStateDir() ? ` --state-dir ${opts.stateDir}` : ''}`);
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
-      await api.close();
       await cluster.stop();
       fs.rmSync(p.pid, { force: true });
     })();
@@ -101,7 +102,7 @@ async function detach(opts: ClusterOptions, out: Out) {
     if (child.exitCode !== null) throw new Error(`kemu up exited with code ${child.exitCode}; see ${p.log}`);
     const ok = await client(opts.stateDir)
       .info()
-      .then(() => true)
+      .then((i) => (i as { ready?: boolean }).ready === true)
       .catch(() => false);
     if (ok) {
       out.log(`kemu cluster is up in the background (pid ${child.pid}); stop it with \`kemu down\``);
@@ -110,6 +111,45 @@ async function detach(opts: ClusterOptions, out: Out) {
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`kemu up did not become ready within 120 s; see ${p.log}`);
+}
+
+/** `kemu node`: one node joining a running cluster, until SIGINT/SIGTERM. */
+export async function node(
+  o: Omit<RunNodeOptions, 'store' | 'storage' | 'onError'> & {
+    storage?: 'sim' | 'hostpath';
+    apiSocket?: string;
+    etcdEndpoints?: string[];
+  },
+  out: Out = stdio,
+): Promise<{ stop(): Promise<void> }> {
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(o.name) || o.name.length > 253)
+    throw new UsageError(`invalid node name ${JSON.stringify(o.name)}: use lower-case letters, digits, '-' and '.'`);
+  if (o.runtime === 'process' && o.datapath !== 'linux')
+    throw new UsageError('--runtime process needs real network namespaces: add --datapath linux');
+  if (o.datapath === 'linux') {
+    const why = linuxUnsupportedReason();
+    if (why) throw new UsageError(`--datapath linux cannot run here: ${why}`);
+  }
+  const apiSocket = o.apiSocket ?? paths(o.stateDir).socket;
+  const store = await nodeStore({ apiSocket, etcdEndpoints: o.etcdEndpoints });
+  // Fail early, with the fix, when there is no cluster to join.
+  await store.resourceVersion().catch(async (err) => {
+    await store.close();
+    throw err;
+  });
+  const running = await runNode({
+    ...o,
+    storage: o.storage ?? (o.runtime === 'process' ? 'hostpath' : 'sim'),
+    store,
+    onError: (err, ctx) => out.err(`${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}`),
+  });
+  out.log(`node ${o.name} is up: runtime ${running.node.criSocket}, CSI ${running.node.csiSocket}`);
+  return {
+    stop: async () => {
+      await running.stop();
+      await store.close();
+    },
+  };
 }
 
 /** `kemu down`: stops a cluster started by `kemu up`. */

@@ -96,8 +96,12 @@ export class LinuxClusterNetwork {
     if (this.underlay) return this.underlay;
     const p = await ensureNetns(this.underlayName);
     const dp = createLinuxDatapath({ hostNetns: p });
-    if (!(await dp.getLink(HOST_NETNS, 'kemu-underlay')))
-      await dp.addLink(HOST_NETNS, { kind: 'bridge', name: 'kemu-underlay', up: true });
+    if (!(await dp.getLink(HOST_NETNS, 'kemu-underlay'))) {
+      // Node processes start together: another may create the bridge first.
+      await dp.addLink(HOST_NETNS, { kind: 'bridge', name: 'kemu-underlay', up: true }).catch((err) => {
+        if (!isDatapathError(err, 'EEXIST')) throw err;
+      });
+    }
     this.underlay = dp;
     return dp;
   }
@@ -166,12 +170,11 @@ export class LinuxClusterNetwork {
     }
   }
 
-  /** A real ping from the pod's network namespace. */
-  async ping(podUid: string, to: string): Promise<PingOutcome> {
-    const pod = this.pods.get(podUid);
-    if (!pod) throw new Error(`pod ${podUid} has no network namespace on this cluster`);
+  /** A real ping from a pod's network namespace. */
+  async ping(netns: string, to: string): Promise<PingOutcome> {
+    if (!netns.startsWith('/') || netns.includes('\0')) throw new Error(`invalid network namespace path ${netns}`);
     if (!/^[0-9a-fA-F.:]+$/.test(to)) throw new Error(`${JSON.stringify(to)} is not an IP address`);
-    const r = await run(NSENTER, [`--net=${pod.netns}`, '--', PING, '-c', '1', '-W', '2', '-n', to], 15_000);
+    const r = await run(NSENTER, [`--net=${netns}`, '--', PING, '-c', '1', '-W', '2', '-n', to], 15_000);
     const m = /(\d+) packets transmitted, (\d+) received/.exec(r.out);
     const transmitted = m ? Number(m[1]) : 0;
     const received = m ? Number(m[2]) : 0;
@@ -184,17 +187,16 @@ export class LinuxClusterNetwork {
     };
   }
 
-  /** Removes the nodes' and the underlay's namespaces (after the pods are gone). */
+  /**
+   * Removes every namespace of this cluster (nodes, underlay, and pods that could not be torn down),
+   * including those made by node processes.
+   */
   async destroy(): Promise<void> {
-    for (const n of this.nodes.values()) {
-      try {
-        await deleteNetns(this.nodeNetnsName(n.nodeName));
-      } catch (err) {
-        if (!isDatapathError(err, 'ENOENT')) throw err;
-      }
-    }
+    const mine = (fs.existsSync(NETNS_DIR) ? fs.readdirSync(NETNS_DIR) : []).filter((n) => n.startsWith(`${this.prefix}-`));
+    // Pods first, then nodes, then the underlay their uplinks hang on.
+    const rank = (n: string) => (n.startsWith(`${this.prefix}-pod-`) ? 0 : n === this.underlayName ? 2 : 1);
+    for (const n of mine.sort((a, b) => rank(a) - rank(b))) await deleteNetns(n);
     this.nodes.clear();
-    await deleteNetns(this.underlayName);
     this.underlay = undefined;
   }
 }

@@ -1,0 +1,129 @@
+// Nodes in processes of their own (`kemu up --node-processes`): each node's kubelet, runtime and CSI driver
+// run in a `kemu node` process that reaches the control plane over its API socket. Killing a node process
+// and starting it again must find its pods in the runtime's state, not recreate them.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod } from '@kemu/core';
+import { Cluster, linuxUnsupportedReason } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const cliBuilt = fs.existsSync(path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js'));
+if (!cliBuilt) console.log('skipping the node-process tests: packages/kemu is not built (npx nx build kemu)');
+const why = linuxUnsupportedReason();
+if (why) console.log(`skipping the node-process tests on the linux datapath: ${why}`);
+
+const pod = (name: string, nodeName: string): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: {
+    nodeName,
+    terminationGracePeriodSeconds: 1,
+    containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep infinity & wait"] }],
+  },
+});
+
+for (const mode of ['sim', 'linux'] as const) {
+  describe.runIf(cliBuilt && (mode === 'sim' || !why))(`nodes in their own processes (${mode} datapath)`, () => {
+    let cluster: Cluster;
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `kemu-e2e-procs-${mode}-`));
+    const running = (name: string) =>
+      until(`${name} Running`, async () => {
+        const p = await cluster.store.get('Pod', 'default', name);
+        return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.running && p;
+      });
+
+    beforeAll(async () => {
+      cluster = await Cluster.start({
+        stateDir,
+        nodes: 2,
+        fast: true,
+        datapath: mode,
+        runtime: mode === 'linux' ? 'process' : 'sim',
+        nodeProcesses: true,
+        apiSocket: path.join(stateDir, 'kemu.sock'),
+      });
+    }, 90_000);
+
+    afterAll(async () => {
+      await cluster?.stop();
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }, 60_000);
+
+    it('each node is its own process, registered through the API socket and serving its runtime', async () => {
+      expect(cluster.nodes).toHaveLength(0);
+      const pids = [...cluster.remoteNodes.values()].map((n) => n.child.pid);
+      expect(new Set(pids).size).toBe(2);
+      expect(pids).not.toContain(process.pid);
+      for (const n of cluster.remoteNodes.values()) {
+        const cmdline = fs.readFileSync(`/proc/${n.child.pid}/cmdline`, 'utf8').split('\0');
+        expect(cmdline).toEqual(expect.arrayContaining(['node', '--name', n.spec.name]));
+        expect(fs.statSync(n.criSocket).mode & 0o777).toBe(0o660);
+        expect((await n.runtime.Version({ version: 'v1' })).runtimeApiVersion).toBe('v1');
+      }
+      const nodes = (await cluster.store.list('Node')).items;
+      expect(nodes.map((n) => n.status?.conditions?.find((c) => c.type === 'Ready')?.status)).toEqual(['True', 'True']);
+    });
+
+    it('runs pods on both nodes; on linux they reach each other across nodes', async () => {
+      await cluster.store.create(pod('a', 'kemu-node-1'));
+      await cluster.store.create(pod('b', 'kemu-node-2'));
+      const [a, b] = [await running('a'), await running('b')];
+      expect(a.status?.podIP).toMatch(/^10\.244\.1\./);
+      expect(b.status?.podIP).toMatch(/^10\.244\.2\./);
+      const sandboxes = (await cluster.remoteNodes.get('kemu-node-2')!.runtime.ListPodSandbox({})).items ?? [];
+      expect(sandboxes.map((s) => s.metadata?.name)).toEqual(['b']);
+      if (mode === 'linux') {
+        const t = await cluster.trace('a', 'b');
+        expect(t.reachable).toBe(true);
+      } else {
+        await expect(cluster.trace('a', 'b')).rejects.toThrow(/without node processes/);
+      }
+    }, 60_000);
+
+    it('a node process killed and started again recovers its pods from the runtime state', async () => {
+      const before = await cluster.store.get('Pod', 'default', 'a');
+      const node = cluster.remoteNodes.get('kemu-node-1')!;
+      const ctr = (await node.runtime.ListContainers({})).containers?.[0];
+      const pidOf = async (rt: typeof node.runtime) =>
+        Number(JSON.parse((await rt.ContainerStatus({ containerId: ctr?.id ?? '', verbose: true })).info?.info ?? '{}').pid);
+      const pid = mode === 'linux' ? await pidOf(node.runtime) : 0;
+      const oldPid = node.child.pid;
+      const again = await cluster.restartNodeProcess('kemu-node-1');
+      expect(again.child.pid).not.toBe(oldPid);
+      // Give the new kubelet a few sync rounds to act if it (wrongly) thought the pod was gone.
+      await new Promise((r) => setTimeout(r, 1500));
+      const after = await cluster.store.get('Pod', 'default', 'a');
+      expect(after.status?.phase).toBe('Running');
+      expect(after.status?.podIP).toBe(before.status?.podIP);
+      expect(after.status?.containerStatuses?.[0].containerID).toBe(before.status?.containerStatuses?.[0].containerID);
+      expect(after.status?.containerStatuses?.[0].restartCount).toBe(0);
+      if (mode === 'linux') {
+        // The same real process kept running while its node's agents were gone.
+        expect(await pidOf(again.runtime)).toBe(pid);
+        expect(fs.existsSync(`/proc/${pid}`)).toBe(true);
+      }
+    }, 90_000);
+
+    it('deleting the pods tears them down through the node processes', async () => {
+      await cluster.store.delete('Pod', 'default', 'a');
+      await cluster.store.delete('Pod', 'default', 'b');
+      await until('no sandboxes', async () => {
+        let n = 0;
+        for (const r of cluster.remoteNodes.values()) n += ((await r.runtime.ListPodSandbox({})).items ?? []).length;
+        return n === 0 && (await cluster.store.list('Pod')).items.length === 0;
+      });
+    }, 60_000);
+  });
+}

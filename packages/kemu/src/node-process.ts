@@ -1,0 +1,238 @@
+// Nodes in processes of their own. `kemu node` runs one node (kubelet, CRI runtime, CSI driver, network)
+// against a cluster's API socket, or straight against etcd from another machine, and serves the runtime and
+// the driver on sockets under the node's directory. The composed cluster spawns one per node with
+// `kemu up --node-processes`, and reaches each node's runtime and driver over those sockets.
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Node, SharedInformer, type Store } from '@kemu/core';
+import { HOST_NETNS } from '@kemu/cni';
+import { cri, csi, grpc, type PromiseApi, promiseClient } from '@kemu/proto';
+import { LinuxClusterNetwork } from './linux-network.js';
+import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, startNode } from './node.js';
+import { RemoteStore } from './remote-store.js';
+import { SimClusterNetwork } from './sim-network.js';
+
+export interface NodeProcessSpec {
+  name: string;
+  ip: string;
+  podCIDR: string;
+  stateDir: string;
+  apiSocket: string;
+  datapath: 'sim' | 'linux';
+  runtime: 'sim' | 'process';
+  storage: 'sim' | 'hostpath';
+  durable: boolean;
+  fast: boolean;
+  /** The control plane's store, to wait for the node's registration. */
+  store: Store;
+}
+
+export interface RemoteNode {
+  spec: NodeProcessSpec;
+  child: ChildProcess;
+  criSocket: string;
+  csiSocket: string;
+  runtime: PromiseApi<cri.RuntimeServiceMethods>;
+  csi: {
+    controller: PromiseApi<csi.ControllerMethods>;
+    identity: PromiseApi<csi.IdentityMethods>;
+    node: PromiseApi<csi.NodeMethods>;
+  };
+  clients: grpc.Client[];
+  exited: Promise<number | null>;
+}
+
+/** The built CLI next to this module (dist/cli.js), which `kemu node` children run. */
+export function cliPath(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const p of [path.join(here, 'cli.js'), path.join(here, '..', 'dist', 'cli.js')]) if (fs.existsSync(p)) return p;
+  throw new Error('the kemu CLI is not built (dist/cli.js): run `npx nx build kemu` first');
+}
+
+export function nodeArgs(s: Omit<NodeProcessSpec, 'store'>): string[] {
+  return [
+    'node',
+    '--name', s.name,
+    '--node-ip', s.ip,
+    '--pod-cidr', s.podCIDR,
+    '--state-dir', s.stateDir,
+    '--api-socket', s.apiSocket,
+    '--datapath', s.datapath,
+    '--runtime', s.runtime,
+    '--storage', s.storage,
+    ...(s.durable ? ['--durable'] : []),
+    ...(s.fast ? ['--fast'] : []),
+  ];
+}
+
+function tail(file: string, lines = 5): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/** Spawns `kemu node` and resolves once its Node is Ready and its sockets answer. */
+export async function spawnNodeProcess(spec: NodeProcessSpec, timeoutMs = 60_000): Promise<RemoteNode> {
+  const dir = nodeDir(spec.stateDir, spec.name);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o750 });
+  const logFile = path.join(dir, 'node.log');
+  const log = fs.openSync(logFile, 'a', 0o600);
+  const { store: _store, ...rest } = spec;
+  const child = spawn(process.execPath, [cliPath(), ...nodeArgs(rest)], { stdio: ['ignore', log, log] });
+  fs.closeSync(log);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let gone: number | null | undefined;
+  void exited.then((c) => (gone = c));
+  const end = Date.now() + timeoutMs;
+  const since = Date.now();
+  for (;;) {
+    if (gone !== undefined)
+      throw new Error(`node process ${spec.name} exited with ${gone} before registering: ${tail(logFile)}`);
+    if (Date.now() > end) {
+      child.kill('SIGKILL');
+      throw new Error(`node process ${spec.name} did not become Ready within ${timeoutMs / 1000} s: ${tail(logFile)}`);
+    }
+    const node = await spec.store.get('Node', '', spec.name).catch(() => undefined);
+    const ready = node?.status?.conditions?.find((c) => c.type === 'Ready');
+    const annotated = node?.metadata.annotations?.[CRI_ENDPOINT_ANNOTATION];
+    // A restarted node finds its old Node object: only a heartbeat from this process counts.
+    if (ready?.status === 'True' && annotated && Date.parse(ready.lastHeartbeatTime ?? '') >= since - 1000) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const criSocket = path.join(dir, 'cri.sock');
+  const csiSocket = path.join(dir, 'csi.sock');
+  const creds = grpc.credentials.createInsecure();
+  const rtClient = new cri.RuntimeServiceClient(`unix://${criSocket}`, creds);
+  const ctlClient = new csi.ControllerClient(`unix://${csiSocket}`, creds);
+  const idClient = new csi.IdentityClient(`unix://${csiSocket}`, creds);
+  const nodeClient = new csi.NodeClient(`unix://${csiSocket}`, creds);
+  return {
+    spec,
+    child,
+    criSocket,
+    csiSocket,
+    runtime: promiseClient(cri.RuntimeServiceService, rtClient),
+    csi: {
+      controller: promiseClient(csi.ControllerService, ctlClient),
+      identity: promiseClient(csi.IdentityService, idClient),
+      node: promiseClient(csi.NodeService, nodeClient),
+    },
+    clients: [rtClient, ctlClient, idClient, nodeClient],
+    exited,
+  };
+}
+
+/** SIGTERM (the node stops its agents, pods keep running) or SIGKILL (a crash); waits for the exit. */
+export async function stopNodeProcess(n: RemoteNode, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+  for (const c of n.clients) c.close();
+  if (n.child.exitCode !== null || n.child.signalCode !== null) return;
+  n.child.kill(signal);
+  const timer = setTimeout(() => n.child.kill('SIGKILL'), 10_000);
+  await n.exited;
+  clearTimeout(timer);
+}
+
+export interface RunNodeOptions {
+  name: string;
+  ip: string;
+  podCIDR: string;
+  stateDir: string;
+  datapath: 'sim' | 'linux';
+  runtime: 'sim' | 'process';
+  storage: 'sim' | 'hostpath';
+  durable: boolean;
+  fast: boolean;
+  /** The store this node talks to: the cluster API socket, or etcd directly. */
+  store: Store;
+  onError?: (err: unknown, context: string) => void;
+}
+
+export interface RunningNodeProcess {
+  node: ClusterNode;
+  stop(): Promise<void>;
+}
+
+/**
+ * What `kemu node` runs: the node with its sockets served, its Node annotated with their endpoints, and on
+ * the linux datapath a route to every other node's pod CIDR kept in sync from the Node objects (what a
+ * host-gw network daemon does).
+ */
+export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
+  const network = o.datapath === 'linux' ? new LinuxClusterNetwork(o.stateDir) : new SimClusterNetwork(o.stateDir, false);
+  const node = await startNode({
+    name: o.name,
+    ip: o.ip,
+    podCIDR: o.podCIDR,
+    stateDir: o.stateDir,
+    store: o.store,
+    network,
+    runtime: o.runtime,
+    storage: o.storage,
+    durable: o.durable,
+    serveSockets: true,
+    fast: o.fast,
+    onError: o.onError,
+  });
+  let informer: SharedInformer<'Node', Node> | undefined;
+  try {
+    await o.store.patch('Node', '', o.name, {
+      metadata: {
+        annotations: {
+          [CRI_ENDPOINT_ANNOTATION]: `unix://${node.criSocket}`,
+          [CSI_ENDPOINT_ANNOTATION]: `unix://${node.csiSocket}`,
+        },
+      },
+    });
+    if (network instanceof LinuxClusterNetwork) {
+      const mine = network.nodes.get(o.name)!;
+      const routes = new Map<string, string>();
+      const sync = async (n: Node, gone = false) => {
+        const name = n.metadata.name ?? '';
+        if (name === o.name) return;
+        const cidr = n.spec?.podCIDR;
+        const via = n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address;
+        const prev = routes.get(name);
+        if (prev && (gone || prev !== `${cidr} via ${via}`)) {
+          const [dst, , gw] = prev.split(' ');
+          await mine.datapath.delRoute(HOST_NETNS, { dst, via: gw, dev: 'eth0' }).catch(() => {});
+          routes.delete(name);
+        }
+        if (gone || !cidr || !via) return;
+        await mine.datapath.addRoute(HOST_NETNS, { dst: cidr, via, dev: 'eth0' }, { replace: true });
+        routes.set(name, `${cidr} via ${via}`);
+      };
+      const report = (err: unknown) => o.onError?.(err, `${o.name}: routes`);
+      informer = new SharedInformer(o.store, 'Node', { onError: report });
+      informer.addEventHandler({
+        onAdd: (n) => void sync(n).catch(report),
+        onUpdate: (_old, n) => void sync(n).catch(report),
+        onDelete: (n) => void sync(n, true).catch(report),
+      });
+      informer.start();
+      await informer.waitForSync();
+    }
+  } catch (err) {
+    await node.stop();
+    throw err;
+  }
+  return {
+    node,
+    async stop() {
+      informer?.stop();
+      await node.stop();
+    },
+  };
+}
+
+/** The store a node process uses: etcd when given, else the cluster's API socket. */
+export async function nodeStore(o: { apiSocket: string; etcdEndpoints?: string[] }): Promise<Store> {
+  if (o.etcdEndpoints?.length) {
+    const { createEtcdStore } = await import('@kemu/core');
+    return createEtcdStore({ endpoints: o.etcdEndpoints });
+  }
+  return new RemoteStore(o.apiSocket);
+}

@@ -1,0 +1,169 @@
+// One node of the cluster: its CSI driver, its network, its CRI runtime and its kubelet, wired the way a
+// real node wires them. The composed cluster starts these in its own process; `kemu node` starts one in a
+// process of its own, serving the runtime and the driver on sockets under the node's directory.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Store } from '@kemu/core';
+import { createCri, type CriInstance, type CriRuntimeConfig, startCriServer } from '@kemu/cri';
+import { createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
+import { Kubelet, StaticPluginRegistry } from '@kemu/kubelet';
+import { cri, csi, inProcessApi, type PromiseApi } from '@kemu/proto';
+import { LinuxClusterNetwork } from './linux-network.js';
+import type { SimClusterNetwork } from './sim-network.js';
+
+/** Annotations a node process puts on its Node so the control plane can reach its sockets. */
+export const CSI_ENDPOINT_ANNOTATION = 'kemu.io/csi-endpoint';
+export const CRI_ENDPOINT_ANNOTATION = 'kemu.io/cri-endpoint';
+
+export interface NodeSpec {
+  name: string;
+  ip: string;
+  podCIDR: string;
+  stateDir: string;
+  store: Store;
+  network: SimClusterNetwork | LinuxClusterNetwork;
+  runtime: 'sim' | 'process';
+  storage: 'sim' | 'hostpath';
+  /** The store outlives this process (file, etcd), so the runtime must keep its state too. */
+  durable: boolean;
+  /** Serve CRI and CSI on `<stateDir>/nodes/<name>/{cri,csi}.sock`. */
+  serveSockets: boolean;
+  fast: boolean;
+  onError?: (err: unknown, context: string) => void;
+}
+
+export interface ClusterNode {
+  name: string;
+  ip: string;
+  podCIDR: string;
+  cri: CriInstance;
+  /** The runtime's CRI socket, when the node serves one (for crictl-style tools). */
+  criSocket?: string;
+  csiSocket?: string;
+  /** The node's network namespace on the linux datapath. */
+  netns?: string;
+  kubelet: Kubelet;
+  csi: CsiDriver;
+  csiApi: {
+    controller: PromiseApi<csi.ControllerMethods>;
+    identity: PromiseApi<csi.IdentityMethods>;
+    node: PromiseApi<csi.NodeMethods>;
+  };
+  podLogsDir: string;
+  /** Stops the kubelet, the runtime and the driver (pods stay, as on a real node whose agents stop). */
+  stop(): Promise<void>;
+}
+
+export function nodeDir(stateDir: string, name: string): string {
+  return path.join(stateDir, 'nodes', name);
+}
+
+export async function startNode(s: NodeSpec): Promise<ClusterNode> {
+  const dir = nodeDir(s.stateDir, s.name);
+  const podLogsDir = path.join(dir, 'pods');
+  fs.mkdirSync(podLogsDir, { recursive: true, mode: 0o750 });
+  const stoppers: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const f of stoppers.reverse().splice(0)) {
+      try {
+        await f();
+      } catch (err) {
+        s.onError?.(err, `${s.name}: stop`);
+      }
+    }
+  };
+  try {
+    const hostpath = s.storage === 'hostpath';
+    const kubeletRoot = hostpath ? path.join(dir, 'kubelet') : '/var/lib/kubelet';
+    const driverOpts = {
+      backend: hostpath ? ('hostpath' as const) : ('sim' as const),
+      nodeId: s.name,
+      stateDir: path.join(dir, 'csi'),
+      enableAttach: true,
+      pathRoots: [kubeletRoot],
+      useMounts: false,
+      // A node process can be killed and started again: the simulated driver's volumes must survive it.
+      simPersist: s.serveSockets,
+    };
+    let driver: CsiDriver;
+    let csiSocket: string | undefined;
+    if (s.serveSockets) {
+      csiSocket = path.join(dir, 'csi.sock');
+      const served = await serveCsiDriver({ ...driverOpts, endpoint: `unix://${csiSocket}` });
+      stoppers.push(() => served.close());
+      driver = served;
+    } else {
+      driver = await createCsiDriver(driverOpts);
+      stoppers.push(() => driver.release());
+    }
+    const csiApi = {
+      controller: inProcessApi(csi.ControllerService, driver.controller as never),
+      identity: inProcessApi(csi.IdentityService, driver.identity as never),
+      node: inProcessApi(csi.NodeService, driver.node as never),
+    };
+
+    const net = await s.network.addNode(s.name, s.ip, s.podCIDR);
+    const linux = s.network instanceof LinuxClusterNetwork;
+    const criConfig: CriRuntimeConfig = {
+      backend: s.runtime,
+      syntheticImages: true,
+      network: net.manager,
+      sim: { netns: net.netnsHooks },
+      process: { netnsPrefix: `${linux ? (s.network as LinuxClusterNetwork).prefix : 'kemu'}-pod-` },
+      podCidr: s.podCIDR,
+      allowedLogRoots: [podLogsDir],
+      streaming: false,
+      // Real processes and namespaces outlive this process, and so does a durable store: then the runtime
+      // keeps its state on disk to find its pods again.
+      stateDir: s.durable || linux || s.serveSockets ? path.join(dir, 'cri') : undefined,
+    };
+    let runtime: CriInstance;
+    let criSocket: string | undefined;
+    if (s.serveSockets || linux) {
+      criSocket = path.join(dir, 'cri.sock');
+      runtime = await startCriServer({ ...criConfig, listen: `unix://${criSocket}` });
+    } else {
+      runtime = await createCri(criConfig);
+    }
+    stoppers.push(() => runtime.close());
+    const fast = s.fast;
+    const kubelet = new Kubelet({
+      store: s.store,
+      nodeName: s.name,
+      nodeIP: s.ip,
+      podCIDR: s.podCIDR,
+      runtime: inProcessApi(cri.RuntimeServiceService, runtime.runtimeService),
+      images: inProcessApi(cri.ImageServiceService, runtime.imageService),
+      csi: new StaticPluginRegistry(new Map([[DEFAULT_DRIVER_NAME, csiApi.node]])),
+      rootDir: hostpath ? kubeletRoot : undefined,
+      podLogsDir,
+      relistPeriodMs: fast ? 200 : 1000,
+      leaseRenewMs: fast ? 500 : 10_000,
+      statusUpdateMs: fast ? 500 : 10_000,
+      // Upstream's CrashLoopBackOff is 10 s doubling to 5 min; fast mode keeps the shape at a smaller scale.
+      backoff: fast ? { initialMs: 1000, maxMs: 8000, resetAfterMs: 60_000 } : undefined,
+      onError: (e, ctx) => s.onError?.(e, `${s.name}: ${ctx}`),
+    });
+    await kubelet.start();
+    const node: ClusterNode = {
+      name: s.name,
+      ip: s.ip,
+      podCIDR: s.podCIDR,
+      cri: runtime,
+      criSocket,
+      csiSocket,
+      netns: 'netnsPath' in net ? net.netnsPath : undefined,
+      kubelet,
+      csi: driver,
+      csiApi,
+      podLogsDir,
+      stop,
+    };
+    // The kubelet is replaceable (tests restart it), so stop whichever one the node has by then.
+    stoppers.push(() => node.kubelet.stop());
+    return node;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

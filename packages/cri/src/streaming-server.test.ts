@@ -1,5 +1,5 @@
 // The streaming server with the sim backend: channel protocol variants, exit status, stdin, attach,
-// port-forward framing, single-use URLs, and refusing SPDY.
+// port-forward framing, single-use URLs, and refusing plain HTTP and unknown upgrades (SPDY has its own test file).
 import http from 'node:http';
 import * as grpc from '@grpc/grpc-js';
 import type { cri } from '@kemu/proto';
@@ -59,7 +59,8 @@ describe('exec over WebSocket', () => {
   it('speaks the unversioned channel.k8s.io protocol with a plain error string', async () => {
     const { url } = await exec({ cmd: ['false'] });
     const r = await wsStream(url!, 'channel.k8s.io');
-    expect(r.error).toBe('exit code 1');
+    // Kubelet's v1 status writer: the Status message, as plain text.
+    expect(r.error).toBe('command terminated with non-zero exit code: error executing command ["false"], exit code 1');
   });
 
   it('feeds stdin and closes it with the v5 close frame', async () => {
@@ -80,7 +81,7 @@ describe('exec over WebSocket', () => {
     await expect(wsStream(`${url!.replace(/\/exec\/.*/, '/exec/forged-token')}`, 'v4.channel.k8s.io')).rejects.toMatchObject({ statusCode: 404 });
   });
 
-  it('refuses SPDY upgrades and plain HTTP with a clear message', async () => {
+  it('refuses a SPDY upgrade without a sub-protocol, and plain HTTP, with a clear message', async () => {
     const { url } = await exec({ cmd: ['true'] });
     const u = new URL(url!);
     const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -91,13 +92,28 @@ describe('exec over WebSocket', () => {
         r.on('data', (d) => {
           body += d;
         });
+        // A refused upgrade ends with the connection, which may close before 'end' is emitted.
         r.on('end', () => resolve({ status: r.statusCode!, body }));
+        r.on('close', () => resolve({ status: r.statusCode!, body }));
       });
       req.on('error', reject);
       req.end();
     });
     expect(res.status).toBe(400);
-    expect(res.body).toContain('SPDY');
+    expect(res.body).toBe('unable to upgrade: X-Stream-Protocol-Version is required\n');
+    const plain = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      http
+        .get({ host: u.hostname, port: u.port, path: u.pathname }, (r) => {
+          let body = '';
+          r.on('data', (d) => {
+            body += d;
+          });
+          r.on('end', () => resolve({ status: r.statusCode!, body }));
+        })
+        .on('error', reject);
+    });
+    expect(plain.status).toBe(400);
+    expect(plain.body).toContain('needs a connection upgrade');
   });
 });
 

@@ -1,7 +1,8 @@
 // The streaming server Exec/Attach/PortForward URLs point at. It speaks the Kubernetes channel protocol
 // over WebSocket (channel.k8s.io, base64.channel.k8s.io, v4.channel.k8s.io, v4.base64.channel.k8s.io,
 // v5.channel.k8s.io): each message starts with a channel byte (0 stdin, 1 stdout, 2 stderr, 3 error,
-// 4 resize; for port-forward 2n data and 2n+1 error of the n-th port). SPDY is not spoken.
+// 4 resize; for port-forward 2n data and 2n+1 error of the n-th port), and over SPDY/3.1 (streaming-spdy.ts)
+// as kubectl and the API server do by default. Both feed the same session logic through a CommandTransport.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +10,8 @@ import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import { errorMessage } from './errors.js';
 import type { CriRuntime, StreamingRegistry, StreamRequest } from './runtime.js';
+import { acceptSpdyCommand, acceptSpdyPortForward, isSpdyUpgrade } from './streaming-spdy.js';
+import { type CommandTransport, parseResizes } from './streams.js';
 import type { StreamSession } from './types.js';
 
 export const REMOTE_COMMAND_PROTOCOLS = [
@@ -42,12 +45,16 @@ interface Pending {
   expires: number;
 }
 
+function exitMessage(exitCode: number, cmd: string[] | undefined): string {
+  return `command terminated with non-zero exit code: error executing command ${JSON.stringify(cmd ?? [])}, exit code ${exitCode}`;
+}
+
 function statusJson(exitCode: number, cmd: string[] | undefined): string {
   if (exitCode === 0) return JSON.stringify({ metadata: {}, status: 'Success' });
   return JSON.stringify({
     metadata: {},
     status: 'Failure',
-    message: `command terminated with non-zero exit code: error executing command ${JSON.stringify(cmd ?? [])}, exit code ${exitCode}`,
+    message: exitMessage(exitCode, cmd),
     reason: 'NonZeroExitCode',
     details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
   });
@@ -55,36 +62,6 @@ function statusJson(exitCode: number, cmd: string[] | undefined): string {
 
 function errorStatusJson(message: string): string {
   return JSON.stringify({ metadata: {}, status: 'Failure', message, reason: 'InternalError' });
-}
-
-/**
- * One exec/attach connection, whatever the transport: output channels out, stdin/resize in. WebSocket
- * multiplexes channels in one connection; SPDY gives each its own stream.
- */
-export interface CommandTransport {
-  /** v4+ protocols carry a JSON Status on the error channel; older ones a plain message. */
-  readonly versioned: boolean;
-  send(channel: typeof STDOUT | typeof STDERR | typeof ERROR, data: Buffer | string): void;
-  /** Ends the connection once everything sent is flushed. */
-  finish(): void;
-  onStdin(fn: (data: Buffer) => void): void;
-  onStdinEnd(fn: () => void): void;
-  onResize(fn: (width: number, height: number) => void): void;
-  onClose(fn: () => void): void;
-}
-
-/** Parses resize messages: JSON objects {Width, Height}, one per frame (WebSocket) or back to back (SPDY). */
-export function parseResizes(text: string): { width: number; height: number }[] {
-  const sizes: { width: number; height: number }[] = [];
-  for (const m of text.matchAll(/\{[^{}]*\}/g)) {
-    try {
-      const v = JSON.parse(m[0]) as { Width?: unknown; Height?: unknown };
-      if (typeof v.Width === 'number' && typeof v.Height === 'number') sizes.push({ width: v.Width, height: v.Height });
-    } catch {
-      // a malformed resize message is ignored, as kubelet does
-    }
-  }
-  return sizes;
 }
 
 class ChannelConn implements CommandTransport {
@@ -161,7 +138,7 @@ export class StreamingServer implements StreamingRegistry {
     this.http = http.createServer((req, res) => {
       res.writeHead(400, { 'content-type': 'text/plain' });
       res.end(
-        `${req.url ?? ''} needs a WebSocket upgrade (subprotocol ${REMOTE_COMMAND_PROTOCOLS[0]} or ${REMOTE_COMMAND_PROTOCOLS[1]}); SPDY is not supported\n`,
+        `${req.url ?? ''} needs a connection upgrade: WebSocket (subprotocol ${REMOTE_COMMAND_PROTOCOLS[0]} or ${REMOTE_COMMAND_PROTOCOLS[1]}) or SPDY/3.1 with X-Stream-Protocol-Version\n`,
       );
     });
     this.wss = new WebSocketServer({
@@ -204,8 +181,13 @@ export class StreamingServer implements StreamingRegistry {
   private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer) {
     const url = new URL(req.url ?? '/', 'http://x');
     const m = /^\/(exec|attach|portforward)\/([\w-]+)$/.exec(url.pathname);
-    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
-      this.reject(socket, 400, `upgrade ${JSON.stringify(req.headers.upgrade)} is not supported: use a WebSocket client (SPDY is not spoken here)`);
+    const spdy = isSpdyUpgrade(req);
+    if (!spdy && (req.headers.upgrade ?? '').toLowerCase() !== 'websocket') {
+      this.reject(
+        socket,
+        400,
+        `unable to upgrade: upgrade ${JSON.stringify(req.headers.upgrade ?? '')} is not supported: send "Upgrade: websocket" or "Connection: Upgrade" with "Upgrade: SPDY/3.1"`,
+      );
       return;
     }
     const pending = m ? this.pending.get(m[2]) : undefined;
@@ -214,6 +196,13 @@ export class StreamingServer implements StreamingRegistry {
       return;
     }
     this.pending.delete(m[2]); // one connection per URL, like kubelet's token cache
+    if (spdy) {
+      const r = pending.req;
+      if (r.kind === 'portforward') {
+        acceptSpdyPortForward(req, socket, head, r.sandboxId, r.ports, (port) => this.runtime.openPortForward(r.sandboxId, port));
+      } else acceptSpdyCommand(req, socket, head, r.opts, (t) => this.serveCommand(t, r));
+      return;
+    }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const conn = new ChannelConn(ws, ws.protocol);
       if (pending.req.kind === 'portforward') this.servePortForward(conn, pending.req.sandboxId, url, pending.req.ports);
@@ -304,7 +293,9 @@ export class StreamingServer implements StreamingRegistry {
     session.exit.then(
       async (code) => {
         await Promise.race([Promise.all(outputsDone), new Promise((r) => setTimeout(r, 2000))]);
-        conn.send(ERROR, conn.versioned ? statusJson(code, req.kind === 'exec' ? req.cmd : undefined) : code === 0 ? '' : `exit code ${code}`);
+        const cmd = req.kind === 'exec' ? req.cmd : undefined;
+        if (conn.versioned) conn.send(ERROR, statusJson(code, cmd));
+        else if (code !== 0) conn.send(ERROR, exitMessage(code, cmd));
         conn.finish();
         this.sessions.delete(session);
       },

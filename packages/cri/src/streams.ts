@@ -44,3 +44,34 @@ export function onlcr(buf: Buffer): Buffer {
 export function delay(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 }
+
+/**
+ * One exec/attach connection, whatever the transport: output channels out, stdin/resize in. WebSocket
+ * multiplexes channels in one connection; SPDY gives each its own stream.
+ */
+export interface CommandTransport {
+  /** v4+ protocols carry a JSON Status on the error channel; older ones a plain message. */
+  readonly versioned: boolean;
+  /** Channel 1 stdout, 2 stderr, 3 error. */
+  send(channel: number, data: Buffer | string): void;
+  /** Ends the connection once everything sent is flushed. */
+  finish(): void;
+  onStdin(fn: (data: Buffer) => void): void;
+  onStdinEnd(fn: () => void): void;
+  onResize(fn: (width: number, height: number) => void): void;
+  onClose(fn: () => void): void;
+}
+
+/** Parses resize messages: JSON objects {Width, Height}, one per frame (WebSocket) or back to back (SPDY). */
+export function parseResizes(text: string): { width: number; height: number }[] {
+  const sizes: { width: number; height: number }[] = [];
+  for (const m of text.matchAll(/\{[^{}]*\}/g)) {
+    try {
+      const v = JSON.parse(m[0]) as { Width?: unknown; Height?: unknown };
+      if (typeof v.Width === 'number' && typeof v.Height === 'number') sizes.push({ width: v.Width, height: v.Height });
+    } catch {
+      // a malformed resize message is ignored, as kubelet does
+    }
+  }
+  return sizes;
+}

@@ -427,6 +427,9 @@ function writePrefix(b: Buffer, off: number, p: Prefix): number {
   return off + 1 + n;
 }
 
+/** Decoded IPv4 prefixes by (address × 64 + length); shared, never modified. */
+const v4Prefixes = new Map<number, Prefix>();
+
 function readPrefixes(
   b: Buffer,
   start: number,
@@ -445,11 +448,28 @@ function readPrefixes(
     if (len > max || p + 1 + n > end) {
       throw updateError(subcode, errData, `bad IPv${afi} prefix (length ${len})`);
     }
+    if (afi === 4) {
+      // The same IPv4 prefixes arrive over and over (from every peer, on every refresh): one shared,
+      // read-only Prefix each instead of a fresh object and byte array per announcement.
+      let num = 0;
+      for (let i = 0; i < 4; i++) num = num * 256 + (i < n ? b[p + 1 + i]! : 0);
+      num = (num - (num % 2 ** (32 - len))) * 64 + len;
+      const hit = v4Prefixes.get(num);
+      if (hit) {
+        out.push(hit);
+        p += 1 + n;
+        continue;
+      }
+    }
     const addr = new Uint8Array(size);
     for (let i = 0; i < n; i++) addr[i] = b[p + 1 + i]!;
     // Trailing bits beyond the prefix length are ignored on receipt, as RFC 4271 §4.3 lets us.
     if (len & 7) addr[n - 1] = addr[n - 1]! & (0xff << (8 - (len & 7))) & 0xff;
-    out.push({ afi, addr, len });
+    const pfx: Prefix = { afi, addr, len };
+    if (afi === 4 && v4Prefixes.size < 1_000_000) {
+      v4Prefixes.set(((((addr[0]! << 24) >>> 0) + (addr[1]! << 16) + (addr[2]! << 8) + addr[3]!) * 64 + len), pfx);
+    }
+    out.push(pfx);
     p += 1 + n;
   }
   return out;

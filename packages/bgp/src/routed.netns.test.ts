@@ -66,10 +66,20 @@ const expected = (n: LinuxNode) =>
     .map((o): [string, string, string] => [o.block, o.ip, 'eth0'])
     .sort((a, b) => (a[0] < b[0] ? -1 : 1));
 
-/** Starts `kemu-bgp` inside the node's namespace: full mesh with the other nodes, advertising its block. */
-function startSpeaker(n: LinuxNode): void {
+/**
+ * Starts `kemu-bgp` inside the node's namespace, advertising its block: full mesh with the other nodes, or,
+ * with `reflector`, that node reflects for the others (which peer with it alone).
+ */
+function startSpeaker(n: LinuxNode, reflector?: LinuxNode): void {
   const args = ['--router-id', n.ip, '--as', '64512', '--listen', `${n.ip}:179`];
-  for (const o of nodes) if (o !== n) args.push('--peer', `${o.ip}:179:64512`);
+  if (!reflector) {
+    for (const o of nodes) if (o !== n) args.push('--peer', `${o.ip}:179:64512`);
+  } else if (n === reflector) {
+    args.push('--route-reflector', '--cluster-id', '0.0.0.9');
+    for (const o of nodes) if (o !== n) args.push('--rr-client', `${o.ip}:179:64512`);
+  } else {
+    args.push('--peer', `${reflector.ip}:179:64512`);
+  }
   args.push('--advertise', n.block, '--install-routes', '--rib-out', join(tmp, `${n.name}.rib.json`));
   args.push('--connect-retry', '1', '--hold-time', '9');
   // No shell: ip netns exec runs node directly, with the speaker's arguments as they are.
@@ -211,4 +221,54 @@ describe.runIf(ok)('BGP-routed pod networking on the Linux datapath (kemu-bgp pe
     const still = inNetns(a.pod.name, 'ping', ['-c', '1', '-W', '2', b.pod.ip]);
     expect(still.status, still.stdout + still.stderr).toBe(0);
   }, 60_000);
+
+  it('route reflector: node-b and node-c peer with node-a only, learn each other’s blocks with the original next hop, and talk directly', async () => {
+    const [a, b, c] = nodes as [LinuxNode, LinuxNode, LinuxNode];
+    for (const n of [a, b]) {
+      n.bgp!.kill('SIGTERM');
+      await new Promise((r) => n.bgp!.once('exit', r));
+    }
+    // A speaker that stops takes the routes it installed out of its own kernel too.
+    for (const n of nodes) expect(kernelBlockRoutes(n)).toEqual([]);
+    for (const n of nodes) startSpeaker(n, a);
+    for (const n of nodes) {
+      await until(
+        () => JSON.stringify(kernelBlockRoutes(n)) === JSON.stringify(expected(n)),
+        `${n.name}'s kernel routes through the reflector (kemu-bgp said: ${n.stderr})`,
+        45_000,
+      );
+    }
+    const ss = inNetns(b.ns.name, 'ss', ['-Htn', 'state', 'established']);
+    expect(ss.stdout.split('\n').filter((l) => /:179\b/.test(l)).length, ss.stdout).toBe(1);
+    await until(() => {
+      try {
+        const rib = JSON.parse(readFileSync(join(tmp, `${b.name}.rib.json`), 'utf8')) as { prefix: string }[];
+        return rib.some((e) => e.prefix === c.block);
+      } catch {
+        return false;
+      }
+    }, 'node-b rib-out with node-c block');
+    const rib = JSON.parse(readFileSync(join(tmp, `${b.name}.rib.json`), 'utf8')) as Record<string, unknown>[];
+    expect(rib.find((e) => e.prefix === c.block)).toMatchObject({
+      nextHop: c.ip,
+      peer: a.ip,
+      originatorId: c.ip,
+      clusterList: ['0.0.0.9'],
+    });
+    // node-a's underlay port sees none of the b<->c traffic: the reflector is control plane only.
+    // (a<->b pings afterwards prove the capture was running.)
+    const rows = await capture('u0', () => {
+      const bc = inNetns(b.pod.name, 'ping', ['-c', '3', '-i', '0.2', '-W', '2', c.pod.ip]);
+      expect(bc.status, bc.stdout + bc.stderr).toBe(0);
+      const ab = inNetns(a.pod.name, 'ping', ['-c', '3', '-i', '0.2', '-W', '2', b.pod.ip]);
+      expect(ab.status, ab.stdout + ab.stderr).toBe(0);
+    });
+    expect(rows.some((f) => f[1] === a.pod.ip && f[2] === b.pod.ip && f[3] === '8'), JSON.stringify(rows)).toBe(true);
+    expect(rows.filter((f) => [f[1], f[2]].includes(c.pod.ip)), JSON.stringify(rows)).toEqual([]);
+    const rowsC = await capture('u2', () => {
+      const bc = inNetns(b.pod.name, 'ping', ['-c', '3', '-i', '0.2', '-W', '2', c.pod.ip]);
+      expect(bc.status, bc.stdout + bc.stderr).toBe(0);
+    });
+    expect(rowsC.some((f) => f[0] === '' && f[1] === b.pod.ip && f[2] === c.pod.ip && f[3] === '8'), JSON.stringify(rowsC)).toBe(true);
+  }, 90_000);
 });

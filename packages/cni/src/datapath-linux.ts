@@ -41,6 +41,70 @@ const RTN_TYPES: Record<RouteType, number> = { unicast: 1, local: 2, blackhole: 
 const RTN_NAMES = new Map(Object.entries(RTN_TYPES).map(([k, v]) => [v, k as RouteType]));
 const SCOPES = { global: 0, link: 253, host: 254 } as const;
 const RTNH_F_ONLINK = 4;
+const RTM_NEWLINK = 16;
+const RTM_GETLINK = 18;
+const NLM_F_DUMP = 0x300;
+const IFF_UP = 0x1;
+const IFF_LOOPBACK = 0x8;
+const IFF_PROMISC = 0x100;
+const IFINFOMSG_LEN = 16;
+const IFLA = { address: 1, ifname: 3, mtu: 4, link: 5, master: 10, linkinfo: 18 } as const;
+
+/** The part of a link message the datapath reads. */
+interface LinkMsg {
+  index: number;
+  flags: number;
+  ifname?: string;
+  address?: Buffer;
+  mtu?: number;
+  link?: number;
+  master?: number;
+  linkinfo?: Buffer;
+}
+
+interface RawRequester {
+  request(type: number, data: Buffer[], options: { flags?: number }): Promise<[{ type: number; data: Buffer }[], unknown]>;
+}
+
+/**
+ * Reads ifinfomsg and the six attributes we use, skipping the rest (statistics, per-family
+ * configuration, ...): the netlink package parses every attribute of every link, which costs more than
+ * the request itself, above all in a freshly started plugin where that code is still cold.
+ */
+function parseLinkMsg(b: Buffer): LinkMsg {
+  if (b.length < IFINFOMSG_LEN) throw new DatapathError('EIO', `short link message (${b.length} bytes)`);
+  const m: LinkMsg = { index: b.readInt32LE(4), flags: b.readUInt32LE(8) };
+  for (let off = IFINFOMSG_LEN; off + 4 <= b.length; ) {
+    const len = b.readUInt16LE(off);
+    if (len < 4 || off + len > b.length) break;
+    const type = b.readUInt16LE(off + 2) & 0x3fff;
+    const v = b.subarray(off + 4, off + len);
+    switch (type) {
+      case IFLA.address:
+        m.address = Buffer.from(v);
+        break;
+      case IFLA.ifname: {
+        const nul = v.indexOf(0);
+        m.ifname = v.toString('utf8', 0, nul < 0 ? v.length : nul);
+        break;
+      }
+      case IFLA.mtu:
+        if (v.length >= 4) m.mtu = v.readUInt32LE(0);
+        break;
+      case IFLA.link:
+        if (v.length >= 4) m.link = v.readUInt32LE(0);
+        break;
+      case IFLA.master:
+        if (v.length >= 4) m.master = v.readUInt32LE(0);
+        break;
+      case IFLA.linkinfo:
+        m.linkinfo = Buffer.from(v);
+        break;
+    }
+    off += (len + 3) & ~3;
+  }
+  return m;
+}
 
 /** The parts of the netlink package this datapath uses. */
 interface NetlinkModule {
@@ -284,13 +348,12 @@ export class LinuxDatapath implements Datapath {
 
   // ----- links
 
-  private linkFromMsg(m: NL.rt.LinkMessage, names: Map<number, string>): LinkInfo {
+  private linkFromMsg(m: LinkMsg, names: Map<number, string>): LinkInfo {
     const { nl } = loadNative();
-    const a = m.attrs;
-    let kind: LinkKind = m.data.flags?.loopback ? 'loopback' : 'device';
+    let kind: LinkKind = m.flags & IFF_LOOPBACK ? 'loopback' : 'device';
     let vxlan: LinkInfo['vxlan'];
-    if (a.linkinfo) {
-      const info = nl.ifla.parseInfo(a.linkinfo);
+    if (m.linkinfo) {
+      const info = nl.ifla.parseInfo(m.linkinfo);
       if (info.kind === 'bridge' || info.kind === 'veth' || info.kind === 'vxlan' || info.kind === 'dummy') kind = info.kind;
       else if (info.kind) kind = 'other';
       if (info.kind === 'vxlan' && info.data) {
@@ -305,40 +368,48 @@ export class LinuxDatapath implements Datapath {
       }
     }
     const out: LinkInfo = {
-      name: a.ifname ?? '',
-      index: m.data.index ?? 0,
+      name: m.ifname ?? '',
+      index: m.index,
       kind,
-      mac: bufMac(a.address),
-      mtu: a.mtu ?? 0,
-      up: !!m.data.flags?.up,
-      promisc: !!m.data.flags?.promisc,
+      mac: bufMac(m.address),
+      mtu: m.mtu ?? 0,
+      up: !!(m.flags & IFF_UP),
+      promisc: !!(m.flags & IFF_PROMISC),
     };
-    if (a.master) out.master = names.get(a.master) ?? String(a.master);
-    if (kind === 'veth' && a.link) out.peerIndex = a.link.readUInt32LE(0);
+    if (m.master) out.master = names.get(m.master) ?? String(m.master);
+    if (kind === 'veth' && m.link !== undefined) out.peerIndex = m.link;
     if (vxlan) out.vxlan = vxlan;
     return out;
   }
 
-  private async linkMsgs(netns: NetnsRef): Promise<NL.rt.LinkMessage[]> {
+  /** RTM_GETLINK (one link by name, or a dump) answered with the few attributes we read. */
+  private async getLinkRaw(netns: NetnsRef, what: string, name?: string): Promise<LinkMsg[]> {
+    const { nl } = loadNative();
     const s = this.sock(netns);
-    return nlCall('list links', () => s.getLinks());
+    const req = [nl.rt.formatLink({}), ...(name ? [toBuffer(nl, nl.ifla.formatLinkAttrs({ ifname: name }))] : [])];
+    const [msgs] = await nlCall(what, () =>
+      (s.socket as unknown as RawRequester).request(RTM_GETLINK, req, name ? {} : { flags: NLM_F_DUMP }),
+    );
+    return msgs.filter((m) => m.type === RTM_NEWLINK).map((m) => parseLinkMsg(m.data));
+  }
+
+  private linkMsgs(netns: NetnsRef): Promise<LinkMsg[]> {
+    return this.getLinkRaw(netns, 'list links');
   }
 
   private async names(netns: NetnsRef): Promise<Map<number, string>> {
-    return new Map((await this.linkMsgs(netns)).map((m) => [m.data.index ?? 0, m.attrs.ifname ?? '']));
+    return new Map((await this.linkMsgs(netns)).map((m) => [m.index, m.ifname ?? '']));
   }
 
   async listLinks(netns: NetnsRef): Promise<LinkInfo[]> {
     const msgs = await this.linkMsgs(netns);
-    const names = new Map(msgs.map((m) => [m.data.index ?? 0, m.attrs.ifname ?? '']));
+    const names = new Map(msgs.map((m) => [m.index, m.ifname ?? '']));
     return msgs.map((m) => this.linkFromMsg(m, names));
   }
 
-  private async linkMsg(netns: NetnsRef, name: string): Promise<NL.rt.LinkMessage | undefined> {
-    const s = this.sock(netns);
+  private async linkMsg(netns: NetnsRef, name: string): Promise<LinkMsg | undefined> {
     try {
-      const r = await nlCall(`get link ${name}`, () => s.getLink({}, { ifname: name }));
-      return r[0];
+      return (await this.getLinkRaw(netns, `get link ${name}`, name))[0];
     } catch (e) {
       if (e instanceof DatapathError && e.code === 'ENOENT') return undefined;
       throw e;
@@ -348,14 +419,14 @@ export class LinuxDatapath implements Datapath {
   async getLink(netns: NetnsRef, name: string): Promise<LinkInfo | undefined> {
     const m = await this.linkMsg(netns, name);
     if (!m) return undefined;
-    const names = m.attrs.master ? await this.names(netns) : new Map<number, string>();
+    const names = m.master ? await this.names(netns) : new Map<number, string>();
     return this.linkFromMsg(m, names);
   }
 
   private async index(netns: NetnsRef, name: string): Promise<number> {
     const m = await this.linkMsg(netns, name);
     if (!m) throw new DatapathError('ENOENT', `link ${name} not found`);
-    return m.data.index!;
+    return m.index;
   }
 
   async addLink(netns: NetnsRef, spec: LinkSpec): Promise<LinkInfo> {

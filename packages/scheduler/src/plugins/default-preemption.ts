@@ -24,8 +24,57 @@ export interface DefaultPreemptionArgs {
 
 interface Candidate {
   node: string;
+  /** Most important first. */
   victims: PodInfo[];
   pdbViolations: number;
+  /** Highest victim priority. */
+  top: number;
+  /** Sum of victim priorities, each offset by 2^31 so that a longer list never sums lower. */
+  sum: number;
+  /** Earliest start time among the victims with the highest priority. */
+  earliest: number;
+}
+
+function candidate(node: string, victims: PodInfo[], pdbViolations: number): Candidate {
+  const top = victims[0].priority;
+  let sum = 0;
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const v of victims) {
+    sum += v.priority + 2 ** 31;
+    if (v.priority === top && v.startTime < earliest) earliest = v.startTime;
+  }
+  return { node, victims, pdbViolations, top, sum, earliest };
+}
+
+/**
+ * Whether `a` is a strictly better node to preempt on than `b`: fewer PDB violations, then a lower
+ * highest victim priority, a smaller priority sum, fewer victims, a later start of the highest-priority
+ * victims. Among equals the earlier candidate stays chosen.
+ */
+function better(a: Candidate, b: Candidate): boolean {
+  if (a.pdbViolations !== b.pdbViolations) return a.pdbViolations < b.pdbViolations;
+  if (a.top !== b.top) return a.top < b.top;
+  if (a.sum !== b.sum) return a.sum < b.sum;
+  if (a.victims.length !== b.victims.length) return a.victims.length < b.victims.length;
+  return a.earliest > b.earliest;
+}
+
+/**
+ * True when no choice of victims among `lower` (a non-empty set none of which a PDB protects) could
+ * make a candidate better than `best`: then the node only needs checking for whether it is a candidate
+ * at all, not which pods it would lose.
+ */
+function cannotBeat(lower: PodInfo[], best: Candidate): boolean {
+  if (best.pdbViolations > 0) return false;
+  let min = Number.POSITIVE_INFINITY;
+  for (const p of lower) if (p.priority < min) min = p.priority;
+  // Every victim set includes a pod of at least this priority.
+  if (min > best.top) return true;
+  if (min < best.top || best.victims.length !== 1 || best.sum !== min + 2 ** 31) return false;
+  // At best a single victim of priority `min`, tying on sum and count: start time decides, and the
+  // earlier candidate wins ties.
+  for (const p of lower) if (p.priority === min && !(p.startTime <= best.earliest)) return false;
+  return true;
 }
 
 /** Higher priority first, then the one running longer. */
@@ -157,172 +206,183 @@ export function splitByPDB(pods: PodInfo[], idx: PdbIndex): { violating: PodInfo
   return { violating, nonViolating };
 }
 
-export const newDefaultPreemption: PluginFactory = (
-  args: DefaultPreemptionArgs | undefined,
-  handle,
-): PostFilterPlugin => {
-  const pct = args?.minCandidateNodesPercentage ?? 10;
-  const abs = args?.minCandidateNodesAbsolute ?? 100;
+/**
+ * The plugin factory. `prune: false` computes victims on every candidate instead of skipping nodes that
+ * cannot be chosen (same choice, more work; tests compare the two).
+ */
+export const defaultPreemptionFactory =
+  ({ prune }: { prune: boolean }): PluginFactory =>
+  (args: DefaultPreemptionArgs | undefined, handle): PostFilterPlugin => {
+    const pct = args?.minCandidateNodesPercentage ?? 10;
+    const abs = args?.minCandidateNodesAbsolute ?? 100;
 
-  /**
-   * Victims on one node, on a copy of it: remove every lower-priority pod, check the preemptor fits,
-   * then put back as many as still fit (PDB-protected ones first, most important first).
-   */
-  const selectVictims = (
-    fw: Framework,
-    pfs: PreFilterPlugin[],
-    state: CycleState,
-    pi: PodInfo,
-    n: NodeInfo,
-    potential: PodInfo[],
-    pdbs: PdbIndex,
-  ): { victims: PodInfo[]; violations: number; status: Status | null } => {
-    for (const p of potential) removeFromNode(pfs, state, pi, n, p);
-    const s = fw.runFilterWithNominatedPods(state, pi, n);
-    if (s) return { victims: [], violations: 0, status: s };
-    sortByImportance(potential);
-    const { violating, nonViolating } = splitByPDB(potential, pdbs);
-    const victims: PodInfo[] = [];
-    let violations = 0;
-    for (let round = 0; round < 2; round++) {
-      const list = round === 0 ? violating : nonViolating;
-      for (const p of list) {
-        addToNode(pfs, state, pi, n, p);
-        if (fw.runFilterWithNominatedPods(state, pi, n)) {
-          removeFromNode(pfs, state, pi, n, p);
-          victims.push(p);
-          if (round === 0) violations++;
-        }
-      }
-    }
-    sortByImportance(victims);
-    return { victims, violations, status: null };
-  };
-
-  const pick = (cands: Candidate[]): Candidate => {
-    const by = (list: Candidate[], f: (c: Candidate) => number, prefer: 'min' | 'max'): Candidate[] => {
-      let best = prefer === 'min' ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
-      let out: Candidate[] = [];
-      for (const c of list) {
-        const v = f(c);
-        if ((prefer === 'min' && v < best) || (prefer === 'max' && v > best)) {
-          best = v;
-          out = [c];
-        } else if (v === best) out.push(c);
-      }
-      return out;
-    };
-    let l = by(cands, (c) => c.pdbViolations, 'min');
-    if (l.length > 1) l = by(l, (c) => c.victims[0]?.priority ?? Number.MIN_SAFE_INTEGER, 'min');
-    // Offsetting by 2^31 keeps negative priorities from making a longer victim list look cheaper.
-    if (l.length > 1) l = by(l, (c) => c.victims.reduce((s, v) => s + v.priority + 2 ** 31, 0), 'min');
-    if (l.length > 1) l = by(l, (c) => c.victims.length, 'min');
-    if (l.length > 1) {
-      l = by(
-        l,
-        (c) => {
-          const top = c.victims[0]?.priority;
-          let earliest = Number.POSITIVE_INFINITY;
-          for (const v of c.victims) if (v.priority === top && v.startTime < earliest) earliest = v.startTime;
-          return earliest;
-        },
-        'max',
-      );
-    }
-    return l[0];
-  };
-
-  return {
-    name: DefaultPreemption,
-    async postFilter(state, pi, statuses): Promise<PostFilterResult> {
-      const fw = handle.framework();
-      const pod = pi.pod;
-      if ((pod.spec.preemptionPolicy ?? 'PreemptLowerPriority') === 'Never') {
-        return { status: Status.unschedulable('preemption: not eligible due to preemptionPolicy=Never.') };
-      }
-      const nominated = pod.status?.nominatedNodeName;
-      if (nominated) {
-        const ns = statuses.get(nominated);
-        const ni = handle.snapshot.get(nominated);
-        if (ni && ns?.code !== Code.UnschedulableAndUnresolvable) {
-          if (ni.pods.some((p) => p.pod.metadata.deletionTimestamp && p.priority < pi.priority)) {
-            return {
-              status: Status.unschedulable(
-                'preemption: not eligible due to a terminating pod on the nominated node.',
-              ),
-            };
+    /**
+     * Victims on one node, on a copy of it: remove every lower-priority pod, check the preemptor fits,
+     * then put back as many as still fit (PDB-protected ones first, most important first).
+     */
+    const selectVictims = (
+      fw: Framework,
+      pfs: PreFilterPlugin[],
+      state: CycleState,
+      pi: PodInfo,
+      n: NodeInfo,
+      potential: PodInfo[],
+      pdbs: PdbIndex,
+    ): { victims: PodInfo[]; violations: number; status: Status | null } => {
+      for (const p of potential) removeFromNode(pfs, state, pi, n, p);
+      const s = fw.runFilterWithNominatedPods(state, pi, n);
+      if (s) return { victims: [], violations: 0, status: s };
+      sortByImportance(potential);
+      const { violating, nonViolating } = splitByPDB(potential, pdbs);
+      const victims: PodInfo[] = [];
+      let violations = 0;
+      for (let round = 0; round < 2; round++) {
+        const list = round === 0 ? violating : nonViolating;
+        for (const p of list) {
+          addToNode(pfs, state, pi, n, p);
+          if (fw.runFilterWithNominatedPods(state, pi, n)) {
+            removeFromNode(pfs, state, pi, n, p);
+            victims.push(p);
+            if (round === 0) violations++;
           }
         }
       }
-      const all = handle.snapshot.list();
-      const nodeStatuses = new Map<string, Status>();
-      const potential: NodeInfo[] = [];
-      const dense = statuses instanceof NodeStatusMap && statuses.nodes === all ? statuses : null;
-      for (let i = 0; i < all.length; i++) {
-        const n = all[i];
-        const s = dense ? dense.at(i) : statuses.get(n.name);
-        if (s && s.code === Code.UnschedulableAndUnresolvable) nodeStatuses.set(n.name, NOT_HELPFUL);
-        else potential.push(n);
-      }
-      if (potential.length === 0) {
-        if (nominated) await handle.client.updatePodStatus(pod, { status: 'False' }, '');
-        return {
-          status: Status.unschedulable(
-            `preemption: ${nodesAvailableMessage(all.length, nodeStatuses.values())}`,
-          ),
-        };
-      }
-      const want = Math.min(potential.length, Math.max(Math.trunc((potential.length * pct) / 100), abs));
-      const offset = Math.floor(handle.random() * potential.length);
-      const pdbs = handle.cluster.pdbs.size === 0 ? NO_PDBS : indexPDBs(handle.cluster.pdbs.values());
-      const pfs = trackers(fw, state);
-      const cands: Candidate[] = [];
-      let nonViolating = 0;
-      for (let i = 0; i < potential.length && !(nonViolating > 0 && cands.length >= want); i++) {
-        const n = potential[(offset + i) % potential.length];
-        // Only a node with lower-priority pods is worth a copy.
-        let lower: PodInfo[] | null = null;
-        for (const p of n.pods) {
-          if (p.priority < pi.priority) (lower ??= []).push(p);
+      sortByImportance(victims);
+      return { victims, violations, status: null };
+    };
+
+    /** Whether the pod fits on a copy of the node without any lower-priority pod (null: it does). */
+    const fitsWithout = (
+      fw: Framework,
+      pfs: PreFilterPlugin[],
+      state: CycleState,
+      pi: PodInfo,
+      n: NodeInfo,
+      lower: PodInfo[],
+    ): Status | null => {
+      for (const p of lower) removeFromNode(pfs, state, pi, n, p);
+      return fw.runFilterWithNominatedPods(state, pi, n);
+    };
+
+    const pick = (cands: Candidate[]): Candidate => {
+      let best = cands[0];
+      for (let i = 1; i < cands.length; i++) if (better(cands[i], best)) best = cands[i];
+      return best;
+    };
+
+    return {
+      name: DefaultPreemption,
+      async postFilter(state, pi, statuses): Promise<PostFilterResult> {
+        const fw = handle.framework();
+        const pod = pi.pod;
+        if ((pod.spec.preemptionPolicy ?? 'PreemptLowerPriority') === 'Never') {
+          return { status: Status.unschedulable('preemption: not eligible due to preemptionPolicy=Never.') };
         }
-        if (lower === null) {
-          nodeStatuses.set(n.name, NO_VICTIMS);
-          continue;
+        const nominated = pod.status?.nominatedNodeName;
+        if (nominated) {
+          const ns = statuses.get(nominated);
+          const ni = handle.snapshot.get(nominated);
+          if (ni && ns?.code !== Code.UnschedulableAndUnresolvable) {
+            if (ni.pods.some((p) => p.pod.metadata.deletionTimestamp && p.priority < pi.priority)) {
+              return {
+                status: Status.unschedulable(
+                  'preemption: not eligible due to a terminating pod on the nominated node.',
+                ),
+              };
+            }
+          }
         }
-        const r = selectVictims(fw, pfs, pfs.length > 0 ? state.clone() : state, pi, n.clone(), lower, pdbs);
-        if (!r.status && r.victims.length > 0) {
-          cands.push({ node: n.name, victims: r.victims, pdbViolations: r.violations });
-          if (r.violations === 0) nonViolating++;
-          continue;
+        const all = handle.snapshot.list();
+        const nodeStatuses = new Map<string, Status>();
+        const potential: NodeInfo[] = [];
+        const dense = statuses instanceof NodeStatusMap && statuses.nodes === all ? statuses : null;
+        for (let i = 0; i < all.length; i++) {
+          const n = all[i];
+          const s = dense ? dense.at(i) : statuses.get(n.name);
+          if (s && s.code === Code.UnschedulableAndUnresolvable) nodeStatuses.set(n.name, NOT_HELPFUL);
+          else potential.push(n);
         }
-        nodeStatuses.set(
-          n.name,
-          r.status ?? Status.error(`expected at least one victim pod on node "${n.name}"`),
-        );
-      }
-      if (cands.length === 0) {
-        return {
-          status: Status.unschedulable(
-            `preemption: ${nodesAvailableMessage(all.length, nodeStatuses.values())}`,
-          ),
-        };
-      }
-      const best = pick(cands);
-      for (const v of best.victims) {
-        const wp = handle.waitingPods.get(v.uid);
-        if (wp) wp.reject(DefaultPreemption, 'preempted');
-        handle.client.event(v.pod, 'Normal', 'Preempted', `Preempted by pod ${pi.uid} on node ${best.node}`);
-        await handle.client.deletePod(v.pod, 'preempted');
-      }
-      // Lower-priority pods nominated to this node lose their nomination: the preemptor takes the room.
-      for (const np of handle.nominator.nominatedPodsForNode(best.node)) {
-        if (np.priority < pi.priority && np.uid !== pi.uid) {
-          handle.nominator.deleteNominatedPod(np);
-          await handle.client.updatePodStatus(np.pod, { status: 'False' }, '');
+        if (potential.length === 0) {
+          if (nominated) await handle.client.updatePodStatus(pod, { status: 'False' }, '');
+          return {
+            status: Status.unschedulable(
+              `preemption: ${nodesAvailableMessage(all.length, nodeStatuses.values())}`,
+            ),
+          };
         }
-      }
-      return { nominatedNodeName: best.node, status: null, victims: best.victims.map((v) => v.pod as Pod) };
-    },
-    eventsToRegister: () => [{ resource: 'Pod', action: 'Delete' }],
+        const want = Math.min(potential.length, Math.max(Math.trunc((potential.length * pct) / 100), abs));
+        const offset = Math.floor(handle.random() * potential.length);
+        const pdbs = handle.cluster.pdbs.size === 0 ? NO_PDBS : indexPDBs(handle.cluster.pdbs.values());
+        const pfs = trackers(fw, state);
+        const cands: Candidate[] = [];
+        let best: Candidate | null = null;
+        // Candidates found (including those that cannot be picked), and how many break no PDB.
+        let found = 0;
+        let nonViolating = 0;
+        for (let i = 0; i < potential.length && !(nonViolating > 0 && found >= want); i++) {
+          const n = potential[(offset + i) % potential.length];
+          // Only a node with lower-priority pods is worth a copy.
+          let lower: PodInfo[] | null = null;
+          for (const p of n.pods) {
+            if (p.priority < pi.priority) (lower ??= []).push(p);
+          }
+          if (lower === null) {
+            nodeStatuses.set(n.name, NO_VICTIMS);
+            continue;
+          }
+          const st = pfs.length > 0 ? state.clone() : state;
+          if (prune && best !== null && cannotBeat(lower, best)) {
+            sortByImportance(lower);
+            if (splitByPDB(lower, pdbs).violating.length === 0) {
+              // It still counts towards the candidates wanted, so check that it is one.
+              const s = fitsWithout(fw, pfs, st, pi, n.clone(), lower);
+              if (s) nodeStatuses.set(n.name, s);
+              else {
+                found++;
+                nonViolating++;
+              }
+              continue;
+            }
+          }
+          const r = selectVictims(fw, pfs, st, pi, n.clone(), lower, pdbs);
+          if (!r.status && r.victims.length > 0) {
+            const c = candidate(n.name, r.victims, r.violations);
+            cands.push(c);
+            found++;
+            if (r.violations === 0) nonViolating++;
+            if (best === null || better(c, best)) best = c;
+            continue;
+          }
+          nodeStatuses.set(
+            n.name,
+            r.status ?? Status.error(`expected at least one victim pod on node "${n.name}"`),
+          );
+        }
+        if (cands.length === 0) {
+          return {
+            status: Status.unschedulable(
+              `preemption: ${nodesAvailableMessage(all.length, nodeStatuses.values())}`,
+            ),
+          };
+        }
+        const chosen = pick(cands);
+        for (const v of chosen.victims) {
+          const wp = handle.waitingPods.get(v.uid);
+          if (wp) wp.reject(DefaultPreemption, 'preempted');
+          handle.client.event(v.pod, 'Normal', 'Preempted', `Preempted by pod ${pi.uid} on node ${chosen.node}`);
+          await handle.client.deletePod(v.pod, 'preempted');
+        }
+        // Lower-priority pods nominated to this node lose their nomination: the preemptor takes the room.
+        for (const np of handle.nominator.nominatedPodsForNode(chosen.node)) {
+          if (np.priority < pi.priority && np.uid !== pi.uid) {
+            handle.nominator.deleteNominatedPod(np);
+            await handle.client.updatePodStatus(np.pod, { status: 'False' }, '');
+          }
+        }
+        return { nominatedNodeName: chosen.node, status: null, victims: chosen.victims.map((v) => v.pod as Pod) };
+      },
+      eventsToRegister: () => [{ resource: 'Pod', action: 'Delete' }],
+    };
   };
-};
+
+export const newDefaultPreemption: PluginFactory = defaultPreemptionFactory({ prune: true });

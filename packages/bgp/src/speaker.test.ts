@@ -195,3 +195,42 @@ describe('two speakers over the in-memory transport', () => {
     );
   });
 });
+
+describe('update packing and the shared change list', () => {
+  it('routes with equal attributes share one UPDATE; a different MED gets its own; a reflector packs per client', async () => {
+    const net = new MemoryNetwork();
+    // a (10.0.0.1) -> reflector r (10.0.0.2) -> clients c1, c2.
+    const a = mk(net, '10.0.0.1', { as: 64512, neighbors: [{ address: '10.0.0.2', as: 64512 }] });
+    const r = mk(net, '10.0.0.2', {
+      as: 64512,
+      routeReflector: { clusterId: '0.0.0.7' },
+      neighbors: ['10.0.0.1', '10.0.0.3', '10.0.0.4'].map((address) => ({ address, as: 64512, rrClient: true, passive: true })),
+    });
+    const c1 = mk(net, '10.0.0.3', { as: 64512, neighbors: [{ address: '10.0.0.2', as: 64512 }] });
+    const c2 = mk(net, '10.0.0.4', { as: 64512, neighbors: [{ address: '10.0.0.2', as: 64512 }] });
+    await Promise.all([a, r, c1, c2].map((s) => s.start()));
+    const up = () => [a, c1, c2].every((s) => s.peer('10.0.0.2')?.state === 'Established');
+    await until(up, 'sessions');
+    const stats = (s: BgpSpeaker, peer: string) =>
+      (s as unknown as { sessions: Map<string, { stats: { updatesIn: number; updatesOut: number } }> }).sessions.get(peer)!.stats;
+    const before = stats(c1, '10.0.0.2').updatesIn;
+    // One burst: 200 blocks with default attributes, 100 with MED 5, advertised in the same tick.
+    for (let i = 0; i < 300; i++) a.advertise(`10.64.${i >> 2}.${(i & 3) * 64}/26`, i >= 200 ? { med: 5 } : {});
+    await until(() => c1.locRibSize === 300 && c2.locRibSize === 300, 'all 300 routes at both clients');
+    // a -> r: two attribute sets, two UPDATEs; r -> each client: the same two, reflected.
+    expect(stats(a, '10.0.0.2').updatesOut).toBe(2);
+    expect(stats(c1, '10.0.0.2').updatesIn - before).toBe(2);
+    expect(stats(c2, '10.0.0.2').updatesIn - before).toBe(2);
+    // Packed routes kept their own attributes.
+    expect(c1.lookup('10.64.0.0/26')).toMatchObject({ nextHop: '10.0.0.1', originatorId: '10.0.0.1', clusterList: ['0.0.0.7'] });
+    expect(c1.lookup('10.64.0.0/26')!.med).toBeUndefined();
+    expect(c2.lookup('10.64.74.192/26')).toMatchObject({ med: 5, nextHop: '10.0.0.1' });
+    // A withdrawal burst travels as one UPDATE too, and the reflector does not echo anything back to a.
+    const aIn = stats(a, '10.0.0.2').updatesIn;
+    for (let i = 0; i < 300; i += 2) a.withdraw(`10.64.${i >> 2}.${(i & 3) * 64}/26`);
+    await until(() => c1.locRibSize === 150 && c2.locRibSize === 150, 'withdrawals at both clients');
+    expect(stats(c1, '10.0.0.2').updatesIn - before).toBe(3);
+    expect(stats(a, '10.0.0.2').updatesIn).toBe(aIn);
+    expect(r.adjRibOut('10.0.0.1')).toEqual([]);
+  });
+});

@@ -112,6 +112,13 @@ interface OutRoute {
   nextHop: string;
   key: string;
   bytes?: Map<boolean, Buffer[]>;
+  /** Flush-time bookkeeping: the representative of this attribute set in the current flush... */
+  rep?: OutRoute;
+  repStamp?: number;
+  /** ...and, on a representative, the routes of the neighbour being flushed that share it. */
+  peerStamp?: number;
+  peerFirst?: OutRoute;
+  peerMore?: OutRoute[];
 }
 
 interface PeerRib {
@@ -201,6 +208,8 @@ export class BgpSpeaker extends EventEmitter {
   private changed: string[] = [];
   /** Parallel to `changed`: the change only matters to eBGP neighbours (iBGP-learned, not reflecting). */
   private changedEbgpOnly: boolean[] = [];
+  /** Increments per flush and per neighbour within it, to mark flush-time bookkeeping as current. */
+  private stamp = 0;
   private readonly sinkDesired = new Map<string, { op: 'install' | 'remove'; route: InstalledRoute }>();
   private readonly sinkBusy = new Set<string>();
   private started = false;
@@ -732,54 +741,73 @@ export class BgpSpeaker extends EventEmitter {
     const ebgpOnly = this.changedEbgpOnly;
     this.changed = [];
     this.changedEbgpOnly = [];
+    // Looked up once per flush, not once per neighbour.
+    const bests: (Route | undefined)[] = new Array(changed.length);
+    for (let i = 0; i < changed.length; i++) bests[i] = this.locRibMap.get(changed[i]!);
+    const flushStamp = ++this.stamp;
+    const reps = new Map<string, OutRoute>();
     const targets: Iterable<PeerRib> =
       changed.length > 0
         ? this.up
         : [...this.dirty].map((s) => this.ribs.get(s)).filter((r): r is PeerRib => r !== undefined);
-    const dirty = this.dirty;
     for (const rib of targets) {
       const s = rib.session;
-      if (!dirty.has(s) && changed.length === 0) continue;
       if (rib.pending.size === 0 && changed.length === 0) continue;
       if (s.state !== 'Established' || !rib.source) {
         rib.pending.clear();
         continue;
       }
       const ctx = s.codec;
-      const groups = new Map<string, OutRoute[]>();
+      // Routes with equal attributes are packed together: each distinct attribute set has one
+      // representative per flush (found through one map lookup per route, not per route and neighbour),
+      // and the routes of this neighbour are collected on it, marked with this neighbour's stamp.
+      const peerStamp = ++this.stamp;
+      const groups: OutRoute[] = [];
       const withdrawals: Record<Afi, Prefix[]> = { 4: [], 6: [] };
-      const one = (p: string) => {
-        const best = this.locRibMap.get(p);
+      const one = (p: string, best: Route | undefined) => {
         const out = best ? this.exportFor(s, best) : undefined;
         const prev = rib.adjOut.get(p);
         if (out) {
           if (prev && (prev === out || prev.key === out.key)) return;
           rib.adjOut.set(p, out);
-          const g = groups.get(out.key);
-          if (g) g.push(out);
-          else groups.set(out.key, [out]);
+          if (out.repStamp !== flushStamp) {
+            out.repStamp = flushStamp;
+            let r = reps.get(out.key);
+            if (!r) reps.set(out.key, (r = out));
+            out.rep = r;
+          }
+          const r = out.rep!;
+          if (r.peerStamp !== peerStamp) {
+            r.peerStamp = peerStamp;
+            r.peerFirst = out;
+            r.peerMore = undefined;
+            groups.push(r);
+          } else (r.peerMore ??= [r.peerFirst!]).push(out);
         } else if (prev) {
           rib.adjOut.delete(p);
           withdrawals[prev.afi].push(prev.prefix);
         }
       };
       // A prefix both pending and changed is looked at twice; the second look finds it already sent.
-      for (const p of rib.pending) one(p);
+      for (const p of rib.pending) one(p, this.locRibMap.get(p));
       rib.pending.clear();
       if (rib.ibgp) {
-        for (let i = 0; i < changed.length; i++) if (!ebgpOnly[i]) one(changed[i]!);
+        for (let i = 0; i < changed.length; i++) if (!ebgpOnly[i]) one(changed[i]!, bests[i]);
       } else {
-        for (let i = 0; i < changed.length; i++) one(changed[i]!);
+        for (let i = 0; i < changed.length; i++) one(changed[i]!, bests[i]);
       }
       const bufs: Buffer[] = [];
       for (const f of [4, 6] as Afi[])
         if (withdrawals[f].length) bufs.push(...encodeWithdrawals(f, withdrawals[f], ctx));
-      for (const g of groups.values()) bufs.push(...this.encodeGroup(g, ctx));
+      for (const r of groups) {
+        if (r.peerMore) bufs.push(...this.encodeGroup(r.peerMore, ctx));
+        else bufs.push(...this.encodeGroup([r.peerFirst!], ctx));
+      }
       if (bufs.length === 0) continue;
       s.stats.updatesOut += bufs.length;
       s.send(bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs));
     }
-    dirty.clear();
+    this.dirty.clear();
   }
 
   private encodeGroup(g: OutRoute[], ctx: CodecContext): Buffer[] {

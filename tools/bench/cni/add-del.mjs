@@ -20,6 +20,10 @@ import { ensureBuilt, kemuBinDir, median, ms, pct, repo } from './common.mjs';
 
 const REF = '/usr/lib/cni';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log('usage: node tools/bench/cni/add-del.mjs [--iterations 40] [--runs 3] [--json FILE]  (root: uses network namespaces)');
+  process.exit(0);
+}
 if (!process.env.KEMU_BENCH_CHILD) {
   if (process.getuid?.() !== 0) {
     console.error('add-del benchmark needs root (network namespaces)');

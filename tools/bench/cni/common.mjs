@@ -1,6 +1,6 @@
 // Shared helpers for the CNI benchmarks: percentiles, medians, building the plugin executables.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,20 +18,25 @@ export const ms = (x) => (Number.isFinite(x) ? x.toFixed(2) : '-');
 
 /** Builds @kemu/cni and the plugin packages with their own build (tsup) when dist is missing or stale. */
 export function ensureBuilt() {
-  // Dependency order: the bridge executable bundles @kemu/cni and @kemu/cni-host-local.
-  for (const p of ['cni', 'cni-host-local', 'cni-bridge', 'cni-portmap', 'cni-loopback']) {
+  // The executables bundle @kemu/cni (and kemu-bridge also @kemu/cni-host-local) from source, so those
+  // sources count for their staleness too.
+  const sources = {
+    cni: ['cni'],
+    'cni-host-local': ['cni-host-local', 'cni'],
+    'cni-bridge': ['cni-bridge', 'cni-host-local', 'cni'],
+    'cni-portmap': ['cni-portmap', 'cni'],
+    'cni-loopback': ['cni-loopback', 'cni'],
+  };
+  for (const [p, srcs] of Object.entries(sources)) {
     const dir = path.join(repo, 'packages', p);
     const dist = path.join(dir, 'dist', p === 'cni' ? 'index.js' : 'main.js');
-    const srcNewest = Math.max(
-      ...spawnSync('find', [path.join(dir, 'src'), '-name', '*.ts', '-newer', existsSync(dist) ? dist : '/'], {
-        encoding: 'utf8',
-      })
-        .stdout.split('\n')
-        .filter(Boolean)
-        .map((f) => statSync(f).mtimeMs),
-      0,
-    );
-    if (!existsSync(dist) || srcNewest > 0) {
+    const stale =
+      !existsSync(dist) ||
+      srcs.some(
+        (s) =>
+          spawnSync('find', [path.join(repo, 'packages', s, 'src'), '-name', '*.ts', '-newer', dist], { encoding: 'utf8' }).stdout.trim() !== '',
+      );
+    if (stale) {
       const r = spawnSync('npx', ['tsup'], { cwd: dir, encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`build of ${p} failed:\n${r.stdout}\n${r.stderr}`);
     }

@@ -27,6 +27,8 @@ const GOAWAY_PROTOCOL_ERROR = 1;
 
 /** Frames larger than this are refused (header blocks and data frames from kubectl are a few KiB). */
 const MAX_FRAME = 1 << 20;
+/** How long the client has to close the connection after GOAWAY before it is closed under it. */
+const CLOSE_GRACE_MS = 5000;
 /** Output is cut into DATA frames of at most this size. */
 const MAX_DATA_CHUNK = 32 * 1024;
 
@@ -115,7 +117,10 @@ export class SpdySession {
     else this.closeHandlers.push(fn);
   }
 
-  /** Ends the session politely: GOAWAY, then the connection once everything queued is written. */
+  /**
+   * Ends the session politely: GOAWAY after everything queued, then the client closes the connection once it
+   * has read its streams to the end (as kubectl does); the connection is ended here only if it does not.
+   */
   close(status = GOAWAY_OK): void {
     if (this.closed) return;
     this.closed = true;
@@ -124,7 +129,7 @@ export class SpdySession {
     body.writeUInt32BE(status, 4);
     this.sendControl(GOAWAY, 0, body);
     this.outbound = this.outbound.then(() => {
-      this.socket.end();
+      setTimeout(() => this.socket.end(), CLOSE_GRACE_MS).unref();
     });
   }
 

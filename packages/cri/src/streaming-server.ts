@@ -129,6 +129,8 @@ export class StreamingServer implements StreamingRegistry {
   private baseUrl = '';
   private readonly ttl: number;
   private readonly sessions = new Set<{ kill(): void }>();
+  /** Upgraded SPDY connections: the HTTP server keeps counting them, so close() must end them itself. */
+  private readonly spdySockets = new Set<Duplex>();
 
   constructor(
     private readonly runtime: CriRuntime,
@@ -197,6 +199,8 @@ export class StreamingServer implements StreamingRegistry {
     }
     this.pending.delete(m[2]); // one connection per URL, like kubelet's token cache
     if (spdy) {
+      this.spdySockets.add(socket);
+      socket.once('close', () => this.spdySockets.delete(socket));
       const r = pending.req;
       if (r.kind === 'portforward') {
         acceptSpdyPortForward(req, socket, head, r.sandboxId, r.ports, (port) => this.runtime.openPortForward(r.sandboxId, port));
@@ -348,6 +352,8 @@ export class StreamingServer implements StreamingRegistry {
   async close(): Promise<void> {
     for (const s of this.sessions) s.kill();
     for (const client of this.wss.clients) client.terminate();
+    for (const socket of this.spdySockets) socket.destroy();
+    this.http.closeAllConnections();
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
 }

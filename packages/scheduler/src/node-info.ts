@@ -139,6 +139,67 @@ export class NodeInfo {
     return this.removeAt(i);
   }
 
+  /**
+   * Runs `fn` with these pods (each on the node once) taken off, then puts the node back exactly as it
+   * was, whatever `fn` added or removed meanwhile. Cheaper than a copy for a preemption dry run.
+   */
+  withoutPods<T>(gone: readonly PodInfo[], fn: () => T): T {
+    const { pods, podsWithAffinity, podsWithRequiredAntiAffinity, usedPorts, labelIndex } = this;
+    const { milliCPU, memory, ephemeral, scalar } = this.requested;
+    const { nonZeroCPU, nonZeroMem, generation } = this;
+    // Work on new lists and a copy of the ports, and let the label index be rebuilt if asked for:
+    // whatever fn does then leaves the originals alone.
+    const kept = (p: PodInfo) => !gone.includes(p);
+    this.pods = pods.filter(kept);
+    this.podsWithAffinity = podsWithAffinity.filter(kept);
+    this.podsWithRequiredAntiAffinity = podsWithRequiredAntiAffinity.filter(kept);
+    this.usedPorts = usedPorts.size === 0 ? new Map() : new Map([...usedPorts].map(([k, v]) => [k, [...v]]));
+    this.labelIndex = null;
+    if (scalar) this.requested.scalar = new Map(scalar);
+    try {
+      this.subtract(gone);
+      return fn();
+    } finally {
+      this.pods = pods;
+      this.podsWithAffinity = podsWithAffinity;
+      this.podsWithRequiredAntiAffinity = podsWithRequiredAntiAffinity;
+      this.usedPorts = usedPorts;
+      this.labelIndex = labelIndex;
+      const r = this.requested;
+      r.milliCPU = milliCPU;
+      r.memory = memory;
+      r.ephemeral = ephemeral;
+      r.scalar = scalar;
+      this.nonZeroCPU = nonZeroCPU;
+      this.nonZeroMem = nonZeroMem;
+      this.generation = generation;
+    }
+  }
+
+  /** Remove these pods (each on the node once) in one pass; dry runs take all lower-priority pods off. */
+  removePods(gone: readonly PodInfo[]): void {
+    if (gone.length === 0) return;
+    const kept = (p: PodInfo) => !gone.includes(p);
+    this.pods = this.pods.filter(kept);
+    if (this.podsWithAffinity.length > 0) this.podsWithAffinity = this.podsWithAffinity.filter(kept);
+    if (this.podsWithRequiredAntiAffinity.length > 0) {
+      this.podsWithRequiredAntiAffinity = this.podsWithRequiredAntiAffinity.filter(kept);
+    }
+    this.subtract(gone);
+  }
+
+  /** The aggregates part of removing pods whose list entries are already gone. */
+  private subtract(gone: readonly PodInfo[]): void {
+    for (const pi of gone) {
+      addResource(this.requested, pi.requests, -1);
+      this.nonZeroCPU -= pi.nonZeroCPU;
+      this.nonZeroMem -= pi.nonZeroMem;
+      if (pi.ports.length > 0) this.releasePorts(pi);
+      if (this.labelIndex) this.unindexLabels(pi);
+    }
+    this.generation++;
+  }
+
   /** Undo the latest addPod of this very pod (dry runs add a pod and take it off again). */
   removeLastPod(pi: PodInfo): void {
     const i = this.pods.lastIndexOf(pi);

@@ -68,10 +68,19 @@ export class NodeStatusMap extends Map<string, Status> {
   /** Each distinct status object with the number of nodes it was recorded for. */
   tally(): Map<Status, number> {
     const out = new Map<Status, number>();
+    // Runs of the same status are the rule (shared rejections), so count runs, not entries.
+    let run: Status | undefined;
+    let len = 0;
     for (let i = 0; i < this.dense.length; i++) {
       const s = this.dense[i];
-      if (s !== undefined) out.set(s, (out.get(s) ?? 0) + 1);
+      if (s === run) len++;
+      else {
+        if (run !== undefined) out.set(run, (out.get(run) ?? 0) + len);
+        run = s;
+        len = 1;
+      }
     }
+    if (run !== undefined) out.set(run, (out.get(run) ?? 0) + len);
     if (this.others) for (const s of this.others.values()) out.set(s, (out.get(s) ?? 0) + 1);
     return out;
   }

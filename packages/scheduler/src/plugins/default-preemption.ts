@@ -121,6 +121,20 @@ function removeFromNode(
   for (let i = 0; i < pfs.length; i++) pfs[i].removePod?.(state, pi, victim, n);
 }
 
+/** Tell the PreFilter state that these pods are off the node (the node itself already shows it). */
+function trackRemoved(
+  pfs: PreFilterPlugin[],
+  state: CycleState,
+  pi: PodInfo,
+  n: NodeInfo,
+  victims: PodInfo[],
+): void {
+  for (let i = 0; i < pfs.length; i++) {
+    const pf = pfs[i];
+    if (pf.removePod) for (const v of victims) pf.removePod(state, pi, v, n);
+  }
+}
+
 function addToNode(pfs: PreFilterPlugin[], state: CycleState, pi: PodInfo, n: NodeInfo, p: PodInfo): void {
   n.addPod(p);
   for (let i = 0; i < pfs.length; i++) pfs[i].addPod?.(state, pi, p, n);
@@ -217,8 +231,9 @@ export const defaultPreemptionFactory =
     const abs = args?.minCandidateNodesAbsolute ?? 100;
 
     /**
-     * Victims on one node, on a copy of it: remove every lower-priority pod, check the preemptor fits,
-     * then put back as many as still fit (PDB-protected ones first, most important first).
+     * Victims on one node, called with its lower-priority pods (`potential`) taken off (withoutPods):
+     * check the preemptor fits, then put back as many as still fit (PDB-protected ones first, most
+     * important first).
      */
     const selectVictims = (
       fw: Framework,
@@ -229,7 +244,7 @@ export const defaultPreemptionFactory =
       potential: PodInfo[],
       pdbs: PdbIndex,
     ): { victims: PodInfo[]; violations: number; status: Status | null } => {
-      for (const p of potential) removeFromNode(pfs, state, pi, n, p);
+      trackRemoved(pfs, state, pi, n, potential);
       const s = fw.runFilterWithNominatedPods(state, pi, n);
       if (s) return { victims: [], violations: 0, status: s };
       sortByImportance(potential);
@@ -251,7 +266,7 @@ export const defaultPreemptionFactory =
       return { victims, violations, status: null };
     };
 
-    /** Whether the pod fits on a copy of the node without any lower-priority pod (null: it does). */
+    /** Whether the pod fits once the lower-priority pods are off the node (null: it does). */
     const fitsWithout = (
       fw: Framework,
       pfs: PreFilterPlugin[],
@@ -260,7 +275,7 @@ export const defaultPreemptionFactory =
       n: NodeInfo,
       lower: PodInfo[],
     ): Status | null => {
-      for (const p of lower) removeFromNode(pfs, state, pi, n, p);
+      trackRemoved(pfs, state, pi, n, lower);
       return fw.runFilterWithNominatedPods(state, pi, n);
     };
 
@@ -294,14 +309,15 @@ export const defaultPreemptionFactory =
         }
         const all = handle.snapshot.list();
         const nodeStatuses = new Map<string, Status>();
-        const potential: NodeInfo[] = [];
         const dense = statuses instanceof NodeStatusMap && statuses.nodes === all ? statuses : null;
         for (let i = 0; i < all.length; i++) {
           const n = all[i];
           const s = dense ? dense.at(i) : statuses.get(n.name);
           if (s && s.code === Code.UnschedulableAndUnresolvable) nodeStatuses.set(n.name, NOT_HELPFUL);
-          else potential.push(n);
         }
+        // Usually every node is worth a try: then the snapshot's list serves, not a copy of it.
+        const potential =
+          nodeStatuses.size === 0 ? all : all.filter((n) => nodeStatuses.get(n.name) !== NOT_HELPFUL);
         if (potential.length === 0) {
           if (nominated) await handle.client.updatePodStatus(pod, { status: 'False' }, '');
           return {
@@ -335,7 +351,7 @@ export const defaultPreemptionFactory =
             sortByImportance(lower);
             if (splitByPDB(lower, pdbs).violating.length === 0) {
               // It still counts towards the candidates wanted, so check that it is one.
-              const s = fitsWithout(fw, pfs, st, pi, n.clone(), lower);
+              const s = n.withoutPods(lower, () => fitsWithout(fw, pfs, st, pi, n, lower));
               if (s) nodeStatuses.set(n.name, s);
               else {
                 found++;
@@ -344,7 +360,7 @@ export const defaultPreemptionFactory =
               continue;
             }
           }
-          const r = selectVictims(fw, pfs, st, pi, n.clone(), lower, pdbs);
+          const r = n.withoutPods(lower, () => selectVictims(fw, pfs, st, pi, n, lower, pdbs));
           if (!r.status && r.victims.length > 0) {
             const c = candidate(n.name, r.victims, r.violations);
             cands.push(c);

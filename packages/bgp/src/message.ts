@@ -427,8 +427,17 @@ function writePrefix(b: Buffer, off: number, p: Prefix): number {
   return off + 1 + n;
 }
 
-/** Decoded IPv4 prefixes by (address × 64 + length); shared, never modified. */
-const v4Prefixes = new Map<number, Prefix>();
+/**
+ * Decoded IPv4 prefixes, one map per prefix length keyed by the address as a signed 32-bit integer (a
+ * small integer key hashes much faster than a larger number); shared, never modified.
+ */
+const v4Prefixes: Map<number, Prefix>[] = Array.from({ length: 33 }, () => new Map());
+let v4PrefixCount = 0;
+
+/** Network mask of an IPv4 prefix length as a signed 32-bit integer. */
+function v4Mask(len: number): number {
+  return len === 0 ? 0 : -1 << (32 - len);
+}
 
 function readPrefixes(
   b: Buffer,
@@ -451,10 +460,13 @@ function readPrefixes(
     if (afi === 4) {
       // The same IPv4 prefixes arrive over and over (from every peer, on every refresh): one shared,
       // read-only Prefix each instead of a fresh object and byte array per announcement.
-      let num = 0;
-      for (let i = 0; i < 4; i++) num = num * 256 + (i < n ? b[p + 1 + i]! : 0);
-      num = (num - (num % 2 ** (32 - len))) * 64 + len;
-      const hit = v4Prefixes.get(num);
+      const ip =
+        ((n > 0 ? b[p + 1]! << 24 : 0) |
+          (n > 1 ? b[p + 2]! << 16 : 0) |
+          (n > 2 ? b[p + 3]! << 8 : 0) |
+          (n > 3 ? b[p + 4]! : 0)) &
+        v4Mask(len);
+      const hit = v4Prefixes[len]!.get(ip);
       if (hit) {
         out.push(hit);
         p += 1 + n;
@@ -466,8 +478,9 @@ function readPrefixes(
     // Trailing bits beyond the prefix length are ignored on receipt, as RFC 4271 §4.3 lets us.
     if (len & 7) addr[n - 1] = addr[n - 1]! & (0xff << (8 - (len & 7))) & 0xff;
     const pfx: Prefix = { afi, addr, len };
-    if (afi === 4 && v4Prefixes.size < 1_000_000) {
-      v4Prefixes.set(((((addr[0]! << 24) >>> 0) + (addr[1]! << 16) + (addr[2]! << 8) + addr[3]!) * 64 + len), pfx);
+    if (afi === 4 && v4PrefixCount < 1_000_000) {
+      v4Prefixes[len]!.set((addr[0]! << 24) | (addr[1]! << 16) | (addr[2]! << 8) | addr[3]!, pfx);
+      v4PrefixCount++;
     }
     out.push(pfx);
     p += 1 + n;

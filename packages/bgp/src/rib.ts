@@ -40,6 +40,9 @@ export interface Route {
   source: RouteSource;
   /** @internal exports of this route, cached per export class so many peers share one encoding. */
   exportCache?: Map<string, unknown>;
+  /** @internal the most recent export class and its result: a reflector's clients all share one. */
+  lastExportClass?: string;
+  lastExport?: unknown;
 }
 
 export function asPathLength(segs: AsPathSegment[]): number {

@@ -142,8 +142,8 @@ function validAs(n: number): boolean {
 /** One canonical text and {@link Prefix} object per prefix, shared by everything that refers to it. */
 export class PrefixTable {
   private readonly byText = new Map<string, { key: string; pfx: Prefix }>();
-  /** IPv4 by number (address × 64 + length): no text is built for a prefix seen before. */
-  private readonly byNum = new Map<number, { key: string; pfx: Prefix }>();
+  /** IPv4 per prefix length by the address as a 32-bit integer: no text is built for a prefix seen before. */
+  private readonly byV4 = Array.from({ length: 33 }, () => new Map<number, { key: string; pfx: Prefix }>());
 
   get size(): number {
     return this.byText.size;
@@ -151,19 +151,20 @@ export class PrefixTable {
 
   /** The entry for `p` if it was interned before; never grows the table. */
   lookup(p: Prefix): { key: string; pfx: Prefix } | undefined {
-    if (p.afi === 4) return this.byNum.get(v4Num(p));
+    if (p.afi === 4) return this.byV4[p.len]?.get(v4Int(p));
     return this.byText.get(formatPrefix(p));
   }
 
   intern(p: Prefix): { key: string; pfx: Prefix } {
     if (p.afi === 4) {
-      const num = v4Num(p);
-      let rec = this.byNum.get(num);
+      const m = this.byV4[p.len]!;
+      const ip = v4Int(p);
+      let rec = m.get(ip);
       if (!rec) {
         const text = formatPrefix(p);
         rec = this.byText.get(text) ?? { key: text, pfx: p };
         this.byText.set(text, rec);
-        this.byNum.set(num, rec);
+        m.set(ip, rec);
       }
       return rec;
     }
@@ -177,9 +178,11 @@ export class PrefixTable {
   }
 }
 
-function v4Num(p: Prefix): number {
+/** The network address of an IPv4 prefix as a signed 32-bit integer (host bits cleared). */
+function v4Int(p: Prefix): number {
   const a = p.addr;
-  return (((a[0]! << 24) >>> 0) + (a[1]! << 16) + (a[2]! << 8) + a[3]!) * 64 + p.len;
+  const mask = p.len === 0 ? 0 : -1 << (32 - p.len);
+  return ((a[0]! << 24) | (a[1]! << 16) | (a[2]! << 8) | a[3]!) & mask;
 }
 
 export class BgpSpeaker extends EventEmitter {
@@ -863,9 +866,14 @@ export class BgpSpeaker extends EventEmitter {
       if ((best.originatorId ?? src.routerId) === n.remoteId) return undefined;
       cls = 'rr';
     }
+    if (best.lastExportClass === cls) return best.lastExport as OutRoute;
     best.exportCache ??= new Map();
     const cached = best.exportCache.get(cls) as OutRoute | undefined;
-    if (cached) return cached;
+    if (cached) {
+      best.lastExportClass = cls;
+      best.lastExport = cached;
+      return cached;
+    }
     const attrs = routeAttributes(best);
     let nextHop: string;
     if (cls.startsWith('e|')) {
@@ -894,6 +902,8 @@ export class BgpSpeaker extends EventEmitter {
       key: attributeKey(best.afi, nextHop, attrs),
     };
     best.exportCache.set(cls, out);
+    best.lastExportClass = cls;
+    best.lastExport = out;
     return out;
   }
 }

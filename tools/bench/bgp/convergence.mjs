@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // BGP route convergence benchmark (@kemu/bgp route simulation).
 //
-//   node tools/bench/bgp/convergence.mjs [--runs N] [--mesh 100] [--rr 1000] [--tcp]
+//   node tools/bench/bgp/convergence.mjs [--runs N] [--mesh 100] [--rr 1000] [--tcp] [--reference DIR]
+//
+// --reference DIR: another copy of packages/bgp/src (e.g. `git archive <commit> packages/bgp/src | tar -x
+// -C /tmp/ref`, then DIR=/tmp/ref/packages/bgp/src) measured in the same run, runs alternating with ours, so
+// the reported ratios hold however busy the machine is.
 //
 // Scenarios, each repeated --runs times (medians reported):
 //   mesh  100 nodes, iBGP full mesh (4,950 sessions), in-memory transport carrying the real BGP byte stream
@@ -13,7 +17,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 if (!process.env.KEMU_BENCH_CHILD) {
@@ -26,7 +30,6 @@ if (!process.env.KEMU_BENCH_CHILD) {
   process.exit(r.status ?? 1);
 }
 
-const { startCluster, defaultBlock } = await import('../../../packages/bgp/src/index.ts');
 const { performance } = await import('node:perf_hooks');
 
 const args = process.argv.slice(2);
@@ -34,6 +37,14 @@ const opt = (name, def) => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? Number(args[i + 1]) : def;
 };
+const refIdx = args.indexOf('--reference');
+const refDir = refIdx >= 0 ? path.resolve(args[refIdx + 1]) : undefined;
+if (refDir && !fs.existsSync(path.join(refDir, 'sim.ts'))) {
+  console.error(`--reference ${refDir}: no sim.ts there (give the src directory of a copy of packages/bgp)`);
+  process.exit(2);
+}
+const ours = await import('../../../packages/bgp/src/sim.ts');
+const ref = refDir ? await import(pathToFileURL(path.join(refDir, 'sim.ts')).href) : undefined;
 const runs = opt('runs', 5);
 const meshN = opt('mesh', 100);
 const rrN = opt('rr', 1000);
@@ -45,7 +56,8 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
-async function scenario(name, n, options, count) {
+async function scenario(name, n, options, count, impl = ours) {
+  const { startCluster, defaultBlock } = impl;
   const conv = [];
   const cpu = [];
   const quiet = [];
@@ -84,10 +96,30 @@ async function scenario(name, n, options, count) {
   return { name, nodes: n, runs: count, convergenceMs: conv, cpuMs: cpu, quietMs: quiet, withdrawalMs: wd, leaveMs: leave };
 }
 
+/** One scenario, alternating with the reference run by run when there is one. */
+async function measure(name, n, options, count) {
+  if (!ref) return [await scenario(name, n, options, count)];
+  const a = [];
+  const b = [];
+  for (let r = 0; r < count; r++) {
+    b.push(await scenario(`${name} (reference)`, n, options, 1, ref));
+    a.push(await scenario(name, n, options, 1));
+  }
+  const merge = (xs, label) => ({
+    name: label,
+    nodes: n,
+    runs: count,
+    ...Object.fromEntries(
+      ['convergenceMs', 'cpuMs', 'quietMs', 'withdrawalMs', 'leaveMs'].map((k) => [k, xs.flatMap((x) => x[k])]),
+    ),
+  });
+  return [merge(a, name), merge(b, `${name}-ref`)];
+}
+
 const results = [];
-results.push(await scenario(`mesh-${meshN}`, meshN, { topology: { kind: 'full-mesh' } }, runs));
+results.push(...(await measure(`mesh-${meshN}`, meshN, { topology: { kind: 'full-mesh' } }, runs)));
 results.push(
-  await scenario(`rr-${rrN}`, rrN, { topology: { kind: 'route-reflectors', count: 2 } }, Math.max(3, Math.ceil(runs / 2))),
+  ...(await measure(`rr-${rrN}`, rrN, { topology: { kind: 'route-reflectors', count: 2 } }, Math.max(3, Math.ceil(runs / 2)))),
 );
 if (withTcp) {
   results.push(
@@ -95,7 +127,13 @@ if (withTcp) {
   );
 }
 
-const targets = { [`mesh-${meshN}`]: 2000, [`rr-${rrN}`]: 5000, [`mesh-${meshN}-tcp`]: 2000 };
+const targets = {
+  [`mesh-${meshN}`]: 2000,
+  [`rr-${rrN}`]: 5000,
+  [`mesh-${meshN}-tcp`]: 2000,
+  [`mesh-${meshN}-ref`]: 2000,
+  [`rr-${rrN}-ref`]: 5000,
+};
 const os = await import('node:os');
 console.log(`\nnode ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 console.log('scenario             nodes  runs  convergence median (min..max)  cpu median  withdrawal median  leave median  target');
@@ -109,11 +147,19 @@ for (const r of results) {
       `${median(r.withdrawalMs).toFixed(1).padStart(9)} ms  ${median(r.leaveMs).toFixed(1).padStart(9)} ms  ≤${targets[r.name]} ms ${median(c) <= targets[r.name] ? 'ok' : 'MISSED'}`,
   );
 }
+if (ref) {
+  console.log(`\nratios against the reference (${refDir}), medians, lower is better for us:`);
+  for (const r of results.filter((x) => !x.name.endsWith('-ref'))) {
+    const b = results.find((x) => x.name === `${r.name}-ref`);
+    const q = (k) => (median(r[k]) / median(b[k])).toFixed(2);
+    console.log(`  ${r.name.padEnd(20)} convergence ${q('convergenceMs')}x  cpu ${q('cpuMs')}x  withdrawal ${q('withdrawalMs')}x  leave ${q('leaveMs')}x`);
+  }
+}
 const out = path.join(here, '../../../.bench-out');
 fs.mkdirSync(out, { recursive: true });
 fs.writeFileSync(
   path.join(out, 'bgp-convergence.json'),
-  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, results }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, loadavg: os.loadavg(), reference: refDir ?? null, results }, null, 2)}\n`,
 );
 console.log(`\nraw numbers: .bench-out/bgp-convergence.json`);
 process.exit(0);

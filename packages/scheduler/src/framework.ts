@@ -41,8 +41,8 @@ export class CycleState {
   nodeNames: Set<string> | null = null;
   /** Filter plugins not skipped by PreFilter (computed on first use). */
   activeFilters: FilterPlugin[] | null = null;
-  /** Whether an active PreFilter plugin tracks added/removed pods (computed on first use). */
-  stateful: boolean | null = null;
+  /** Active PreFilter plugins that track added/removed pods (computed on first use). */
+  trackers: PreFilterPlugin[] | null = null;
 
   read<T>(key: string): T | undefined {
     return this.data.get(key) as T | undefined;
@@ -65,7 +65,7 @@ export class CycleState {
     c.activeFilters = this.activeFilters;
     c.skipScore = new Set(this.skipScore);
     c.nodeNames = this.nodeNames;
-    c.stateful = this.stateful;
+    c.trackers = this.trackers;
     return c;
   }
 }
@@ -372,7 +372,7 @@ export class Framework {
       if (s.code === Code.Skip) {
         state.skipFilter.add(pl.name);
         state.activeFilters = null;
-        state.stateful = null;
+        state.trackers = null;
         continue;
       }
       s.plugin ||= pl.name;
@@ -410,16 +410,20 @@ export class Framework {
 
   /**
    * Whether a PreFilter plugin that tracks added/removed pods is active this cycle; without one, dry
-   * runs can share the cycle state instead of copying it. Memoised on the state (PreFilter has run).
+   * runs can share the cycle state instead of copying it.
    */
   hasPreFilterState(state: CycleState): boolean {
-    if (state.stateful !== null) return state.stateful;
-    let stateful = false;
-    for (const pl of this.preFilterPlugins) {
-      if ((pl.addPod || pl.removePod) && !state.skipFilter.has(pl.name)) stateful = true;
+    return this.preFilterTrackers(state).length > 0;
+  }
+
+  /** The PreFilter plugins not skipped this cycle that follow pods added or removed in dry runs. */
+  preFilterTrackers(state: CycleState): PreFilterPlugin[] {
+    if (state.trackers === null) {
+      state.trackers = this.preFilterPlugins.filter(
+        (pl) => (pl.addPod || pl.removePod) && !state.skipFilter.has(pl.name),
+      );
     }
-    state.stateful = stateful;
-    return stateful;
+    return state.trackers;
   }
 
   /**
@@ -448,16 +452,17 @@ export class Framework {
   ): MaybeStatus {
     let cp: NodeCheckpoint | null = null;
     let st: CycleState = state;
+    const trackers = this.preFilterTrackers(state);
     try {
       for (let i = 0; i < nominated.length; i++) {
         const np = nominated[i];
         if (np.priority < pi.priority || np.uid === pi.uid) continue;
         if (cp === null) {
           cp = node.checkpoint();
-          if (this.hasPreFilterState(state)) st = state.clone();
+          if (trackers.length > 0) st = state.clone();
         }
         node.addPod(np);
-        for (const pl of this.preFilterPlugins) pl.addPod?.(st, pi, np, node);
+        for (let j = 0; j < trackers.length; j++) trackers[j].addPod?.(st, pi, np, node);
       }
       return cp === null ? null : this.runFilter(st, pi, node);
     } finally {

@@ -105,11 +105,6 @@ export function nodesAvailableMessage(numAll: number, statuses: Map<string, Stat
 const NO_VICTIMS = Status.unresolvable(MSG_NO_VICTIMS).withPlugin(DefaultPreemption);
 const NOT_HELPFUL = Status.unresolvable(MSG_NOT_HELPFUL);
 
-/** PreFilter plugins whose state follows pods removed or added during a dry run (none skipped). */
-function trackers(fw: Framework, state: CycleState): PreFilterPlugin[] {
-  return fw.preFilterPlugins.filter((p) => (p.addPod || p.removePod) && !state.skipFilter.has(p.name));
-}
-
 function removeFromNode(
   pfs: PreFilterPlugin[],
   state: CycleState,
@@ -329,7 +324,7 @@ export const defaultPreemptionFactory =
         const want = Math.min(potential.length, Math.max(Math.trunc((potential.length * pct) / 100), abs));
         const offset = Math.floor(handle.random() * potential.length);
         const pdbs = handle.cluster.pdbs.size === 0 ? NO_PDBS : indexPDBs(handle.cluster.pdbs.values());
-        const pfs = trackers(fw, state);
+        const pfs = fw.preFilterTrackers(state);
         const cands: Candidate[] = [];
         let best: Candidate | null = null;
         // Candidates found (including those that cannot be picked), and how many break no PDB.

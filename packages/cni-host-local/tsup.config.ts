@@ -11,13 +11,29 @@ export default defineConfig([
     clean: false,
   },
   {
-    // The executable: one file, with @kemu/* compiled from source through the condition vitest and tsc
-    // use. Bundling their built dist instead drags in its chunk wrappers and every module the chunks
-    // share, which each plugin start pays for. netlink and koffi stay outside (native, loaded on use).
-    entry: ['src/main.ts'],
+    // The executable (bin): a small launcher that runs the plugin bundle below through V8's code cache
+    // (see @kemu/cni/launcher), so a plugin start skips compiling what an earlier ADD compiled.
+    entry: { main: 'src/bin.ts' },
     format: ['esm'],
     target: 'node20',
+    dts: false,
+    clean: false,
+    splitting: false,
+    noExternal: [/^@kemu\//],
+    esbuildOptions(options) {
+      options.conditions = ['@kemu/source'];
+    },
+  },
+  {
+    // The plugin bundle: one CommonJS file (what the launcher can compile with a code cache), with
+    // @kemu/* compiled from source through the condition vitest and tsc use. Bundling their built dist
+    // instead drags in its chunk wrappers and every module the chunks share, which each start pays for.
+    // netlink and koffi stay outside (native, loaded on first use).
+    entry: { main: 'src/main.ts' },
+    format: ['cjs'],
+    target: 'node20',
     sourcemap: true,
+    shims: true,
     dts: false,
     clean: false,
     splitting: false,

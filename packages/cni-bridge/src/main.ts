@@ -4,4 +4,4 @@ import { hostLocal } from '@kemu/cni-host-local';
 import { bridge } from './bridge.js';
 
 // kemu-host-local rides along so the common bridge + host-local chain costs one process start, not two.
-await main(bridge, { bundled: [hostLocal] });
+void main(bridge, { bundled: [hostLocal] });

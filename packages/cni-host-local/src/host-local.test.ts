@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildPluginBins, callPlugin, haveReference, REFERENCE_BIN_DIR, runPlugin } from '@kemu/cni/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CniPlugin } from '@kemu/cni';
@@ -262,5 +263,22 @@ describe.runIf(haveReference)('kemu-host-local vs reference host-local', () => {
     expect(owners.some((c) => c.startsWith('s0\r\n'))).toBe(false);
     expect(owners.some((c) => c.startsWith('s1\r\n'))).toBe(false);
     expect(owners.filter((c) => c.includes('\r\n')).length).toBe(2 * 14);
+  });
+
+  const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+  it.runIf(existsSync(dist))('the built executable (launcher + code-cached bundle) answers like the reference, cache or not', async () => {
+    const ours = join(tmp, 'dist-ours');
+    const ref = join(tmp, 'dist-ref');
+    rmSync(`${join(dirname(dist), 'main.cjs')}.v8cache`, { force: true });
+    for (const id of ['d1', 'd2', 'd3']) {
+      const r = await execAdd(join(REFERENCE_BIN_DIR, 'host-local'), ref, id);
+      const k = await execAdd(dist, ours, id);
+      expect(k.json).toEqual(r.json);
+    }
+    // The first ADD left a code cache for the following ones.
+    expect(existsSync(`${join(dirname(dist), 'main.cjs')}.v8cache`)).toBe(true);
+    expect((await execDel(dist, ours, 'd2')).exitCode).toBe(0);
+    expect((await execDel(join(REFERENCE_BIN_DIR, 'host-local'), ref, 'd2')).exitCode).toBe(0);
+    expect(files(join(ours, 'hlnet'))).toEqual(files(join(ref, 'hlnet')));
   });
 });

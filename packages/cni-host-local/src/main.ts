@@ -2,4 +2,4 @@
 import { main } from '@kemu/cni';
 import { hostLocal } from './host-local.js';
 
-await main(hostLocal);
+void main(hostLocal);

@@ -2,4 +2,4 @@
 import { main } from '@kemu/cni';
 import { loopback } from './loopback.js';
 
-await main(loopback);
+void main(loopback);

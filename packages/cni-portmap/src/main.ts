@@ -2,4 +2,4 @@
 import { main } from '@kemu/cni';
 import { portmap } from './portmap.js';
 
-await main(portmap);
+void main(portmap);

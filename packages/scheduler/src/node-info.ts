@@ -149,10 +149,9 @@ export class NodeInfo {
     const { nonZeroCPU, nonZeroMem, generation } = this;
     // Work on new lists and a copy of the ports, and let the label index be rebuilt if asked for:
     // whatever fn does then leaves the originals alone.
-    const kept = (p: PodInfo) => !gone.includes(p);
-    this.pods = pods.filter(kept);
-    this.podsWithAffinity = podsWithAffinity.filter(kept);
-    this.podsWithRequiredAntiAffinity = podsWithRequiredAntiAffinity.filter(kept);
+    this.pods = without(pods, gone);
+    this.podsWithAffinity = without(podsWithAffinity, gone);
+    this.podsWithRequiredAntiAffinity = without(podsWithRequiredAntiAffinity, gone);
     this.usedPorts = usedPorts.size === 0 ? new Map() : new Map([...usedPorts].map(([k, v]) => [k, [...v]]));
     this.labelIndex = null;
     if (scalar) this.requested.scalar = new Map(scalar);
@@ -179,11 +178,10 @@ export class NodeInfo {
   /** Remove these pods (each on the node once) in one pass; dry runs take all lower-priority pods off. */
   removePods(gone: readonly PodInfo[]): void {
     if (gone.length === 0) return;
-    const kept = (p: PodInfo) => !gone.includes(p);
-    this.pods = this.pods.filter(kept);
-    if (this.podsWithAffinity.length > 0) this.podsWithAffinity = this.podsWithAffinity.filter(kept);
+    this.pods = without(this.pods, gone);
+    if (this.podsWithAffinity.length > 0) this.podsWithAffinity = without(this.podsWithAffinity, gone);
     if (this.podsWithRequiredAntiAffinity.length > 0) {
-      this.podsWithRequiredAntiAffinity = this.podsWithRequiredAntiAffinity.filter(kept);
+      this.podsWithRequiredAntiAffinity = without(this.podsWithRequiredAntiAffinity, gone);
     }
     this.subtract(gone);
   }
@@ -325,6 +323,13 @@ function indexLabels(index: Map<string, PodInfo[]>, pi: PodInfo): void {
     if (l) l.push(pi);
     else index.set(lk, [pi]);
   }
+}
+
+/** A new list of the pods in `list` that are not in `gone` (a plain loop: this runs per dry run). */
+function without(list: PodInfo[], gone: readonly PodInfo[]): PodInfo[] {
+  const out: PodInfo[] = [];
+  for (let i = 0; i < list.length; i++) if (!gone.includes(list[i])) out.push(list[i]);
+  return out;
 }
 
 function removeFrom(arr: PodInfo[], pi: PodInfo): void {

@@ -82,6 +82,16 @@ describe('NodeInfo dry runs', () => {
     expect(shape(n)).toEqual(before);
   });
 
+  it('withoutPods keeps a node without host ports without them, even if the function leaves one', () => {
+    const n = new NodeInfo(makeNode('plain'));
+    const c = pod('c');
+    n.addPod(c);
+    const before = shape(n);
+    n.withoutPods([c], () => n.addPod(pod('leftover', { port: 6060 })));
+    expect(shape(n)).toEqual(before);
+    expect(n.usedPorts.size).toBe(0);
+  });
+
   it('rollback undoes pods added since the checkpoint', () => {
     const { n } = node();
     const before = shape(n);

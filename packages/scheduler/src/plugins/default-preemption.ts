@@ -142,6 +142,13 @@ interface PdbEntry {
   allowed: number;
 }
 
+/** Whether evicting these pods, most important first, would exceed a budget (PDB violations). */
+function breaksBudget(pods: PodInfo[], idx: PdbIndex): boolean {
+  if (idx.entries.length === 0) return false;
+  sortByImportance(pods);
+  return splitByPDB(pods, idx).violating.length > 0;
+}
+
 /** PDBs grouped by namespace with compiled selectors, so a victim is checked only against its own. */
 interface PdbIndex {
   entries: PdbEntry[];
@@ -342,18 +349,15 @@ export const defaultPreemptionFactory =
             continue;
           }
           const st = pfs.length > 0 ? state.clone() : state;
-          if (prune && best !== null && cannotBeat(lower, best)) {
-            sortByImportance(lower);
-            if (splitByPDB(lower, pdbs).violating.length === 0) {
-              // It still counts towards the candidates wanted, so check that it is one.
-              const s = n.withoutPods(lower, () => fitsWithout(fw, pfs, st, pi, n, lower));
-              if (s) nodeStatuses.set(n.name, s);
-              else {
-                found++;
-                nonViolating++;
-              }
-              continue;
+          if (prune && best !== null && cannotBeat(lower, best) && !breaksBudget(lower, pdbs)) {
+            // It still counts towards the candidates wanted, so check that it is one.
+            const s = n.withoutPods(lower, () => fitsWithout(fw, pfs, st, pi, n, lower));
+            if (s) nodeStatuses.set(n.name, s);
+            else {
+              found++;
+              nonViolating++;
             }
+            continue;
           }
           const r = n.withoutPods(lower, () => selectVictims(fw, pfs, st, pi, n, lower, pdbs));
           if (!r.status && r.victims.length > 0) {

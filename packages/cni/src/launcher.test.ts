@@ -33,6 +33,8 @@ beforeAll(async () => {
       'const input = JSON.parse(require("node:fs").readFileSync(0, "utf8"));',
       'process.stdout.write(yaml.stringify({ got: input.n * 2, file: __filename.endsWith("bundle.cjs") }));',
       'process.exitCode = input.fail ? 1 : 0;',
+      // import() of a vm-compiled script goes through the launcher's.
+      "globalThis[Symbol.for('kemu.cni.dynamicImport')]('yaml').then((m) => process.stdout.write(`dyn: ${typeof m.stringify}\\n`));",
     ].join('\n'),
   );
 });
@@ -54,19 +56,19 @@ describe('plugin launcher with code cache', () => {
     rmSync(cacheFile, { force: true });
     const v = run('VERSION', { n: 1 });
     expect(v.status).toBe(0);
-    expect(v.stdout).toBe('got: 2\nfile: true\n');
+    expect(v.stdout).toBe('got: 2\nfile: true\ndyn: function\n');
     expect(v.report).toMatchObject({ loaded: false, written: false });
     expect(run('ADD', { n: 2, fail: true }).report).toMatchObject({ written: false });
     expect(existsSync(cacheFile)).toBe(false);
 
     const first = run('ADD', { n: 3 });
-    expect(first.stdout).toBe('got: 6\nfile: true\n');
+    expect(first.stdout).toBe('got: 6\nfile: true\ndyn: function\n');
     expect(first.report).toMatchObject({ loaded: false, hits: 0, written: true });
     expect(first.report!.misses).toBeGreaterThan(1); // the bundle and yaml's files
     expect(statSync(cacheFile).mode & 0o777).toBe(0o644);
 
     const second = run('ADD', { n: 4 });
-    expect(second.stdout).toBe('got: 8\nfile: true\n');
+    expect(second.stdout).toBe('got: 8\nfile: true\ndyn: function\n');
     expect(second.report).toMatchObject({ loaded: true, misses: 0, written: false, hits: first.report!.misses });
     expect(run('DEL', { n: 5 }).report).toMatchObject({ loaded: true, misses: 0, written: false });
   });
@@ -74,7 +76,7 @@ describe('plugin launcher with code cache', () => {
   it('ignores a damaged cache or one others may write, and replaces it after the next ADD', () => {
     writeFileSync(cacheFile, 'not a cache\n\u0000\u0001');
     const damaged = run('ADD', { n: 1 });
-    expect(damaged.stdout).toBe('got: 2\nfile: true\n');
+    expect(damaged.stdout).toBe('got: 2\nfile: true\ndyn: function\n');
     expect(damaged.report).toMatchObject({ loaded: false, written: true });
     expect(run('ADD', { n: 1 }).report).toMatchObject({ loaded: true, misses: 0 });
 
@@ -84,7 +86,7 @@ describe('plugin launcher with code cache', () => {
     for (let i = nl + 1; i < buf.length; i += 7) buf[i] = buf[i]! ^ 0xff;
     writeFileSync(cacheFile, buf);
     const rejected = run('ADD', { n: 2 });
-    expect(rejected.stdout).toBe('got: 4\nfile: true\n');
+    expect(rejected.stdout).toBe('got: 4\nfile: true\ndyn: function\n');
     expect(rejected.report).toMatchObject({ loaded: true, hits: 0, written: true });
 
     chmodSync(cacheFile, 0o666);
@@ -95,7 +97,7 @@ describe('plugin launcher with code cache', () => {
   it('KEMU_CNI_CODE_CACHE=off neither reads nor writes a cache', () => {
     rmSync(cacheFile, { force: true });
     const r = run('ADD', { n: 1 }, { KEMU_CNI_CODE_CACHE: 'off' });
-    expect(r.stdout).toBe('got: 2\nfile: true\n');
+    expect(r.stdout).toBe('got: 2\nfile: true\ndyn: function\n');
     expect(r.report).toBeUndefined();
     expect(existsSync(cacheFile)).toBe(false);
   });

@@ -27,6 +27,8 @@ type ModuleInternals = typeof ModuleT & {
 };
 
 const MAGIC = 'kemu-cni-v8cache 1';
+/** Where the launcher leaves import() for the bundle (see plugin-main's datapathFromEnv). */
+export const DYNAMIC_IMPORT = Symbol.for('kemu.cni.dynamicImport');
 
 interface CacheHeader {
   magic: string;
@@ -117,11 +119,13 @@ export function launch(bundle: string | URL): LaunchReport {
   report.loaded = cache !== undefined;
   const scripts = new Map<string, VmT.Script>();
 
-  // import() inside the bundle (the optional simulated datapath) resolves like any module's.
-  const importModuleDynamically = vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+  // A script compiled by vm cannot run import() without an experimental option, so the bundle's one
+  // dynamic import (the optional simulated datapath) borrows this module's; the bundle sits beside it,
+  // so specifiers resolve the same.
+  (globalThis as Record<symbol, unknown>)[DYNAMIC_IMPORT] = (specifier: string) => import(specifier);
   const compile = (filename: string, content: string): VmT.Script => {
     const cachedData = cache?.data.get(filename);
-    const script = new vm.Script(Module.wrap(content), { filename, cachedData, importModuleDynamically });
+    const script = new vm.Script(Module.wrap(content), { filename, cachedData });
     if (cachedData && !script.cachedDataRejected) report.hits++;
     else report.misses++;
     scripts.set(filename, script);
@@ -151,7 +155,7 @@ export function launch(bundle: string | URL): LaunchReport {
   const main = new Module(file, null);
   main.filename = file;
   main.paths = Module._nodeModulePaths(path.dirname(file));
-  const fn = (useCache ? compile(file, src) : new vm.Script(Module.wrap(src), { filename: file, importModuleDynamically })).runInThisContext() as (
+  const fn = (useCache ? compile(file, src) : new vm.Script(Module.wrap(src), { filename: file })).runInThisContext() as (
     ...a: unknown[]
   ) => unknown;
   fn.call(main.exports, main.exports, Module.createRequire(file), main, file, path.dirname(file));

@@ -25,7 +25,11 @@ export async function datapathFromEnv(env: Record<string, string | undefined>): 
     const specifier = '@kemu/cni/datapath-sim';
     let mod: { createSimDatapath?: (o: { statePath: string }) => Datapath | Promise<Datapath> };
     try {
-      mod = await import(specifier);
+      // Started by the launcher, this code runs as a vm script, whose own import() is unavailable.
+      const viaLauncher = (globalThis as Record<symbol, unknown>)[Symbol.for('kemu.cni.dynamicImport')] as
+        | ((s: string) => Promise<typeof mod>)
+        | undefined;
+      mod = await (viaLauncher ? viaLauncher(specifier) : import(specifier));
     } catch (e) {
       throw new CniError(
         CniErrorCode.PluginNotAvailable,

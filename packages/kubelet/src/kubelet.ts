@@ -214,9 +214,20 @@ export class Kubelet {
     const run = async () => {
       while (!abort.signal.aborted) {
         try {
-          for await (const ev of this.o.containerEvents!()) {
-            if (abort.signal.aborted) break;
-            const uid = ev.podSandboxStatus?.metadata?.uid;
+          // Raced against the abort: a quiet stream would otherwise hold stop() until its next event.
+          const it = this.o.containerEvents!()[Symbol.asyncIterator]();
+          const aborted = new Promise<'aborted'>((resolve) => {
+            if (abort.signal.aborted) resolve('aborted');
+            abort.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+          });
+          for (;;) {
+            const r = await Promise.race([it.next(), aborted]);
+            if (r === 'aborted') {
+              void it.return?.(undefined)?.catch?.(() => {});
+              break;
+            }
+            if (r.done) break;
+            const uid = r.value.podSandboxStatus?.metadata?.uid;
             if (uid) this.enqueue(uid);
           }
         } catch (err) {

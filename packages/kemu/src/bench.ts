@@ -11,24 +11,40 @@ import type { Out } from './commands.js';
 export interface BenchResult {
   nodes: number;
   pods: number;
+  qps: number;
   clusterStartSeconds: number;
   allRunningSeconds: number;
   podsPerSecond: number;
   startupP50Ms: number;
   startupP99Ms: number;
   peakRssMiB: number;
+  /** CPU time of this process per pod, from the first creation to the last pod Running (steadier than wall time on a busy machine). */
+  cpuMsPerPod: number;
 }
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
-export async function benchPods(o: { nodes: number; pods: number; createConcurrency?: number }, onProgress?: (running: number) => void): Promise<BenchResult> {
+export interface BenchOptions {
+  nodes: number;
+  pods: number;
+  /**
+   * Pod creations per second, as a load generator paces them (clusterloader2's tuning sets); 0 creates them
+   * all at once, which makes every pod's latency include the queue in front of it.
+   */
+  qps?: number;
+  createConcurrency?: number;
+  /** Shorter periods than upstream's (default false: the kubelet's and controllers' real settings). */
+  fast?: boolean;
+}
+
+export async function benchPods(o: BenchOptions, onProgress?: (running: number) => void): Promise<BenchResult> {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-'));
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
   }, 250);
   const t0 = performance.now();
-  const cluster = await Cluster.start({ stateDir, nodes: o.nodes, fast: true });
+  const cluster = await Cluster.start({ stateDir, nodes: o.nodes, fast: o.fast ?? false });
   const clusterStart = (performance.now() - t0) / 1000;
   try {
     const store = cluster.store;
@@ -55,12 +71,18 @@ export async function benchPods(o: { nodes: number; pods: number; createConcurre
       })();
     });
     const start = performance.now();
+    const cpu0 = process.cpuUsage();
     const conc = o.createConcurrency ?? 64;
+    const qps = o.qps ?? 0;
     let next = 0;
     await Promise.all(
       Array.from({ length: conc }, async () => {
         while (next < o.pods) {
           const i = next++;
+          // Paced: pod i is due i/qps seconds after the start.
+          const due = qps > 0 ? start + (i * 1000) / qps : 0;
+          const wait = due - performance.now();
+          if (wait > 1) await new Promise((r) => setTimeout(r, wait));
           const name = `bench-${i}`;
           created.set(name, performance.now());
           await store.create({
@@ -73,18 +95,21 @@ export async function benchPods(o: { nodes: number; pods: number; createConcurre
       }),
     );
     await done;
+    const cpu = process.cpuUsage(cpu0);
     watch.stop();
     const total = (performance.now() - start) / 1000;
     startup.sort((a, b) => a - b);
     return {
       nodes: o.nodes,
       pods: o.pods,
+      qps,
       clusterStartSeconds: Number(clusterStart.toFixed(2)),
       allRunningSeconds: Number(total.toFixed(2)),
       podsPerSecond: Math.round(o.pods / total),
       startupP50Ms: Math.round(pct(startup, 50)),
       startupP99Ms: Math.round(pct(startup, 99)),
       peakRssMiB: Math.round(peakRss / 2 ** 20),
+      cpuMsPerPod: Number(((cpu.user + cpu.system) / 1000 / o.pods).toFixed(2)),
     };
   } finally {
     clearInterval(sampler);
@@ -93,7 +118,7 @@ export async function benchPods(o: { nodes: number; pods: number; createConcurre
   }
 }
 
-export async function runBench(workload: string, o: { nodes: number; pods: number }, out: Out) {
+export async function runBench(workload: string, o: BenchOptions, out: Out) {
   if (workload !== 'pods') throw new Error(`unknown workload "${workload}": try \`kemu bench pods --nodes 100 --pods 10000\``);
   const bar = process.stderr.isTTY
     ? new cliProgress.SingleBar({ format: 'pods running [{bar}] {value}/{total}', stream: process.stderr }, cliProgress.Presets.shades_classic)

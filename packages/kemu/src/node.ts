@@ -132,8 +132,11 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       nodeName: s.name,
       nodeIP: s.ip,
       podCIDR: s.podCIDR,
-      runtime: inProcessApi(cri.RuntimeServiceService, runtime.runtimeService),
-      images: inProcessApi(cri.ImageServiceService, runtime.imageService),
+      runtime: inProcessApi(cri.RuntimeServiceService, runtime.runtimeService, { serialize: false }),
+      images: inProcessApi(cri.ImageServiceService, runtime.imageService, { serialize: false }),
+      // Evented PLEG: the runtime's event stream wakes the pod's worker at once; relisting only catches up.
+      containerEvents: () =>
+        runtime.runtimeService.GetContainerEvents!({}, undefined as never) as AsyncIterable<cri.ContainerEventResponse>,
       csi: new StaticPluginRegistry(new Map([[DEFAULT_DRIVER_NAME, csiApi.node]])),
       rootDir: hostpath ? kubeletRoot : undefined,
       podLogsDir,

@@ -2,7 +2,8 @@
 // Pod startup on the composed cluster, everything simulated: N pods on M nodes; reports pods/s to Running
 // and the SLO-style startup latency (creation to all containers started, seen through a watch), median
 // over --runs fresh clusters. Needs a build: npx nx build kemu
-//   node tools/bench/cluster/pods.mjs --nodes 100 --pods 10000 --runs 3
+//   node tools/bench/cluster/pods.mjs --nodes 100 --pods 10000 --runs 3            (all created at once)
+//   node tools/bench/cluster/pods.mjs --nodes 100 --pods 10000 --qps 400 --runs 3  (paced creation)
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -12,6 +13,8 @@ const { values } = parseArgs({
     nodes: { type: 'string', default: '100' },
     pods: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
+    qps: { type: 'string', default: '0' },
+    fast: { type: 'boolean', default: false },
   },
 });
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -19,14 +22,14 @@ const { benchPods } = await import(path.join(repo, 'packages/kemu/dist/index.js'
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = [];
 for (let i = 0; i < Number(values.runs); i++) {
-  const r = await benchPods({ nodes: Number(values.nodes), pods: Number(values.pods) });
+  const r = await benchPods({ nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), fast: values.fast });
   console.error(`run ${i + 1}: ${JSON.stringify(r)}`);
   results.push(r);
 }
-const keys = ['clusterStartSeconds', 'allRunningSeconds', 'podsPerSecond', 'startupP50Ms', 'startupP99Ms', 'peakRssMiB'];
+const keys = ['clusterStartSeconds', 'allRunningSeconds', 'podsPerSecond', 'startupP50Ms', 'startupP99Ms', 'peakRssMiB', 'cpuMsPerPod'];
 console.log(
   JSON.stringify(
-    { nodes: Number(values.nodes), pods: Number(values.pods), runs: results.length, median: Object.fromEntries(keys.map((k) => [k, median(results.map((r) => r[k]))])) },
+    { nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), runs: results.length, median: Object.fromEntries(keys.map((k) => [k, median(results.map((r) => r[k]))])) },
     null,
     2,
   ),

@@ -467,7 +467,8 @@ export class ProcessBackend implements Backend {
    */
   private ownSession(c: ContainerRecord, cmd: string[]): string[] {
     const rootfs = c.backend.rootfs as string | null;
-    if (!rootfs) return [SETSID, '-c', ...cmd];
+    // -w: should setsid have to fork (it does when already a group leader), its exit status is the command's.
+    if (!rootfs) return [SETSID, '-w', '-c', ...cmd];
     for (const p of ['/usr/bin/setsid', '/bin/setsid']) {
       try {
         fs.lstatSync(path.join(rootfs, p));

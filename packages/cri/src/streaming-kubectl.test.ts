@@ -150,7 +150,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
 
   function kubectl(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = execFile(KUBECTL!, ['-s', server, ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+      const child = execFile(KUBECTL!, ['-s', server, ...args], { env, timeout: 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
       });
       if (input !== undefined) child.stdin!.end(input);
@@ -163,6 +163,13 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
     expect(r.stderr).toContain('to-err\n');
     expect(r.stderr).toContain('command terminated with exit code 3');
     expect(r.code).toBe(3);
+  });
+
+  it('carries output far beyond a SPDY flow-control window (kubectl never opens windows)', async () => {
+    const r = await kubectl(['exec', 'web', '--', 'sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" x']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.length).toBe(3_000_000);
+    expect(/^x+$/.test(r.stdout)).toBe(true);
   });
 
   it('feeds stdin with -i', async () => {

@@ -257,6 +257,46 @@ describe('SPDY on the sim backend', () => {
     expect(JSON.parse(status).status).toBe('Success');
   });
 
+  it('answers malformed frames with GOAWAY PROTOCOL_ERROR and keeps serving', async () => {
+    const goaway = async (frame: Buffer) => {
+      const u = new URL((await exec({ cmd: ['true'] })).url!);
+      const socket = await new Promise<net.Socket>((resolve, reject) => {
+        const req = http.request({
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          method: 'POST',
+          headers: { Connection: 'Upgrade', Upgrade: 'SPDY/3.1', 'X-Stream-Protocol-Version': 'v4.channel.k8s.io' },
+        });
+        req.on('upgrade', (_res, sock: net.Socket) => resolve(sock));
+        req.on('error', reject);
+        req.end();
+      });
+      const reply = new Promise<Buffer>((resolve) => {
+        let got = Buffer.alloc(0);
+        socket.on('data', (d: Buffer) => {
+          got = Buffer.concat([got, d]);
+          if (got.length >= 16) resolve(got.subarray(0, 16));
+        });
+      });
+      socket.write(frame);
+      const r = await reply;
+      socket.destroy();
+      return r;
+    };
+    const header = (type: number, len: number) => Buffer.from([0x80, 0x03, 0x00, type, 0x00, len >> 16, (len >> 8) & 0xff, len & 0xff]);
+    // GOAWAY (type 7), length 8, last good stream 0, status 1 (PROTOCOL_ERROR).
+    const protocolError = Buffer.from([0x80, 0x03, 0x00, 0x07, 0x00, 0x00, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0, 1]);
+    // A frame claiming 16 MiB.
+    expect(await goaway(header(1, 0xffffff))).toEqual(protocolError);
+    // A SYN_STREAM whose header block is not zlib data.
+    const body = Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 0]), Buffer.from('not a zlib stream at all')]);
+    expect(await goaway(Buffer.concat([header(1, body.length), body]))).toEqual(protocolError);
+    // The server is unharmed.
+    const r = await spdyCommand((await exec({ cmd: ['hostname'] })).url!, { stderr: true });
+    expect(r.stdout).toBe('spdy-host\n');
+  });
+
   it('forwards ports with data/error stream pairs keyed by requestID', async () => {
     const { url } = await shim.call('PortForward', { podSandboxId: pod, port: [8080] });
     const { conn, protocol, socket } = await spdyUpgrade(url!, ['portforward.k8s.io']);
@@ -289,6 +329,14 @@ describe('SPDY on the sim backend', () => {
     socket.destroy();
   });
 });
+
+function cmdline(pid: string): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return ''; // exited meanwhile
+  }
+}
 
 const canRun = process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).status === 0 && fs.existsSync('/usr/bin/unshare') && fs.existsSync('/usr/lib/cni/loopback');
 if (!canRun) console.warn('skipping SPDY process-backend tests: needs root, iproute2, util-linux and containernetworking-plugins');
@@ -345,6 +393,20 @@ describe.runIf(canRun && ptyAvailable())('SPDY on the process backend', () => {
     expect(r.stdout).toBe('out\n');
     expect(r.stderr).toBe('err\n');
     expect(JSON.parse(r.error).details.causes).toEqual([{ reason: 'ExitCode', message: '5' }]);
+  });
+
+  it('kills the command when the client drops the connection', async () => {
+    const marker = String(1000 + (process.pid % 8000));
+    const { url } = await shim.call('Exec', { containerId: cid, cmd: ['sh', '-c', `echo started; exec sleep ${marker}`], stdout: true, stderr: true });
+    const { conn, socket } = await spdyUpgrade(url!, ['v4.channel.k8s.io']);
+    (await openStream(conn, { streamtype: 'error' })).end();
+    const stdout = await openStream(conn, { streamtype: 'stdout' });
+    (await openStream(conn, { streamtype: 'stderr' })).end();
+    await new Promise<void>((resolve) => stdout.on('data', (d: Buffer) => d.toString().includes('started') && resolve()));
+    const sleeping = () => fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p) && cmdline(p) === `sleep\0${marker}\0`);
+    await waitFor(() => (sleeping().length === 1 ? true : undefined), 5000, 'the exec to run sleep');
+    socket.destroy();
+    await waitFor(() => (sleeping().length === 0 ? true : undefined), 5000, 'the exec to be killed');
   });
 
   it('runs a tty command on a /dev/pts terminal sized by the resize stream', async () => {

@@ -93,7 +93,7 @@ describe.runIf(canRun && hasPty)('tty on the process backend', () => {
     expect(r.stdout).toContain('60 200\r\n');
     expect(r.stdout).toContain('to-stderr\r\n');
     expect(r.stderrFrames).toBe(0);
-    expect(JSON.parse(r.error)).toMatchObject({
+    expect(JSON.parse(r.error), `output: ${JSON.stringify(r.stdout)}`).toMatchObject({
       status: 'Failure',
       reason: 'NonZeroExitCode',
       details: { causes: [{ reason: 'ExitCode', message: '7' }] },

@@ -21,6 +21,8 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
   let shim: TestShim;
   let pod: { id: string; config: cri.PodSandboxConfig };
   let cid: string;
+  /** Containers by name, for the API server's ?container= parameter. */
+  const byName = new Map<string, { id: string; tty: boolean }>();
   let api: http.Server;
   let server: string;
   const port = 20000 + ((process.pid + 7) % 20000);
@@ -53,6 +55,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
       })
     ).containerId!;
     await shim.call('StartContainer', { containerId: cid });
+    byName.set('c', { id: cid, tty: false });
     await waitFor(async () => {
       const r = await shim.call('ExecSync', { containerId: cid, cmd: ['sh', '-c', `grep -qi ':${port.toString(16).toUpperCase().padStart(4, '0')} ' /proc/net/tcp`], timeout: 5 });
       return r.exitCode === 0 || undefined;
@@ -66,7 +69,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
             apiVersion: 'v1',
             kind: 'Pod',
             metadata: { name: 'web', namespace: 'default', uid: 'u-1' },
-            spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+            spec: { containers: [...byName].map(([name, c]) => ({ name, image: 'busybox:1.36', tty: c.tty, stdin: c.tty })) },
             status: { phase: 'Running' },
           }),
         );
@@ -114,7 +117,18 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
     const url = new URL(req.url ?? '/', 'http://x');
     const q = url.searchParams;
     let target: string | undefined;
-    if (url.pathname.endsWith('/exec')) {
+    const flag = (k: string) => q.get(k) === 'true' || q.get(k) === '1';
+    if (url.pathname.endsWith('/attach')) {
+      target = (
+        await shim.call('Attach', {
+          containerId: byName.get(q.get('container') ?? 'c')?.id ?? cid,
+          tty: flag('tty'),
+          stdin: flag('stdin'),
+          stdout: flag('stdout'),
+          stderr: flag('stderr'),
+        })
+      ).url;
+    } else if (url.pathname.endsWith('/exec')) {
       target = (
         await shim.call('Exec', {
           containerId: cid,
@@ -210,6 +224,36 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
     // The shell's job control works on its terminal: no "Cannot set tty process group" complaints.
     expect(out).toContain('42\r\n');
     expect(out).not.toContain('process group');
+  });
+
+  it('attaches with -it to a container created with tty and stdin (what critest checks)', async () => {
+    const { containerId } = await shim.call('CreateContainer', {
+      podSandboxId: pod.id,
+      config: containerConfig({ metadata: { name: 'shell', attempt: 0 }, image: { image: 'busybox:1.36' }, command: ['sh'], tty: true, stdin: true, logPath: 'shell/0.log' }),
+      sandboxConfig: pod.config,
+    });
+    await shim.call('StartContainer', { containerId });
+    byName.set('shell', { id: containerId!, tty: true });
+    const p = new PtyProcess(KUBECTL!, ['-s', server, 'attach', '-it', 'web', '-c', 'shell'], {
+      env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
+      cols: 64,
+      rows: 12,
+    });
+    p.start();
+    let out = '';
+    p.output.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    // Typed once kubectl is attached (it prints a hint when it is), the way a user types.
+    await waitFor(() => (out.includes("If you don't see a command prompt") ? true : undefined), 10_000, 'kubectl to attach');
+    p.input.write('stty size; exit 6\r');
+    await p.exit;
+    expect(out).toContain('12 64\r\n');
+    const s = await waitFor(async () => {
+      const st = (await shim.call('ContainerStatus', { containerId: containerId! })).status!;
+      return st.state === cri.ContainerState.CONTAINER_EXITED ? st : undefined;
+    });
+    expect(s.exitCode).toBe(6);
   });
 
   it('port-forwards to a listener inside the pod network namespace', async () => {

@@ -66,8 +66,6 @@ class SpdyCommandTransport implements CommandTransport {
     private readonly streams: Partial<Record<'error' | 'stdin' | 'stdout' | 'stderr' | 'resize', SpdyStream>>,
   ) {
     this.versioned = protocol === 'v4.channel.k8s.io' || protocol === 'v5.channel.k8s.io';
-    // kubelet's v1 handler closes stdin as soon as the streams are there.
-    if (protocol === 'channel.k8s.io') streams.stdin?.resume();
   }
 
   send(channel: number, data: Buffer | string): void {

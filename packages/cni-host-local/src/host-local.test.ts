@@ -265,7 +265,7 @@ describe.runIf(haveReference)('kemu-host-local vs reference host-local', () => {
     expect(owners.filter((c) => c.includes('\r\n')).length).toBe(2 * 14);
   });
 
-  const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'main.js');
+  const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.cjs');
   it.runIf(existsSync(dist))('the built executable (launcher + code-cached bundle) answers like the reference, cache or not', async () => {
     const ours = join(tmp, 'dist-ours');
     const ref = join(tmp, 'dist-ref');

@@ -506,8 +506,9 @@ describe.runIf(canNetns)('sim datapath agrees with the linux datapath', () => {
       await dp.delRoute(b, { dst: '0.0.0.0/0', via: '10.88.0.1', dev: 'eth0' });
     }
     const all = paths.map((p, i) => (i === 0 ? HOST_NETNS : p));
-    // Linux keeps new IPv6 addresses tentative until duplicate address detection is done; wait for it.
-    for (let i = 0; i < 50; i++) {
+    // Linux keeps new IPv6 addresses tentative until duplicate address detection is done; wait for it
+    // (up to 15 s: on a loaded CI machine DAD has been seen to take more than 5).
+    for (let i = 0; i < 150; i++) {
       const tentative = names.some(
         (n) =>
           spawnSync('ip', ['-n', n, '-6', 'addr', 'show', 'tentative'], {

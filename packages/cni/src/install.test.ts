@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,12 @@ const install = (args: string[]) =>
     timeout: 60_000,
   });
 const plugins = ['bridge', 'host-local', 'portmap', 'loopback'];
-const built = plugins.every((p) => existsSync(resolve(here, '../..', `cni-${p}`, 'dist', 'main.js')));
+const binOf = (p: string) => {
+  const dir = resolve(here, '../..', `cni-${p}`);
+  const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+  return resolve(dir, bin[`kemu-${p}`]!);
+};
+const built = plugins.every((p) => existsSync(binOf(p)));
 
 describe('kemu-cni install', () => {
   it('requires --bin-dir', () => {
@@ -39,7 +44,7 @@ describe('kemu-cni install', () => {
     const f = install(['install', '--bin-dir', dir, '--force']);
     expect(f.status, f.stderr).toBe(0);
     for (const p of plugins) {
-      expect(readlinkSync(join(dir, `kemu-${p}`))).toBe(resolve(here, '../..', `cni-${p}`, 'dist', 'main.js'));
+      expect(readlinkSync(join(dir, `kemu-${p}`))).toBe(binOf(p));
     }
     const v = spawnSync(join(dir, 'kemu-host-local'), [], { env: { CNI_COMMAND: 'VERSION' }, input: '{}', encoding: 'utf8' });
     expect(JSON.parse(v.stdout).supportedVersions).toContain('1.1.0');

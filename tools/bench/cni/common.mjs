@@ -1,6 +1,6 @@
 // Shared helpers for the CNI benchmarks: percentiles, medians, building the plugin executables.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -29,7 +29,7 @@ export function ensureBuilt() {
   };
   for (const [p, srcs] of Object.entries(sources)) {
     const dir = path.join(repo, 'packages', p);
-    const dist = path.join(dir, 'dist', p === 'cni' ? 'index.js' : 'main.js');
+    const dist = p === 'cni' ? path.join(dir, 'dist', 'index.js') : pluginBin(p.slice('cni-'.length));
     const stale =
       !existsSync(dist) ||
       srcs.some(
@@ -43,10 +43,17 @@ export function ensureBuilt() {
   }
 }
 
+/** The built executable of plugin `name` (bridge, host-local, ...), as its package.json `bin` names it. */
+export function pluginBin(name) {
+  const dir = path.join(repo, 'packages', `cni-${name}`);
+  const { bin } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  return path.join(dir, bin[`kemu-${name}`]);
+}
+
 /** A CNI_PATH directory holding the kemu plugin executables exactly as `kemu-cni install` links them. */
 export function kemuBinDir(dir) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  for (const p of PLUGINS) symlinkSync(path.join(repo, 'packages', `cni-${p}`, 'dist', 'main.js'), path.join(dir, `kemu-${p}`));
+  for (const p of PLUGINS) symlinkSync(pluginBin(p), path.join(dir, `kemu-${p}`));
   return dir;
 }

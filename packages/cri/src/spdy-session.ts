@@ -342,11 +342,18 @@ function parseHeaderBlock(b: Buffer): Record<string, string> {
   return headers;
 }
 
-/** Feeds one header block through a session-long zlib context and returns what it yields up to a sync flush. */
+/**
+ * Feeds one header block through a session-long zlib context and returns what it yields up to a sync flush.
+ * A block that inflates beyond MAX_FRAME (a compression bomb) fails the session.
+ */
 function zlibStep(z: zlib.Inflate | zlib.Deflate, input: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const out: Buffer[] = [];
-    const onData = (d: Buffer) => out.push(d);
+    let size = 0;
+    const onData = (d: Buffer) => {
+      size += d.length;
+      if (size <= MAX_FRAME) out.push(d);
+    };
     const onError = (err: Error) => {
       z.off('data', onData);
       reject(err);
@@ -359,7 +366,8 @@ function zlibStep(z: zlib.Inflate | zlib.Deflate, input: Buffer): Promise<Buffer
       setImmediate(() => {
         z.off('data', onData);
         z.off('error', onError);
-        resolve(Buffer.concat(out));
+        if (size > MAX_FRAME) reject(new Error(`header block inflates beyond ${MAX_FRAME} bytes`));
+        else resolve(Buffer.concat(out));
       });
     });
   });

@@ -46,7 +46,8 @@ interface Pending {
 }
 
 function exitMessage(exitCode: number, cmd: string[] | undefined): string {
-  return `command terminated with non-zero exit code: error executing command ${JSON.stringify(cmd ?? [])}, exit code ${exitCode}`;
+  if (!cmd) return `command terminated with non-zero exit code: the attached container exited with code ${exitCode}`;
+  return `command terminated with non-zero exit code: error executing command ${JSON.stringify(cmd)}, exit code ${exitCode}`;
 }
 
 function statusJson(exitCode: number, cmd: string[] | undefined): string {

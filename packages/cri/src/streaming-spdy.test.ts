@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
+import zlib from 'node:zlib';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ptyAvailable } from './pty.js';
@@ -292,6 +293,13 @@ describe('SPDY on the sim backend', () => {
     // A SYN_STREAM whose header block is not zlib data.
     const body = Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 0]), Buffer.from('not a zlib stream at all')]);
     expect(await goaway(Buffer.concat([header(1, body.length), body]))).toEqual(protocolError);
+    // A header block that inflates to 4 MiB from a few KiB (a compression bomb).
+    const dictionary = (createRequire(import.meta.url)('spdy-transport/lib/spdy-transport/protocol/spdy/dictionary') as Record<number, Buffer>)[3];
+    const big = Buffer.alloc(4 << 20, 'a');
+    const block = Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 1, 0x61]), Buffer.from([(big.length >>> 24) & 0xff, (big.length >> 16) & 0xff, (big.length >> 8) & 0xff, big.length & 0xff]), big]);
+    const bomb = Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 0, 0, 0]), zlib.deflateSync(block, { dictionary })]);
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    expect(await goaway(Buffer.concat([header(1, bomb.length), bomb]))).toEqual(protocolError);
     // The server is unharmed.
     const r = await spdyCommand((await exec({ cmd: ['hostname'] })).url!, { stderr: true });
     expect(r.stdout).toBe('spdy-host\n');

@@ -1,6 +1,7 @@
 // Nodes in processes of their own (`kemu up --node-processes`): each node's kubelet, runtime and CSI driver
 // run in a `kemu node` process that reaches the control plane over its API socket. Killing a node process
 // and starting it again must find its pods in the runtime's state, not recreate them.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -114,6 +115,33 @@ for (const mode of ['sim', 'linux'] as const) {
         expect(await pidOf(again.runtime)).toBe(pid);
         expect(fs.existsSync(`/proc/${pid}`)).toBe(true);
       }
+    }, 90_000);
+
+    it('a node started by hand joins: its pods run and the control plane reaches its runtime', async () => {
+      const cli = path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js');
+      const args = ['node', '--name', 'extra-1', '--node-ip', '172.18.0.200', '--pod-cidr', '10.244.200.0/24', '--state-dir', stateDir, '--fast'];
+      if (mode === 'linux') args.push('--datapath', 'linux', '--runtime', 'process');
+      const child = spawn(process.execPath, [cli, ...args], { stdio: 'ignore' });
+      try {
+        await until('extra-1 joined', async () => cluster.joinedNodes.has('extra-1'));
+        await cluster.store.create(pod('c', 'extra-1'));
+        const c = await running('c');
+        expect(c.status?.podIP).toMatch(/^10\.244\.200\./);
+        const out = await cluster.extensions().podExec!('default', 'c', { command: ['echo', 'hello'] });
+        expect(out.exitCode).toBe(0);
+        if (mode === 'linux') {
+          expect(out.stdout).toBe('hello\n');
+          // Routes to the joined node's pod CIDR came from its Node object, on the other nodes too.
+          expect((await cluster.trace('a', 'c')).reachable).toBe(true);
+        }
+        await cluster.store.delete('Pod', 'default', 'c');
+        await until('c gone', async () => ((await cluster.joinedNodes.get('extra-1')!.runtime.ListPodSandbox({})).items ?? []).length === 0);
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+      await cluster.store.delete('Node', '', 'extra-1');
+      await until('extra-1 forgotten', async () => !cluster.joinedNodes.has('extra-1'));
     }, 90_000);
 
     it('deleting the pods tears them down through the node processes', async () => {

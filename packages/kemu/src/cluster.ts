@@ -11,6 +11,8 @@ import {
   isAlreadyExists,
   isNotFound,
   type KubeObject,
+  type Node,
+  SharedInformer,
   type Pod,
   type Store,
 } from '@kemu/core';
@@ -26,7 +28,14 @@ import { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } f
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, startNode } from './node.js';
-import { type RemoteNode, spawnNodeProcess, stopNodeProcess } from './node-process.js';
+import {
+  connectNode,
+  joinedNodeSockets,
+  type NodeConnection,
+  type RemoteNode,
+  spawnNodeProcess,
+  stopNodeProcess,
+} from './node-process.js';
 import { SimClusterNetwork } from './sim-network.js';
 
 export type StoreKind = 'memory' | 'file' | 'etcd';
@@ -146,6 +155,8 @@ export class Cluster {
   readonly nodes: ClusterNode[] = [];
   /** Nodes running in processes of their own. */
   readonly remoteNodes = new Map<string, RemoteNode>();
+  /** Nodes that joined by hand (`kemu node`), reached through the sockets their Node announces. */
+  readonly joinedNodes = new Map<string, NodeConnection>();
   api?: ApiServer;
   /** Every node is up and the controllers run. */
   ready = false;
@@ -266,6 +277,7 @@ export class Cluster {
       this.progress('nodes', i + 1, n);
     }
     await router.rescan();
+    this.watchJoinedNodes(drivers);
     await provisioner.start();
     this.stoppers.push(() => provisioner.stop());
     await attacher.start();
@@ -322,6 +334,35 @@ export class Cluster {
     drivers.set(name, { node: name, controller: remote.csi.controller, identity: remote.csi.identity, nodeService: remote.csi.node });
   }
 
+  private watchJoinedNodes(drivers: Map<string, NodeDriver>) {
+    const informer = new SharedInformer(this.store, 'Node', { onError: (e) => this.options.onError?.(e, 'joined nodes') });
+    const forget = (name: string) => {
+      const j = this.joinedNodes.get(name);
+      if (!j) return;
+      for (const c of j.clients) c.close();
+      this.joinedNodes.delete(name);
+      drivers.delete(name);
+    };
+    const seen = (n: Node) => {
+      const name = n.metadata.name ?? '';
+      if (this.node(name) || this.remoteNodes.has(name)) return;
+      const sockets = joinedNodeSockets(n);
+      const known = this.joinedNodes.get(name);
+      if (known && sockets && known.criSocket === sockets.criSocket && known.csiSocket === sockets.csiSocket) return;
+      forget(name);
+      if (!sockets) return;
+      const conn = connectNode(sockets.criSocket, sockets.csiSocket);
+      this.joinedNodes.set(name, conn);
+      drivers.set(name, { node: name, controller: conn.csi.controller, identity: conn.csi.identity, nodeService: conn.csi.node });
+    };
+    informer.addEventHandler({ onAdd: seen, onUpdate: (_o, n) => seen(n), onDelete: (n) => forget(n.metadata.name ?? '') });
+    informer.start();
+    this.stoppers.push(async () => {
+      informer.stop();
+      for (const name of [...this.joinedNodes.keys()]) forget(name);
+    });
+  }
+
   /** Kills a node's process (SIGKILL, like a crash) and starts it again with the same state. */
   async restartNodeProcess(name: string): Promise<RemoteNode> {
     const old = this.remoteNodes.get(name);
@@ -337,11 +378,11 @@ export class Cluster {
   runtimeOf(nodeName: string): PromiseApi<cri.RuntimeServiceMethods> | undefined {
     const local = this.node(nodeName);
     if (local) return inProcessApi(cri.RuntimeServiceService, local.cri.runtimeService);
-    return this.remoteNodes.get(nodeName)?.runtime;
+    return (this.remoteNodes.get(nodeName) ?? this.joinedNodes.get(nodeName))?.runtime;
   }
 
   private allNodeNames(): string[] {
-    return [...this.nodes.map((n) => n.name), ...this.remoteNodes.keys()];
+    return [...this.nodes.map((n) => n.name), ...this.remoteNodes.keys(), ...this.joinedNodes.keys()];
   }
 
   node(name: string): ClusterNode | undefined {
@@ -514,7 +555,7 @@ export class Cluster {
       const r = await this.network.ping(await this.podNetns(src), ip);
       return { from: `${fns}/${fname}`, to, ip, ...r, trace: [] };
     }
-    if (this.remoteNodes.size)
+    if (this.remoteNodes.size || this.joinedNodes.size)
       throw new Error('hop-by-hop traces need all nodes in one simulated network: run the cluster without node processes');
     const result = this.network.ping(src.metadata.uid ?? '', ip);
     return {

@@ -29,18 +29,9 @@ export interface NodeProcessSpec {
   store: Store;
 }
 
-export interface RemoteNode {
+export interface RemoteNode extends NodeConnection {
   spec: NodeProcessSpec;
   child: ChildProcess;
-  criSocket: string;
-  csiSocket: string;
-  runtime: PromiseApi<cri.RuntimeServiceMethods>;
-  csi: {
-    controller: PromiseApi<csi.ControllerMethods>;
-    identity: PromiseApi<csi.IdentityMethods>;
-    node: PromiseApi<csi.NodeMethods>;
-  };
-  clients: grpc.Client[];
   exited: Promise<number | null>;
 }
 
@@ -103,16 +94,29 @@ export async function spawnNodeProcess(spec: NodeProcessSpec, timeoutMs = 60_000
     if (ready?.status === 'True' && annotated && Date.parse(ready.lastHeartbeatTime ?? '') >= since - 1000) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const criSocket = path.join(dir, 'cri.sock');
-  const csiSocket = path.join(dir, 'csi.sock');
+  return { spec, child, exited, ...connectNode(path.join(dir, 'cri.sock'), path.join(dir, 'csi.sock')) };
+}
+
+export interface NodeConnection {
+  criSocket: string;
+  csiSocket: string;
+  runtime: PromiseApi<cri.RuntimeServiceMethods>;
+  csi: {
+    controller: PromiseApi<csi.ControllerMethods>;
+    identity: PromiseApi<csi.IdentityMethods>;
+    node: PromiseApi<csi.NodeMethods>;
+  };
+  clients: grpc.Client[];
+}
+
+/** gRPC clients for a node's runtime and driver sockets. */
+export function connectNode(criSocket: string, csiSocket: string): NodeConnection {
   const creds = grpc.credentials.createInsecure();
   const rtClient = new cri.RuntimeServiceClient(`unix://${criSocket}`, creds);
   const ctlClient = new csi.ControllerClient(`unix://${csiSocket}`, creds);
   const idClient = new csi.IdentityClient(`unix://${csiSocket}`, creds);
   const nodeClient = new csi.NodeClient(`unix://${csiSocket}`, creds);
   return {
-    spec,
-    child,
     criSocket,
     csiSocket,
     runtime: promiseClient(cri.RuntimeServiceService, rtClient),
@@ -122,8 +126,22 @@ export async function spawnNodeProcess(spec: NodeProcessSpec, timeoutMs = 60_000
       node: promiseClient(csi.NodeService, nodeClient),
     },
     clients: [rtClient, ctlClient, idClient, nodeClient],
-    exited,
   };
+}
+
+/**
+ * A node that joined by hand (`kemu node`) announces its sockets on its Node; when they are on this machine
+ * the control plane connects to them, so volumes route to its driver and logs/exec reach its runtime.
+ */
+export function joinedNodeSockets(n: Node): { criSocket: string; csiSocket: string } | undefined {
+  const a = n.metadata.annotations ?? {};
+  const cri = a[CRI_ENDPOINT_ANNOTATION];
+  const csi = a[CSI_ENDPOINT_ANNOTATION];
+  if (!cri?.startsWith('unix:///') || !csi?.startsWith('unix:///')) return undefined;
+  const criSocket = cri.slice('unix://'.length);
+  const csiSocket = csi.slice('unix://'.length);
+  for (const p of [criSocket, csiSocket]) if (p.includes('\0') || !fs.statSync(p, { throwIfNoEntry: false })?.isSocket()) return undefined;
+  return { criSocket, csiSocket };
 }
 
 /** SIGTERM (the node stops its agents, pods keep running) or SIGKILL (a crash); waits for the exit. */

@@ -11,7 +11,7 @@
 // Reports p50/p90 per variant (median over runs) and the ratios the issue sets as targets:
 //   in-process ADD <= 0.5 x reference ADD;  exec ADD <= (node -e 0) + reference ADD.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,9 +114,12 @@ async function main() {
       CNI_IFNAME: 'eth0',
       CNI_PATH: v.path,
     };
+    const c0 = cpuNow();
     const t0 = performance.now();
     const a = await v.run({ ...env, CNI_COMMAND: 'ADD' }, v.stdin);
     const t1 = performance.now();
+    cpuSum[name] = (cpuSum[name] ?? 0) + cpuNow() - c0;
+    cpuN[name] = (cpuN[name] ?? 0) + 1;
     const d = await v.run({ ...env, CNI_COMMAND: 'DEL' }, v.stdin);
     const t2 = performance.now();
     spawnSync('ip', ['netns', 'del', ns]);
@@ -125,10 +128,27 @@ async function main() {
     return { add: t1 - t0, del: t2 - t1 };
   }
 
+  // CPU of an ADD: this process's own (in-process) plus that of reaped children (the plugin processes
+  // and whatever they ran), from /proc/self/stat in clock ticks; summed over many ADDs the tick
+  // granularity washes out. Steadier than wall time on a loaded machine.
+  const cpuSum = {};
+  const cpuN = {};
+  function cpuNow() {
+    const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    const children = (Number(f[13]) + Number(f[14])) * 10; // cutime + cstime, 100 ticks/s
+    const own = process.cpuUsage();
+    return children + (own.user + own.system) / 1000;
+  }
+
   function nodeStart() {
     return new Promise((resolve) => {
+      const c0 = cpuNow();
       const t0 = performance.now();
-      spawn(process.execPath, ['-e', '0']).on('exit', () => resolve(performance.now() - t0));
+      spawn(process.execPath, ['-e', '0']).on('close', () => {
+        cpuSum.node0 = (cpuSum.node0 ?? 0) + cpuNow() - c0;
+        cpuN.node0 = (cpuN.node0 ?? 0) + 1;
+        resolve(performance.now() - t0);
+      });
     });
   }
 
@@ -190,6 +210,12 @@ async function main() {
   );
   console.log(
     `target exec ADD <= node -e 0 + reference ADD (${ms(execBudget)}): ${ms(out.variants.exec.add.p50)} -> ${out.targets.execTargetMet ? 'met' : 'NOT met'}`,
+  );
+  // Mean CPU per ADD (warm-up included), and for exec the part above a bare node start.
+  const cpu = Object.fromEntries(Object.keys(cpuN).map((k) => [k, cpuSum[k] / cpuN[k]]));
+  out.cpuPerAdd = cpu;
+  console.log(
+    `\nCPU per ADD (mean, ms): reference ${ms(cpu.reference)}, exec ${ms(cpu.exec)} (${ms(cpu.exec - cpu.node0)} above node -e 0 at ${ms(cpu.node0)}), in-process ${ms(cpu['in-process'])}`,
   );
   mkdirSync(path.dirname(values.json), { recursive: true });
   writeFileSync(values.json, JSON.stringify(out, null, 2));

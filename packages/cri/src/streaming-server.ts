@@ -68,6 +68,7 @@ function errorStatusJson(message: string): string {
 class ChannelConn implements CommandTransport {
   readonly base64: boolean;
   readonly versioned: boolean;
+  readonly resizable = true;
 
   constructor(
     readonly ws: WebSocket,
@@ -265,7 +266,7 @@ export class StreamingServer implements StreamingRegistry {
         open();
       }
     });
-    const waitForSize = setTimeout(open, req.opts.tty ? TTY_SIZE_WAIT_MS : 0);
+    const waitForSize = setTimeout(open, req.opts.tty && conn.resizable ? TTY_SIZE_WAIT_MS : 0);
   }
 
   private run(

@@ -424,6 +424,14 @@ describe.runIf(canRun && ptyAvailable())('SPDY on the process backend', () => {
     expect(JSON.parse(r.error).status).toBe('Success');
   });
 
+  it('runs a tty command over v2, which has no resize stream, at the default 80x24', async () => {
+    const { url } = await shim.call('Exec', { containerId: cid, cmd: ['sh', '-c', 'stty size'], tty: true, stdout: true });
+    const r = await spdyCommand(url!, { protocols: ['v2.channel.k8s.io'] });
+    expect(r.protocol).toBe('v2.channel.k8s.io');
+    expect(r.stdout).toBe('24 80\r\n');
+    expect(r.error).toBe('');
+  });
+
   it('forwards a port to a process listening inside the pod network namespace', async () => {
     // Nothing listens on the host side: the connection can only reach the pod's netns.
     await expect(

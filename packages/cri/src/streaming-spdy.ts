@@ -58,6 +58,7 @@ export function upgradeToSpdy(
 /** The CommandTransport of one exec/attach over SPDY, once the client has opened its streams. */
 class SpdyCommandTransport implements CommandTransport {
   readonly versioned: boolean;
+  readonly resizable: boolean;
   private finished = false;
 
   constructor(
@@ -66,6 +67,7 @@ class SpdyCommandTransport implements CommandTransport {
     private readonly streams: Partial<Record<'error' | 'stdin' | 'stdout' | 'stderr' | 'resize', SpdyStream>>,
   ) {
     this.versioned = protocol === 'v4.channel.k8s.io' || protocol === 'v5.channel.k8s.io';
+    this.resizable = !!streams.resize;
   }
 
   send(channel: number, data: Buffer | string): void {

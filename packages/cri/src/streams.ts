@@ -52,6 +52,8 @@ export function delay(ms: number): Promise<void> {
 export interface CommandTransport {
   /** v4+ protocols carry a JSON Status on the error channel; older ones a plain message. */
   readonly versioned: boolean;
+  /** Whether the client can send terminal sizes at all (SPDY before v3 has no resize stream). */
+  readonly resizable: boolean;
   /** Channel 1 stdout, 2 stderr, 3 error. */
   send(channel: number, data: Buffer | string): void;
   /** Ends the connection once everything sent is flushed. */

@@ -37,8 +37,7 @@ export async function leftovers(cluster: Cluster) {
   for (const n of cluster.nodes) {
     sandboxes += ((await n.cri.runtimeService.ListPodSandbox!({}, {} as never)).items ?? []).length;
     volumes += ((await n.csi.controller.ListVolumes({})).entries ?? []).length;
-    const ipamDir = path.join(cluster.options.stateDir, 'nodes', n.name, 'cni', 'ipam', 'kemu');
-    if (fs.existsSync(ipamDir)) ips += fs.readdirSync(ipamDir).filter((f) => /^[\d.]+$/.test(f) || f.includes(':')).length;
+    ips += await cluster.network.allocatedIps(n.name);
   }
   const attachments = (await cluster.store.list('VolumeAttachment')).items.length;
   const pvs = (await cluster.store.list('PersistentVolume')).items.length;

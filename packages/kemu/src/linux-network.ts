@@ -13,7 +13,7 @@ import { hostLocal } from '@kemu/cni-host-local';
 import { loopback } from '@kemu/cni-loopback';
 import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager } from '@kemu/cri';
-import { CLUSTER_NETWORK, NetnsDirectory, RecordingNetwork, uplinkName, writeClusterConflist } from './sim-network.js';
+import { CLUSTER_NETWORK, countIpFiles, NetnsDirectory, RecordingNetwork, uplinkName, writeClusterConflist } from './sim-network.js';
 
 const IP = '/usr/sbin/ip';
 const NSENTER = '/usr/bin/nsenter';
@@ -158,6 +158,11 @@ export class LinuxClusterNetwork {
     this.nodes.set(nodeName, node);
     await this.syncRoutes();
     return node;
+  }
+
+  /** Addresses host-local holds on a node (on disk, in the reference plugin's layout). */
+  async allocatedIps(nodeName: string): Promise<number> {
+    return countIpFiles(path.join(this.stateDir, 'nodes', nodeName, 'cni', 'ipam', CLUSTER_NETWORK));
   }
 
   /** Every node routes every other node's pod CIDR via that node's IP on the underlay. */

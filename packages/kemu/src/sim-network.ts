@@ -9,7 +9,7 @@ import path from 'node:path';
 import { HOST_NETNS, InProcessInvoker } from '@kemu/cni';
 import { createSimDatapath, type SimDatapath } from '@kemu/cni/datapath-sim';
 import { bridge } from '@kemu/cni-bridge';
-import { hostLocal } from '@kemu/cni-host-local';
+import { createHostLocal, hostLocal, MemoryIpam } from '@kemu/cni-host-local';
 import { loopback } from '@kemu/cni-loopback';
 import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager, type PodNetworkRequest, simNetnsHooks } from '@kemu/cri';
@@ -69,6 +69,12 @@ export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: 
       2,
     ),
   );
+}
+
+/** host-local's on-disk allocations: one file per address. */
+export function countIpFiles(dir: string): number {
+  if (!fs.existsSync(dir)) return 0;
+  return fs.readdirSync(dir).filter((f) => /^[\d.]+$/.test(f) || f.includes(':')).length;
 }
 
 /** Records which netns a pod's sandbox got, so traces can start from a pod. */
@@ -138,6 +144,12 @@ export class SimClusterNetwork {
   private underlayReady = false;
 
   private readonly saveFile: string;
+  /**
+   * Without persistence nothing outlives the process, so address allocations and cached results stay in
+   * memory (the file work per ADD was a third of a pod's CPU); with it, host-local keeps its on-disk layout.
+   */
+  readonly ipam?: MemoryIpam;
+  private readonly hostLocal = hostLocal;
 
   /** With `persist`, the world is loaded from and saved to `<stateDir>/netsim.json` (durable stores). */
   constructor(
@@ -146,6 +158,10 @@ export class SimClusterNetwork {
     readonly nodePrefixLen = 16,
   ) {
     this.saveFile = path.join(stateDir, 'netsim.json');
+    if (!persist) {
+      this.ipam = new MemoryIpam();
+      this.hostLocal = createHostLocal({ store: this.ipam });
+    }
     this.world =
       persist && fs.existsSync(this.saveFile)
         ? World.fromJSON(JSON.parse(fs.readFileSync(this.saveFile, 'utf8')))
@@ -193,8 +209,9 @@ export class SimClusterNetwork {
     fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
     writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'));
     const invoker = new InProcessInvoker({
-      plugins: { bridge, 'host-local': hostLocal, portmap, loopback },
+      plugins: { bridge, 'host-local': this.hostLocal, portmap, loopback },
       datapath,
+      resultCache: this.persist ? undefined : 'memory',
     });
     const cni = new CniNetwork({
       confDir,
@@ -223,6 +240,13 @@ export class SimClusterNetwork {
     this.nodes.set(nodeName, node);
     await this.syncRoutes();
     return node;
+  }
+
+  /** Addresses host-local holds on a node. */
+  async allocatedIps(nodeName: string): Promise<number> {
+    const dataDir = path.join(this.stateDir, 'nodes', nodeName, 'cni', 'ipam');
+    if (this.ipam) return (await this.ipam.allocations(dataDir, CLUSTER_NETWORK)).size;
+    return countIpFiles(path.join(dataDir, CLUSTER_NETWORK));
   }
 
   /** Every node routes every other node's pod CIDR via that node's IP. */

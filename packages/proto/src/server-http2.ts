@@ -307,6 +307,8 @@ export class Http2GrpcServer {
       if (this.shuttingDown) session.close();
     });
     this.server.on('stream', (stream, headers) => this.onStream(stream, headers));
+    // After binding, a failed accept (EMFILE, say) costs that one connection, not the process.
+    this.server.on('error', () => {});
   }
 
   addService(definition: grpc.ServiceDefinition, implementation: grpc.UntypedServiceImplementation): void {
@@ -389,9 +391,9 @@ export class Http2GrpcServer {
     const call = method.responseStream
       ? new Http2ServerWritableCall(stream, headers, method, this.maxSend)
       : new Http2ServerCall(stream, headers, method, this.maxSend);
+    // Closed before the call was answered: the client went away or reset it.
     stream.on('close', () => {
       if (!call.done) call.cancel();
-      else if (!call.cancelled) call.cancelled = stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR;
     });
     if (method.responseStream) stream.on('drain', () => call.emit('drain'));
     const timeout = headers['grpc-timeout'];

@@ -445,4 +445,13 @@ describe('createGrpcServer', () => {
     expect(createGrpcServer('grpc-js')).toBeInstanceOf(grpc.Server);
     expect(createGrpcServer('http2')).not.toBeInstanceOf(grpc.Server);
   });
+
+  it.each(['grpc-js', 'http2'] as GrpcEngine[])('%s: reports a failed bind to the caller', async (engine) => {
+    const server = createGrpcServer(engine);
+    const err = await new Promise<Error | null>((resolve) =>
+      server.bindAsync('unix:///proc/kemu-cannot-exist/x.sock', grpc.ServerCredentials.createInsecure(), (e) => resolve(e)),
+    );
+    expect(err).toBeInstanceOf(Error);
+    server.forceShutdown();
+  });
 });

@@ -77,6 +77,7 @@ export class ProcessBackend implements Backend {
   private readonly live = new Map<string, Live>();
   private readonly cgroupMode: CgroupMode;
   private readonly podsDir: string;
+  private closing = false;
 
   constructor(private readonly opts: ProcessBackendOptions = {}) {
     this.cgroupMode = opts.cgroups ?? detectCgroupMode();
@@ -452,7 +453,8 @@ export class ProcessBackend implements Backend {
       pid,
       spawnError: new Promise<never>(() => {}),
       outputsEnded,
-      onExit: (fn) => void p.exit.then((code) => fn(code, null)),
+      // Like the 'exit' listeners close() removes from the other children: no reports once shut down.
+      onExit: (fn) => void p.exit.then((code) => !this.closing && fn(code, null)),
       // unshare's SIGKILL complaint (see spawnMainOnFifos) shares the terminal with the container's output.
       killedBySigkill: () => tail.includes(UNSHARE_SIGKILL_BUG),
       cleanup: () => {},
@@ -792,6 +794,7 @@ export class ProcessBackend implements Backend {
 
   async close(): Promise<void> {
     // Containers keep running across a runtime restart, as with containerd; only our watchers stop.
+    this.closing = true;
     for (const l of this.live.values()) {
       if (l.poll) clearInterval(l.poll);
       l.log?.flush();

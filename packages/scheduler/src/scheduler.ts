@@ -82,6 +82,25 @@ function isConfig(c: unknown): c is SchedulerConfig {
   );
 }
 
+const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+const conditionStatuses = (n: Node) =>
+  Object.fromEntries((n.status?.conditions ?? []).map((c) => [c.type, c.status]));
+
+/**
+ * Whether an update touched what scheduling reads, as kube-scheduler decides before retrying pods:
+ * spec.unschedulable, allocatable, labels, taints, condition statuses (not their timestamps), annotations.
+ */
+export function nodeSchedulingPropertiesChanged(old: Node, cur: Node): boolean {
+  return (
+    (old.spec?.unschedulable ?? false) !== (cur.spec?.unschedulable ?? false) ||
+    !same(old.status?.allocatable, cur.status?.allocatable) ||
+    !same(old.metadata.labels, cur.metadata.labels) ||
+    !same(old.spec?.taints, cur.spec?.taints) ||
+    !same(conditionStatuses(old), conditionStatuses(cur)) ||
+    !same(old.metadata.annotations, cur.metadata.annotations)
+  );
+}
+
 export class Scheduler {
   readonly config: SchedulerConfig;
   readonly cache = new SchedulerCache();
@@ -236,8 +255,12 @@ export class Scheduler {
   }
 
   onNodeUpdate(node: Node): void {
+    const old = this.cache.get(node.metadata.name ?? '')?.node;
     this.cache.updateNode(node);
-    this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Node', action: 'Update' });
+    // Status heartbeats change nothing a plugin looks at: retrying pods on each would only burn cycles.
+    if (!old || nodeSchedulingPropertiesChanged(old, node)) {
+      this.queue.moveAllToActiveOrBackoffQueue({ resource: 'Node', action: 'Update' });
+    }
   }
 
   onNodeDelete(node: Node | string): void {

@@ -45,4 +45,36 @@ describe('FileStateStore', () => {
     expect(fs.readdirSync(path.join(dir, 'sandboxes'))).toEqual([]);
     expect(new FileStateStore(dir).loadAll('sandboxes')).toEqual([]);
   });
+
+  it('removes the files of compacted records, and never touches disk for a record that came and went', async () => {
+    const dir = tempDir('kemu-cri-state-');
+    const a = new FileStateStore(dir, { compactAfterMs: 60_000 });
+    await a.save('sandboxes', id(1), { id: id(1) });
+    await a.compact();
+    expect(fs.readdirSync(path.join(dir, 'sandboxes'))).toEqual([`${id(1)}.json`]);
+    await a.save('containers', id(2), { id: id(2) });
+    await a.remove('containers', id(2));
+    await a.remove('sandboxes', id(1));
+    const rm = fs.promises.rm;
+    const removed: string[] = [];
+    fs.promises.rm = (async (p: fs.PathLike, o?: fs.RmOptions) => {
+      removed.push(String(p));
+      return rm(p, o);
+    }) as typeof fs.promises.rm;
+    try {
+      await a.compact();
+    } finally {
+      fs.promises.rm = rm;
+    }
+    // The sandbox's file is gone; the container that never reached a file cost no call; only the
+    // rotated-out journal joins it.
+    expect(removed.filter((p) => !path.basename(p).startsWith('journal-'))).toEqual([path.join(dir, 'sandboxes', `${id(1)}.json`)]);
+    expect(fs.readdirSync(path.join(dir, 'sandboxes'))).toEqual([]);
+    expect(fs.readdirSync(path.join(dir, 'containers'))).toEqual([]);
+    await a.close();
+    const b = new FileStateStore(dir);
+    expect(b.loadAll('sandboxes')).toEqual([]);
+    expect(b.loadAll('containers')).toEqual([]);
+    await b.close();
+  });
 });

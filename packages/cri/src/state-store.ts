@@ -43,6 +43,8 @@ export class FileStateStore implements StateStore {
   private timer?: NodeJS.Timeout;
   private compacting?: Promise<void>;
   private readonly cache: Record<RecordKind, Map<string, string>> = { sandboxes: new Map(), containers: new Map() };
+  /** Records that exist as files, so a record that came and went between compactions costs no file call. */
+  private readonly onDisk: Record<RecordKind, Set<string>> = { sandboxes: new Set(), containers: new Set() };
 
   constructor(
     readonly dir: string,
@@ -120,10 +122,16 @@ export class FileStateStore implements StateStore {
 
   private flushDirtySync(): void {
     for (const { kind, id, data } of this.dirty.values()) {
-      if (data === null) fs.rmSync(this.file(kind, id), { force: true });
-      else writeFileAtomicSync(this.file(kind, id), data);
+      if (data === null) {
+        fs.rmSync(this.file(kind, id), { force: true });
+        this.onDisk[kind].delete(id);
+      } else {
+        writeFileAtomicSync(this.file(kind, id), data);
+        this.onDisk[kind].add(id);
+      }
     }
     this.dirty.clear();
+    for (const kind of ['sandboxes', 'containers'] as const) for (const id of this.cache[kind].keys()) this.onDisk[kind].add(id);
   }
 
   private append(line: string): void {
@@ -164,8 +172,14 @@ export class FileStateStore implements StateStore {
     this.journalBytes = 0;
     this.compacting = (async () => {
       for (const { kind, id, data } of batch) {
-        if (data === null) await fsp.rm(this.file(kind, id), { force: true });
-        else await writeFileAtomic(this.file(kind, id), data);
+        if (data === null) {
+          if (!this.onDisk[kind].has(id)) continue;
+          await fsp.rm(this.file(kind, id), { force: true });
+          this.onDisk[kind].delete(id);
+        } else {
+          await writeFileAtomic(this.file(kind, id), data);
+          this.onDisk[kind].add(id);
+        }
       }
       fs.closeSync(oldFd);
       await fsp.rm(this.journalPath(oldSeq), { force: true });

@@ -59,7 +59,9 @@ program
   .option('--streaming-addr <host:port>', 'address of the exec/attach/port-forward server', parseAddr)
   .option('--sim-latency <call=ms,...>', 'sim backend: extra latency per call', parseLatency)
   .option('--sim-network <kind>', 'sim backend without CNI config: netsim (bridge + host-local on a simulated datapath) or ipam (addresses only)', 'netsim')
+  .option('--grpc-engine <engine>', 'gRPC server: http2 (the lean node:http2 engine) or grpc-js (default: $KEMU_GRPC_ENGINE or http2)')
   .action(async (o) => {
+    if (o.grpcEngine !== undefined && o.grpcEngine !== 'http2' && o.grpcEngine !== 'grpc-js') fail(`unknown --grpc-engine ${JSON.stringify(o.grpcEngine)}: use http2 or grpc-js`);
     if (o.backend !== 'sim' && o.backend !== 'process') fail(`unknown backend ${JSON.stringify(o.backend)}: use --backend sim or --backend process`);
     if (o.backend === 'process' && process.getuid?.() !== 0) fail('the process backend needs root (namespaces, cgroups): run as root or use --backend sim');
     if (!o.listen.startsWith('unix:')) fail(`--listen ${o.listen} is not a unix socket endpoint: use unix:///path/to/cri.sock`);
@@ -87,6 +89,7 @@ program
         streaming: o.streamingAddr ?? {},
         sim: o.simLatency ? { latencyMs: o.simLatency } : undefined,
         simNetwork: o.simNetwork,
+        grpcEngine: o.grpcEngine,
       });
     } catch (err) {
       fail(err instanceof Error ? err.message : String(err));

@@ -74,6 +74,9 @@ const program = new Command()
     collect,
   )
   .option('-v, --verbose', 'log every call, not only failures', false)
+  .addOption(
+    new Option('--grpc-engine <engine>', 'gRPC server: http2 (the lean node:http2 engine) or grpc-js (default: $KEMU_GRPC_ENGINE or http2)').choices(['http2', 'grpc-js']),
+  )
   // usage errors exit 2 like our own checks; --help and --version exit 0
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
@@ -117,6 +120,7 @@ async function main(): Promise<void> {
   try {
     running = await serveCsiDriver({
       endpoint,
+      grpcEngine: o.grpcEngine,
       nodeId: o.nodeId,
       name: o.drivername,
       backend: o.backend,

@@ -244,11 +244,16 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
     p.output.on('data', (d: Buffer) => {
       out += d.toString();
     });
-    // Typed once kubectl is attached (it prints a hint when it is), the way a user types.
-    await waitFor(() => (out.includes("If you don't see a command prompt") ? true : undefined), 10_000, 'kubectl to attach');
+    // As kubectl's hint says: press enter until the shell's prompt shows, then type.
+    await waitFor(() => (out.includes("If you don't see a command prompt") ? true : undefined), 10_000, 'kubectl to start attaching');
+    for (let i = 0; i < 20 && !/# $/.test(out); i++) {
+      p.input.write('\r');
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(out).toMatch(/# $/);
     p.input.write('stty size; exit 6\r');
     await p.exit;
-    expect(out).toContain('12 64\r\n');
+    expect(out, JSON.stringify(out)).toContain('12 64\r\n');
     const s = await waitFor(async () => {
       const st = (await shim.call('ContainerStatus', { containerId: containerId! })).status!;
       return st.state === cri.ContainerState.CONTAINER_EXITED ? st : undefined;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { Pod } from '@kemu/core';
 import { Cluster, linuxUnsupportedReason } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveEtcd, startEtcd } from '../storage/processes.js';
 
 async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -155,3 +156,50 @@ for (const mode of ['sim', 'linux'] as const) {
     }, 60_000);
   });
 }
+
+// A node on "another machine": it shares no socket with the control plane and talks to etcd directly.
+describe.runIf(cliBuilt && haveEtcd)('a node joining through etcd', () => {
+  let etcd: Awaited<ReturnType<typeof startEtcd>>;
+  let cluster: Cluster;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-etcd-node-'));
+  const farDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-far-node-'));
+
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    cluster = await Cluster.start({ stateDir, nodes: 1, fast: true, store: 'etcd', etcdEndpoints: [etcd.endpoint] });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await etcd?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+    fs.rmSync(farDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('registers, is scheduled to and runs pods, with its own state dir', async () => {
+    const cli = path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js');
+    const args = ['node', '--name', 'far-1', '--node-ip', '172.18.0.201', '--pod-cidr', '10.244.201.0/24', '--state-dir', farDir, '--etcd-endpoints', etcd.endpoint, '--fast'];
+    const child = spawn(process.execPath, [cli, ...args], { stdio: 'ignore' });
+    try {
+      await until('far-1 Ready', async () => {
+        const n = await cluster.store.get('Node', '', 'far-1').catch(() => undefined);
+        return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+      });
+      await cluster.store.create(pod('far', 'far-1'));
+      const p = await until('far Running', async () => {
+        const x = await cluster.store.get('Pod', 'default', 'far');
+        return x.status?.phase === 'Running' && x;
+      });
+      expect(p.status?.podIP).toMatch(/^10\.244\.201\./);
+      expect(p.status?.hostIP).toBe('172.18.0.201');
+      // Its runtime state lives under its own state dir, not the control plane's.
+      expect(fs.existsSync(path.join(farDir, 'nodes', 'far-1', 'cri.sock'))).toBe(true);
+      expect(fs.existsSync(path.join(stateDir, 'nodes', 'far-1'))).toBe(false);
+      await cluster.store.delete('Pod', 'default', 'far');
+      await until('far gone', async () => (await cluster.store.list('Pod')).items.length === 0);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  }, 90_000);
+});

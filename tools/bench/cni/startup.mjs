@@ -8,7 +8,7 @@
 //                throwaway namespace that plays the node, next to `node -e 0` under the same wrapper
 //                (root only; add-del.mjs has the interleaved ADD/DEL latency distribution)
 //
-//   node tools/bench/cni/startup.mjs [--rounds 6] [--runs 5] [--warmup 2] [--json FILE]
+//   node tools/bench/cni/startup.mjs [--rounds 11] [--runs 3] [--warmup 2] [--json FILE]
 //
 // hyperfine runs each command's runs back to back, so on a busy machine load drifting between commands
 // skews the comparison; this runs `--rounds` hyperfine rounds over all commands and reports, per command,
@@ -23,15 +23,15 @@ import { ensureBuilt, kemuBinDir, median, ms, repo } from './common.mjs';
 
 const { values } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '6' },
-    runs: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '11' },
+    runs: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '2' },
     json: { type: 'string', default: path.join(repo, '.bench-out', 'cni-startup.json') },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  console.log('usage: node tools/bench/cni/startup.mjs [--rounds 6] [--runs 5] [--warmup 2] [--json FILE]');
+  console.log('usage: node tools/bench/cni/startup.mjs [--rounds 11] [--runs 3] [--warmup 2] [--json FILE]');
   process.exit(0);
 }
 if (spawnSync('hyperfine', ['--version']).status !== 0) {
@@ -93,16 +93,29 @@ if (netns) {
   console.warn('skipping the bridge ADD rows: they need root and iproute2');
 }
 const hfJson = path.join(tmp, 'hyperfine.json');
-const args = ['--warmup', values.warmup, '--runs', values.runs, '--style', 'basic', '--export-json', hfJson];
-// Every ADD starts from an empty dataDir (and a new pod namespace: deleting the old one removes its veth
-// and with it the host end), so each run does the same work.
-args.push('--prepare', `ip netns del ${podNs} 2>/dev/null; rm -rf ${data}; ${netns ? `ip netns add ${podNs}` : 'true'}`);
-for (const [name, cmd] of [...commands, ...bridgeRuns]) args.push('-n', name, cmd);
+const base = ['--warmup', values.warmup, '--runs', values.runs, '--style', 'basic', '--export-json', hfJson];
+// Every ADD starts from an empty dataDir (and a bridge ADD from a new pod namespace: deleting the old one
+// removes its veth and with it the host end), so each run does the same work.
+// Each group runs with its own preparation: the pod namespace churn the bridge rows need costs the
+// processes running next to it CPU, so the other rows never share a hyperfine run with it.
+const groups = [
+  { prepare: `rm -rf ${data}`, cmds: commands },
+  ...(netns ? [{ prepare: `ip netns del ${podNs} 2>/dev/null; rm -rf ${data}; ip netns add ${podNs}`, cmds: bridgeRuns }] : []),
+];
 const rounds = [];
 for (let i = 0; i < Number(values.rounds); i++) {
-  const r = spawnSync('hyperfine', args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  if (r.status !== 0) break;
-  rounds.push(Object.fromEntries(JSON.parse(readFileSync(hfJson, 'utf8')).results.map((x) => [x.command, x])));
+  const round = {};
+  for (const g of groups) {
+    // Each round starts at another command, so no command always runs first or last in a round.
+    const order = [...g.cmds.slice(i % g.cmds.length), ...g.cmds.slice(0, i % g.cmds.length)];
+    const args = [...base, '--prepare', g.prepare];
+    for (const [name, cmd] of order) args.push('-n', name, cmd);
+    const r = spawnSync('hyperfine', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    if (r.status !== 0) break;
+    for (const x of JSON.parse(readFileSync(hfJson, 'utf8')).results) round[x.command] = x;
+  }
+  if (Object.keys(round).length < commands.length + bridgeRuns.length) break;
+  rounds.push(round);
 }
 if (netns) {
   spawnSync('ip', ['netns', 'del', podNs]);

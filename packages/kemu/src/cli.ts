@@ -71,6 +71,8 @@ program
   .requiredOption('--node-ip <ip>', "the node's address on the cluster network")
   .requiredOption('--pod-cidr <cidr>', "the node's pod CIDR, e.g. 10.244.5.0/24")
   .addOption(new Option('--datapath <kind>', 'pod networking datapath').choices(['sim', 'linux']).default('sim'))
+  .addOption(new Option('--network <kind>', 'cross-node networking').choices(['bridge', 'vxlan']).default('bridge'))
+  .option('--pod-network <cidr>', "the cluster's pod network the vxlan overlay routes", '10.244.0.0/16')
   .addOption(new Option('--runtime <kind>', 'CRI runtime backend').choices(['sim', 'process']).default('sim'))
   .addOption(new Option('--storage <kind>', 'CSI driver backend (default: sim; hostpath with --runtime process)').choices(['sim', 'hostpath']))
   .option('--api-socket <path>', "the cluster's API socket (default: <state-dir>/kemu.sock)")
@@ -84,6 +86,8 @@ program
       ip: o.nodeIp,
       podCIDR: o.podCidr,
       datapath: o.datapath,
+      network: o.network,
+      podNetwork: o.podNetwork,
       runtime: o.runtime,
       storage: o.storage,
       apiSocket: o.apiSocket,

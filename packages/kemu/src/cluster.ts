@@ -77,8 +77,8 @@ export function checkSupported(o: ClusterOptions): void {
   }
   if ((o.runtime ?? 'sim') === 'process' && datapath !== 'linux')
     unsupported.push('--runtime process on the sim datapath (real processes need real network namespaces: add --datapath linux)');
-  if ((o.network ?? 'bridge') !== 'bridge')
-    unsupported.push(`--network ${o.network} (only bridge routing between nodes is composed so far)`);
+  if ((o.network ?? 'bridge') === 'bgp')
+    unsupported.push('--network bgp (calico-style routing is available per package, @kemu/cni-calico and @kemu/bgp; the cluster composes bridge and vxlan)');
   if (unsupported.length) throw new Error(`not supported by \`kemu up\` yet: ${unsupported.join('; ')}`);
 }
 
@@ -170,6 +170,7 @@ export class Cluster {
       (options.datapath ?? 'sim') === 'linux'
         ? new LinuxClusterNetwork(options.stateDir)
         : new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
+    this.network.overlay = options.network === 'vxlan' ? 'vxlan' : 'bridge';
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
@@ -286,11 +287,15 @@ export class Cluster {
     this.ready = true;
   }
 
+  /** 10.244.0.0/16 holds 255 nodes' /24s; bigger clusters take theirs from 10.0.0.0/8. */
+  private podNetwork(): string {
+    return this.options.podSubnet ?? ((this.options.nodes ?? 3) > 255 ? '10.0.0.0/8' : '10.244.0.0/16');
+  }
+
   private address(i: number) {
     const o = this.options;
     const ip = subnet(o.nodeSubnet ?? '172.18.0.0/16', i, 'node');
-    // 10.244.0.0/16 holds 255 nodes' /24s; bigger clusters take theirs from 10.0.0.0/8.
-    const podCIDR = subnet(o.podSubnet ?? ((o.nodes ?? 3) > 255 ? '10.0.0.0/8' : '10.244.0.0/16'), i, 'pod');
+    const podCIDR = subnet(this.podNetwork(), i, 'pod');
     return { ip, podCIDR };
   }
 
@@ -307,6 +312,7 @@ export class Cluster {
       durable: (o.store ?? 'memory') !== 'memory',
       serveSockets: false,
       fast: o.fast ?? false,
+      podNetwork: this.podNetwork(),
       onError: o.onError,
     });
     this.stoppers.push(() => node.stop());
@@ -324,6 +330,8 @@ export class Cluster {
       apiSocket: o.apiSocket!,
       store: this.store,
       datapath: o.datapath ?? 'sim',
+      network: o.network === 'vxlan' ? 'vxlan' : 'bridge',
+      podNetwork: this.podNetwork(),
       runtime: o.runtime ?? 'sim',
       storage: storageKind(o),
       durable: (o.store ?? 'memory') !== 'memory',

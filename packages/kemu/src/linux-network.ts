@@ -8,12 +8,17 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLinuxDatapath, HOST_NETNS, InProcessInvoker, isDatapathError, type LinuxDatapath } from '@kemu/cni';
-import { bridge } from '@kemu/cni-bridge';
-import { hostLocal } from '@kemu/cni-host-local';
-import { loopback } from '@kemu/cni-loopback';
-import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager } from '@kemu/cri';
-import { CLUSTER_NETWORK, countIpFiles, NetnsDirectory, RecordingNetwork, uplinkName, writeClusterConflist } from './sim-network.js';
+import {
+  CLUSTER_NETWORK,
+  clusterPlugins,
+  countIpFiles,
+  NetnsDirectory,
+  type OverlayKind,
+  RecordingNetwork,
+  uplinkName,
+  writeClusterConflist,
+} from './sim-network.js';
 
 const IP = '/usr/sbin/ip';
 const NSENTER = '/usr/bin/nsenter';
@@ -83,6 +88,8 @@ export class LinuxClusterNetwork {
   readonly prefix: string;
   readonly underlayName: string;
   private underlay?: LinuxDatapath;
+  /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
+  overlay: OverlayKind = 'bridge';
 
   constructor(
     readonly stateDir: string,
@@ -128,12 +135,16 @@ export class LinuxClusterNetwork {
     const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
     const confDir = path.join(dir, 'net.d');
     fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
-    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'));
+    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'), {
+      overlay: this.overlay,
+      subnetFile: path.join(dir, 'subnet.env'),
+      dataDir: path.join(dir, 'vxlan'),
+    });
     const cni = new CniNetwork({
       confDir,
       binDirs: [path.join(dir, 'bin')],
       cacheDir: path.join(dir, 'cache'),
-      invoker: new InProcessInvoker({ plugins: { bridge, 'host-local': hostLocal, portmap, loopback }, datapath }),
+      invoker: new InProcessInvoker({ plugins: clusterPlugins(), datapath }),
     });
     await cni.refresh();
     const netnsHooks = {
@@ -156,7 +167,7 @@ export class LinuxClusterNetwork {
       netnsHooks,
     };
     this.nodes.set(nodeName, node);
-    await this.syncRoutes();
+    if (this.overlay === 'bridge') await this.syncRoutes();
     return node;
   }
 

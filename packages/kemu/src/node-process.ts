@@ -21,6 +21,8 @@ export interface NodeProcessSpec {
   stateDir: string;
   apiSocket: string;
   datapath: 'sim' | 'linux';
+  network: 'bridge' | 'vxlan';
+  podNetwork: string;
   runtime: 'sim' | 'process';
   storage: 'sim' | 'hostpath';
   durable: boolean;
@@ -51,6 +53,8 @@ export function nodeArgs(s: Omit<NodeProcessSpec, 'store'>): string[] {
     '--state-dir', s.stateDir,
     '--api-socket', s.apiSocket,
     '--datapath', s.datapath,
+    '--network', s.network,
+    '--pod-network', s.podNetwork,
     '--runtime', s.runtime,
     '--storage', s.storage,
     ...(s.durable ? ['--durable'] : []),
@@ -160,6 +164,8 @@ export interface RunNodeOptions {
   podCIDR: string;
   stateDir: string;
   datapath: 'sim' | 'linux';
+  network: 'bridge' | 'vxlan';
+  podNetwork?: string;
   runtime: 'sim' | 'process';
   storage: 'sim' | 'hostpath';
   durable: boolean;
@@ -181,6 +187,7 @@ export interface RunningNodeProcess {
  */
 export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
   const network = o.datapath === 'linux' ? new LinuxClusterNetwork(o.stateDir) : new SimClusterNetwork(o.stateDir, false);
+  network.overlay = o.network;
   const node = await startNode({
     name: o.name,
     ip: o.ip,
@@ -193,6 +200,7 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
     durable: o.durable,
     serveSockets: true,
     fast: o.fast,
+    podNetwork: o.podNetwork,
     onError: o.onError,
   });
   let informer: SharedInformer<'Node', Node> | undefined;
@@ -205,7 +213,7 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
         },
       },
     });
-    if (network instanceof LinuxClusterNetwork) {
+    if (network instanceof LinuxClusterNetwork && o.network === 'bridge') {
       const mine = network.nodes.get(o.name)!;
       const routes = new Map<string, string>();
       const sync = async (n: Node, gone = false) => {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Store } from '@kemu/core';
 import { createCri, type CriInstance, type CriRuntimeConfig, startCriServer } from '@kemu/cri';
 import { createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
+import { VxlanAgent } from '@kemu/cni-vxlan';
 import { Kubelet, StaticPluginRegistry } from '@kemu/kubelet';
 import { cri, csi, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { LinuxClusterNetwork } from './linux-network.js';
@@ -29,6 +30,8 @@ export interface NodeSpec {
   /** Serve CRI and CSI on `<stateDir>/nodes/<name>/{cri,csi}.sock`. */
   serveSockets: boolean;
   fast: boolean;
+  /** The cluster's pod network (the node's pod CIDR is carved from it); the vxlan overlay routes it. */
+  podNetwork?: string;
   onError?: (err: unknown, context: string) => void;
 }
 
@@ -148,6 +151,23 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       onError: (e, ctx) => s.onError?.(e, `${s.name}: ${ctx}`),
     });
     await kubelet.start();
+    if (s.network.overlay === 'vxlan') {
+      // flanneld's part: lease (the Node's podCIDR), VTEP device, annotations, and one route, neighbour and
+      // FDB entry per remote node, kept in step with the Node objects. No outside world: no masquerade.
+      const agent = new VxlanAgent({
+        store: s.store,
+        datapath: net.datapath,
+        node: s.name,
+        publicIp: s.ip,
+        underlayDevice: 'eth0',
+        network: s.podNetwork ?? '10.244.0.0/16',
+        subnetFile: path.join(dir, 'cni', 'subnet.env'),
+        ipMasq: false,
+        onError: (e) => s.onError?.(e, `${s.name}: vxlan`),
+      });
+      await agent.start();
+      stoppers.push(() => agent.stop());
+    }
     const node: ClusterNode = {
       name: s.name,
       ip: s.ip,

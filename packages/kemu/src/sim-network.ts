@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { HOST_NETNS, InProcessInvoker } from '@kemu/cni';
+import { type CniPlugin, HOST_NETNS, InProcessInvoker } from '@kemu/cni';
+import { vxlan } from '@kemu/cni-vxlan';
 import { createSimDatapath, type SimDatapath } from '@kemu/cni/datapath-sim';
 import { bridge } from '@kemu/cni-bridge';
 import { createHostLocal, hostLocal, MemoryIpam } from '@kemu/cni-host-local';
@@ -40,7 +41,28 @@ export interface SimNodeNetwork {
 }
 
 /** The node's CNI configuration: bridge + host-local from the node's pod CIDR, then portmap. */
-export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: string): void {
+export type OverlayKind = 'bridge' | 'vxlan';
+
+/** What the node's CNI chain needs besides its pod CIDR: the overlay and, for vxlan, the agent's subnet.env. */
+export interface ConflistOptions {
+  overlay: OverlayKind;
+  /** kemu-vxlan: flannel's subnet.env written by the node's VxlanAgent, and the plugin's own data dir. */
+  subnetFile: string;
+  dataDir: string;
+}
+
+export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: string, o?: ConflistOptions): void {
+  const main =
+    o?.overlay === 'vxlan'
+      ? {
+          // flannel's shape: the plugin reads the agent's subnet.env and delegates to bridge + host-local;
+          // pods keep their source addresses across nodes (nothing outside the cluster to masquerade to).
+          type: 'kemu-vxlan',
+          subnetFile: o.subnetFile,
+          dataDir: o.dataDir,
+          delegate: { type: 'bridge', bridge: 'cni0', hairpinMode: true, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: podCIDR }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } },
+        }
+      : undefined;
   fs.writeFileSync(
     path.join(confDir, `10-${CLUSTER_NETWORK}.conflist`),
     JSON.stringify(
@@ -48,7 +70,7 @@ export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: 
         cniVersion: '1.0.0',
         name: CLUSTER_NETWORK,
         plugins: [
-          {
+          main ?? {
             type: 'bridge',
             bridge: 'cni0',
             isGateway: true,
@@ -69,6 +91,11 @@ export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: 
       2,
     ),
   );
+}
+
+/** The in-process plugins every node's chain may name. */
+export function clusterPlugins(hostLocalPlugin: CniPlugin = hostLocal): Record<string, CniPlugin> {
+  return { bridge, 'host-local': hostLocalPlugin, portmap, loopback, [vxlan.name]: vxlan };
 }
 
 /** host-local's on-disk allocations: one file per address. */
@@ -141,6 +168,8 @@ export class SimClusterNetwork {
   readonly world: World;
   readonly nodes = new Map<string, SimNodeNetwork>();
   readonly pods = new NetnsDirectory();
+  /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
+  overlay: OverlayKind = 'bridge';
   private underlayReady = false;
 
   private readonly saveFile: string;
@@ -207,9 +236,13 @@ export class SimClusterNetwork {
     const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
     const confDir = path.join(dir, 'net.d');
     fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
-    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'));
+    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'), {
+      overlay: this.overlay,
+      subnetFile: path.join(dir, 'subnet.env'),
+      dataDir: path.join(dir, 'vxlan'),
+    });
     const invoker = new InProcessInvoker({
-      plugins: { bridge, 'host-local': this.hostLocal, portmap, loopback },
+      plugins: clusterPlugins(this.hostLocal),
       datapath,
       resultCache: this.persist ? undefined : 'memory',
     });
@@ -238,7 +271,7 @@ export class SimClusterNetwork {
       netnsHooks,
     };
     this.nodes.set(nodeName, node);
-    await this.syncRoutes();
+    if (this.overlay === 'bridge') await this.syncRoutes();
     return node;
   }
 

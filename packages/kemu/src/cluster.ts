@@ -62,6 +62,11 @@ export interface ClusterOptions {
   nodeProcesses?: boolean;
   /** Serve the Kubernetes-style API on this unix socket (node processes need it). */
   apiSocket?: string;
+  /**
+   * Simulated datapath: route pod CIDRs in the underlay (one route per node) instead of host-gw between
+   * every pair of nodes. Default: beyond 255 nodes.
+   */
+  routedUnderlay?: boolean;
 }
 
 export type { ClusterNode } from './node.js';
@@ -171,6 +176,11 @@ export class Cluster {
         ? new LinuxClusterNetwork(options.stateDir)
         : new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
     this.network.overlay = options.network === 'vxlan' ? 'vxlan' : 'bridge';
+    if (this.network instanceof SimClusterNetwork) {
+      this.network.podNetwork = this.podNetwork();
+      this.network.routedUnderlay = options.routedUnderlay ?? (options.nodes ?? 3) > 255;
+      this.network.underlayGateway = subnet(options.nodeSubnet ?? '172.18.0.0/16', -9, 'node');
+    }
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createLinuxDatapath, HOST_NETNS, InProcessInvoker, isDatapathError, type LinuxDatapath } from '@kemu/cni';
+import { createLinuxDatapath, type Datapath, HOST_NETNS, InProcessInvoker, isDatapathError, type LinuxDatapath } from '@kemu/cni';
 import { CniNetwork, type NetworkManager } from '@kemu/cri';
 import {
   CLUSTER_NETWORK,
@@ -167,7 +167,7 @@ export class LinuxClusterNetwork {
       netnsHooks,
     };
     this.nodes.set(nodeName, node);
-    if (this.overlay === 'bridge') await this.syncRoutes();
+    if (this.overlay === 'bridge') await this.addNodeRoutes(node);
     return node;
   }
 
@@ -177,14 +177,18 @@ export class LinuxClusterNetwork {
   }
 
   /** Every node routes every other node's pod CIDR via that node's IP on the underlay. */
-  async syncRoutes(): Promise<void> {
+  /**
+   * Routes for a node that just joined, in both directions: it routes every other node's pod CIDR via that
+   * node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).
+   */
+  async addNodeRoutes(m: { nodeName: string; podCIDR: string; nodeIP: string; datapath: Datapath }): Promise<void> {
     for (const n of this.nodes.values()) {
-      for (const m of this.nodes.values()) {
-        if (m === n) continue;
-        await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
-      }
+      if (n.nodeName === m.nodeName) continue;
+      await m.datapath.addRoute(HOST_NETNS, { dst: n.podCIDR, via: n.nodeIP, dev: 'eth0' }, { replace: true });
+      await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
     }
   }
+
 
   /** A real ping from a pod's network namespace. */
   async ping(netns: string, to: string): Promise<PingOutcome> {

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type CniPlugin, HOST_NETNS, InProcessInvoker } from '@kemu/cni';
+import { type CniPlugin, type Datapath, HOST_NETNS, InProcessInvoker } from '@kemu/cni';
 import { vxlan } from '@kemu/cni-vxlan';
 import { createSimDatapath, type SimDatapath } from '@kemu/cni/datapath-sim';
 import { bridge } from '@kemu/cni-bridge';
@@ -170,6 +170,16 @@ export class SimClusterNetwork {
   readonly pods = new NetnsDirectory();
   /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
   overlay: OverlayKind = 'bridge';
+  /**
+   * With a routed underlay the underlay namespace is a router (a top-of-rack switch that learned the pod
+   * CIDRs): one route per node there, and each node sends the pod network to it. Host-gw needs nodes²
+   * routes, which a 5,000-node cluster cannot hold; the cluster switches beyond 255 nodes.
+   */
+  routedUnderlay = false;
+  /** The cluster's pod network, which nodes route to the underlay router. */
+  podNetwork = '10.244.0.0/16';
+  /** The underlay router's address (the bridge's own address in the node subnet). */
+  underlayGateway = '172.18.0.1';
   private underlayReady = false;
 
   private readonly saveFile: string;
@@ -212,6 +222,10 @@ export class SimClusterNetwork {
     }
     await dp.addNetns(UNDERLAY_NS);
     await dp.addLink(UNDERLAY_NS, { kind: 'bridge', name: UNDERLAY_BRIDGE, up: true });
+    if (this.routedUnderlay) {
+      await dp.addAddr(UNDERLAY_NS, UNDERLAY_BRIDGE, `${this.underlayGateway}/${this.nodePrefixLen}`);
+      await dp.setSysctl(UNDERLAY_NS, 'net.ipv4.ip_forward', '1');
+    }
     this.underlayReady = true;
   }
 
@@ -271,7 +285,10 @@ export class SimClusterNetwork {
       netnsHooks,
     };
     this.nodes.set(nodeName, node);
-    if (this.overlay === 'bridge') await this.syncRoutes();
+    if (this.overlay === 'bridge' && this.routedUnderlay) {
+      await datapath.addRoute(HOST_NETNS, { dst: this.podNetwork, via: this.underlayGateway, dev: 'eth0' }, { replace: true });
+      await datapath.addRoute(UNDERLAY_NS, { dst: podCIDR, via: nodeIP, dev: UNDERLAY_BRIDGE }, { replace: true });
+    } else if (this.overlay === 'bridge') await this.addNodeRoutes(node);
     return node;
   }
 
@@ -283,18 +300,18 @@ export class SimClusterNetwork {
   }
 
   /** Every node routes every other node's pod CIDR via that node's IP. */
-  async syncRoutes(): Promise<void> {
+  /**
+   * Routes for a node that just joined, in both directions: it routes every other node's pod CIDR via that
+   * node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).
+   */
+  async addNodeRoutes(m: { nodeName: string; podCIDR: string; nodeIP: string; datapath: Datapath }): Promise<void> {
     for (const n of this.nodes.values()) {
-      for (const m of this.nodes.values()) {
-        if (m === n) continue;
-        await n.datapath.addRoute(
-          HOST_NETNS,
-          { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' },
-          { replace: true },
-        );
-      }
+      if (n.nodeName === m.nodeName) continue;
+      await m.datapath.addRoute(HOST_NETNS, { dst: n.podCIDR, via: n.nodeIP, dev: 'eth0' }, { replace: true });
+      await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
     }
   }
+
 
   /** Pings `to` (an IP) from a pod's namespace; the result carries the hop-by-hop trace. */
   ping(podUid: string, to: string) {

@@ -1,0 +1,61 @@
+// Big simulated clusters route pod CIDRs in the underlay (a top-of-rack router with one route per node)
+// instead of host-gw between every pair of nodes, whose nodes² routes a 5,000-node cluster cannot hold.
+// The same path, forced on a small cluster: node -> underlay router -> node, pod addresses intact.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod } from '@kemu/core';
+import { Cluster, SimClusterNetwork } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const pod = (name: string, nodeName: string): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default' },
+  spec: { nodeName, containers: [{ name: 'app', image: 'busybox:1.36' }] },
+});
+
+describe('the routed underlay', () => {
+  let cluster: Cluster;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-routed-'));
+
+  beforeAll(async () => {
+    cluster = await Cluster.start({ stateDir, nodes: 3, fast: true, routedUnderlay: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('holds one route per node in the underlay and one pod-network route per node', async () => {
+    const net = cluster.network as SimClusterNetwork;
+    expect(net).toBeInstanceOf(SimClusterNetwork);
+    const under = [...net.nodes.values()][0].datapath;
+    const routes = (await under.listRoutes('/run/kemu/underlay')).filter((r) => r.via).map((r) => `${r.dst} via ${r.via}`);
+    expect(routes.sort()).toEqual(['10.244.1.0/24 via 172.18.0.10', '10.244.2.0/24 via 172.18.0.11', '10.244.3.0/24 via 172.18.0.12']);
+    for (const n of net.nodes.values()) {
+      const via = (await n.datapath.listRoutes('host')).filter((r) => r.via).map((r) => `${r.dst} via ${r.via}`);
+      expect(via).toEqual(['10.244.0.0/16 via 172.18.0.1']);
+    }
+  });
+
+  it('carries a pod-to-pod packet through the underlay router without NAT', async () => {
+    await cluster.store.create(pod('a', 'kemu-node-1'));
+    await cluster.store.create(pod('b', 'kemu-node-3'));
+    const end = Date.now() + 20_000;
+    let ps: Pod[] = [];
+    while (Date.now() < end) {
+      ps = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
+      if (ps.length === 2 && ps.every((p) => p.status?.podIP)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const t = await cluster.trace('a', 'b');
+    expect(t.reachable).toBe(true);
+    expect(t.text).toContain('kemu-node-1/eth0  route   10.244.0.0/16 via 172.18.0.1 dev eth0');
+    expect(t.text).toMatch(/underlay\/kemu-underlay\s+route\s+10\.244\.3\.0\/24 via 172\.18\.0\.12 dev kemu-underlay/);
+    const a = ps.find((p) => p.metadata.name === 'a')!;
+    const b = ps.find((p) => p.metadata.name === 'b')!;
+    expect(t.text).toContain(`IP ${a.status?.podIP} > ${b.status?.podIP}: ICMP echo request, id 1, seq 1, ttl 61`);
+  });
+});

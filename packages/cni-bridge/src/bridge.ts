@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import {
   type CniInterface,
   CniError,
@@ -70,7 +71,8 @@ export function loadBridgeConfig(ctx: PluginContext): BridgeConfig {
  * the most IFNAMSIZ allows after "veth") keep collisions unlikely even with tens of thousands of pods.
  */
 export function hostVethName(network: string, containerId: string, ifname: string): string {
-  return `veth${createHash('sha256').update(`${network}\0${containerId}\0${ifname}`).digest('hex').slice(0, 11)}`;
+  // SHA-256 in JavaScript: node:crypto would initialise OpenSSL, about 6 ms of every plugin start.
+  return `veth${bytesToHex(sha256(utf8ToBytes(`${network}\0${containerId}\0${ifname}`))).slice(0, 11)}`;
 }
 
 const natOwner = (ctx: PluginContext): string => `bridge ${ctx.conf.name} ${ctx.containerId}`;

@@ -1,5 +1,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import type * as NL from 'netlink';
 import {
   type AddrInfo,
@@ -114,11 +116,10 @@ interface NetlinkModule {
   ifla: typeof NL.ifla;
 }
 let nlMod: NetlinkModule | undefined;
-// Builtins only some operations need (iptables children, NAT chain names) load on first use: every
+// Builtins only some operations need (iptables children) load on first use: every
 // module a plugin executable imports up front is paid on each start, VERSION and DEL included.
 const lazyRequire = createRequire(import.meta.url);
 const childProcess = (): typeof import('node:child_process') => lazyRequire('node:child_process') as typeof import('node:child_process');
-const crypto = (): typeof import('node:crypto') => lazyRequire('node:crypto') as typeof import('node:crypto');
 let setnsFn: ((fd: number, type: number) => number) | undefined;
 
 /**
@@ -795,7 +796,8 @@ export class LinuxDatapath implements Datapath {
   // ----- NAT with iptables (nat table), one chain per owner
 
   private static chain(prefix: 'KEMU-MASQ-' | 'KEMU-DN-' | 'KEMU-SN-', owner: string): string {
-    return prefix + crypto().createHash('sha256').update(owner).digest('hex').slice(0, 16).toUpperCase();
+    // SHA-256 in JavaScript: node:crypto would initialise OpenSSL on a plugin start that needs nothing else of it.
+    return prefix + bytesToHex(sha256(utf8ToBytes(owner))).slice(0, 16).toUpperCase();
   }
 
   private static ownerComment(owner: string): string {

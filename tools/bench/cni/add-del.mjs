@@ -144,7 +144,9 @@ async function main() {
     return new Promise((resolve) => {
       const c0 = cpuNow();
       const t0 = performance.now();
-      spawn(process.execPath, ['-e', '0']).on('close', () => {
+      // The plugins' environment, not this process's: variables such as NODE_EXTRA_CA_CERTS (read at
+      // every Node start) would make the baseline slower than the plugins it is compared with.
+      spawn(process.execPath, ['-e', '0'], { env: { PATH: process.env.PATH } }).on('close', () => {
         cpuSum.node0 = (cpuSum.node0 ?? 0) + cpuNow() - c0;
         cpuN.node0 = (cpuN.node0 ?? 0) + 1;
         resolve(performance.now() - t0);

@@ -110,7 +110,9 @@ for (let i = 0; i < Number(values.rounds); i++) {
     const order = [...g.cmds.slice(i % g.cmds.length), ...g.cmds.slice(0, i % g.cmds.length)];
     const args = [...base, '--prepare', g.prepare];
     for (const [name, cmd] of order) args.push('-n', name, cmd);
-    const r = spawnSync('hyperfine', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+    // A plain environment for every command: variables such as NODE_EXTRA_CA_CERTS (read at every Node
+    // start) would weigh on node -e 0 and the plugins alike and blur the difference measured here.
+    const r = spawnSync('hyperfine', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME } });
     if (r.status !== 0) break;
     for (const x of JSON.parse(readFileSync(hfJson, 'utf8')).results) round[x.command] = x;
   }

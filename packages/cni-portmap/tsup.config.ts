@@ -21,7 +21,7 @@ export default defineConfig([
     dts: false,
     clean: false,
     splitting: false,
-    noExternal: [/^@kemu\//],
+    noExternal: [/^@kemu\//, /^@noble\//],
     esbuildOptions(options) {
       options.conditions = ['@kemu/source'];
     },
@@ -30,7 +30,8 @@ export default defineConfig([
     // The plugin bundle: one CommonJS file (what the launcher can compile with a code cache), with
     // @kemu/* compiled from source through the condition vitest and tsc use. Bundling their built dist
     // instead drags in its chunk wrappers and every module the chunks share, which each start pays for.
-    // netlink and koffi stay outside (native, loaded on first use).
+    // netlink and koffi stay outside (native, loaded on first use); @noble/hashes, plain JavaScript
+    // (and ESM only, which a CommonJS bundle could not require), goes in.
     entry: { main: 'src/main.ts' },
     format: ['cjs'],
     target: 'node20',
@@ -39,7 +40,7 @@ export default defineConfig([
     dts: false,
     clean: false,
     splitting: false,
-    noExternal: [/^@kemu\//],
+    noExternal: [/^@kemu\//, /^@noble\//],
     esbuildOptions(options) {
       options.conditions = ['@kemu/source'];
     },

@@ -46,7 +46,11 @@ describe('kemu-cni install', () => {
     for (const p of plugins) {
       expect(readlinkSync(join(dir, `kemu-${p}`))).toBe(binOf(p));
     }
-    const v = spawnSync(join(dir, 'kemu-host-local'), [], { env: { CNI_COMMAND: 'VERSION' }, input: '{}', encoding: 'utf8' });
-    expect(JSON.parse(v.stdout).supportedVersions).toContain('1.1.0');
+    // Every installed executable starts (launcher, bundle, what the bundle requires) and answers VERSION.
+    for (const p of plugins) {
+      const v = spawnSync(join(dir, `kemu-${p}`), [], { env: { CNI_COMMAND: 'VERSION' }, input: '{}', encoding: 'utf8' });
+      expect([p, v.status, v.stderr]).toEqual([p, 0, '']);
+      expect(JSON.parse(v.stdout).supportedVersions).toContain('1.1.0');
+    }
   });
 });

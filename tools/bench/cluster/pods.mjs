@@ -22,7 +22,20 @@ const { benchPods } = await import(path.join(repo, 'packages/kemu/dist/index.js'
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = [];
 for (let i = 0; i < Number(values.runs); i++) {
-  const r = await benchPods({ nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), fast: values.fast });
+  // Progress on stderr, a line per tenth, so long runs (the 5,000-node envelope) show where they are.
+  const tenth = (label) => {
+    let last = -1;
+    return (done, total) => {
+      const t = Math.floor((done * 10) / total);
+      if (t !== last) console.error(`  ${label} ${done}/${total} (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
+      last = t;
+    };
+  };
+  const t0 = performance.now();
+  const r = await benchPods(
+    { nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), fast: values.fast, onNodes: tenth('nodes') },
+    ((f) => (n) => f(n, Number(values.pods)))(tenth('pods running')),
+  );
   console.error(`run ${i + 1}: ${JSON.stringify(r)}`);
   results.push(r);
 }

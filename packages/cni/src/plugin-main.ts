@@ -1,4 +1,4 @@
-import { fstatSync, readSync } from 'node:fs';
+import { fstatSync, readSync, writeSync } from 'node:fs';
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode, toCniError } from './errors.js';
 import { execDelegate, findInPath } from './invoke-exec.js';
@@ -51,6 +51,23 @@ function stdinIsCharDevice(): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Writes the result with blocking writes to fd 1: process.stdout on a pipe is a net.Socket, and building
+ * it loads node:net and the stream machinery, a measurable part of a plugin start. A non-blocking fd 1
+ * (EAGAIN) or any other failure takes the stream path for what is left.
+ */
+function writeStdout(text: string): void {
+  let buf = Buffer.from(text);
+  try {
+    while (buf.length > 0) buf = buf.subarray(writeSync(1, buf));
+    return;
+  } catch (e) {
+    // Nobody reads the result any more: nothing left to tell.
+    if ((e as NodeJS.ErrnoException).code === 'EPIPE') return;
+  }
+  process.stdout.write(buf);
 }
 
 async function readStdin(): Promise<Buffer> {
@@ -120,11 +137,11 @@ export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<v
       delegate,
     });
     if (dp) await (await dp.catch(() => undefined))?.close?.();
-    if (out.stdout) process.stdout.write(out.stdout);
+    if (out.stdout) writeStdout(out.stdout);
     process.exitCode = out.exitCode;
   } catch (e) {
     // Anything outside the skeleton (stdin unreadable, close failing) still ends as a CNI error, never a trace.
-    process.stdout.write(JSON.stringify(toCniError(e).toJSON(CURRENT_VERSION)));
+    writeStdout(JSON.stringify(toCniError(e).toJSON(CURRENT_VERSION)));
     process.exitCode = 1;
   }
 }

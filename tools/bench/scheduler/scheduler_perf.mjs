@@ -162,8 +162,30 @@ async function runMemory(lib, w, bar) {
   return { secs, cpuSecs: (cpu.user + cpu.system) / 1e6, latencies };
 }
 
+/**
+ * The store runs priority admission, which rejects a literal spec.priority: give each priority value a
+ * PriorityClass and name it instead. No kubelet runs here to finish a graceful deletion, so preemption
+ * victims go at once (grace period 0).
+ */
+async function admitPriorities(store, pods) {
+  const classes = new Set();
+  for (const p of pods) {
+    p.spec.terminationGracePeriodSeconds ??= 0;
+    const v = p.spec.priority;
+    if (v === undefined) continue;
+    const name = `bench-priority-${v}`;
+    if (!classes.has(name)) {
+      classes.add(name);
+      await store.create({ apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value: v });
+    }
+    delete p.spec.priority;
+    p.spec.priorityClassName = name;
+  }
+}
+
 async function runStore(lib, core, w, bar) {
   const store = await core.createMemoryStore();
+  await admitPriorities(store, [...w.init, ...w.measured]);
   for (const n of w.nodes) await store.create(n);
   for (const p of w.init) await store.create(p);
   const sched = new lib.Scheduler({ store, random: lib.seededRandom(7) });

@@ -8,16 +8,7 @@ import { type KubeObject, parseManifests, type Pod } from '@kemu/core';
 import { Kubelet } from '@kemu/kubelet';
 import { Cluster, demoManifestPath, leftovers } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { until } from './util.js';
 
 const inCidr = (ip: string, cidr: string) => ip.startsWith(cidr.split('.').slice(0, 3).join('.'));
 

@@ -9,19 +9,10 @@ import { type KubeObject, parseManifests, type Pod } from '@kemu/core';
 import { cri, grpc, promiseClient } from '@kemu/proto';
 import { Cluster, demoManifestPath, leftovers, linuxUnsupportedReason, type LinuxClusterNetwork } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from './util.js';
 
 const why = linuxUnsupportedReason();
 if (why) console.log(`skipping the linux-datapath cluster tests: ${why}`);
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const inCidr = (ip: string, cidr: string) => ip.startsWith(cidr.split('.').slice(0, 3).join('.'));
 const netnsNames = () => (fs.existsSync('/run/netns') ? fs.readdirSync('/run/netns') : []);

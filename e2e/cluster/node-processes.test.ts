@@ -5,36 +5,15 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Pod } from '@kemu/core';
 import { Cluster, linuxUnsupportedReason } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pinnedPod, until } from './util.js';
 import { haveEtcd, startEtcd } from '../storage/processes.js';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const cliBuilt = fs.existsSync(path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js'));
 if (!cliBuilt) console.log('skipping the node-process tests: packages/kemu is not built (npx nx build kemu)');
 const why = linuxUnsupportedReason();
 if (why) console.log(`skipping the node-process tests on the linux datapath: ${why}`);
-
-const pod = (name: string, nodeName: string): Pod => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default' },
-  spec: {
-    nodeName,
-    terminationGracePeriodSeconds: 1,
-    containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep infinity & wait"] }],
-  },
-});
 
 for (const mode of ['sim', 'linux'] as const) {
   describe.runIf(cliBuilt && (mode === 'sim' || !why))(`nodes in their own processes (${mode} datapath)`, () => {
@@ -79,8 +58,8 @@ for (const mode of ['sim', 'linux'] as const) {
     });
 
     it('runs pods on both nodes; on linux they reach each other across nodes', async () => {
-      await cluster.store.create(pod('a', 'kemu-node-1'));
-      await cluster.store.create(pod('b', 'kemu-node-2'));
+      await cluster.store.create(pinnedPod('a', 'kemu-node-1'));
+      await cluster.store.create(pinnedPod('b', 'kemu-node-2'));
       const [a, b] = [await running('a'), await running('b')];
       expect(a.status?.podIP).toMatch(/^10\.244\.1\./);
       expect(b.status?.podIP).toMatch(/^10\.244\.2\./);
@@ -125,7 +104,7 @@ for (const mode of ['sim', 'linux'] as const) {
       const child = spawn(process.execPath, [cli, ...args], { stdio: 'ignore' });
       try {
         await until('extra-1 joined', async () => cluster.joinedNodes.has('extra-1'));
-        await cluster.store.create(pod('c', 'extra-1'));
+        await cluster.store.create(pinnedPod('c', 'extra-1'));
         const c = await running('c');
         expect(c.status?.podIP).toMatch(/^10\.244\.200\./);
         const out = await cluster.extensions().podExec!('default', 'c', { command: ['echo', 'hello'] });
@@ -185,7 +164,7 @@ describe.runIf(cliBuilt && haveEtcd)('a node joining through etcd', () => {
         const n = await cluster.store.get('Node', '', 'far-1').catch(() => undefined);
         return n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
       });
-      await cluster.store.create(pod('far', 'far-1'));
+      await cluster.store.create(pinnedPod('far', 'far-1'));
       const p = await until('far Running', async () => {
         const x = await cluster.store.get('Pod', 'default', 'far');
         return x.status?.phase === 'Running' && x;

@@ -7,13 +7,7 @@ import path from 'node:path';
 import type { Pod } from '@kemu/core';
 import { Cluster, SimClusterNetwork } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const pod = (name: string, nodeName: string): Pod => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default' },
-  spec: { nodeName, containers: [{ name: 'app', image: 'busybox:1.36' }] },
-});
+import { pinnedPod, until } from './util.js';
 
 describe('the routed underlay', () => {
   let cluster: Cluster;
@@ -41,15 +35,12 @@ describe('the routed underlay', () => {
   });
 
   it('carries a pod-to-pod packet through the underlay router without NAT', async () => {
-    await cluster.store.create(pod('a', 'kemu-node-1'));
-    await cluster.store.create(pod('b', 'kemu-node-3'));
-    const end = Date.now() + 20_000;
-    let ps: Pod[] = [];
-    while (Date.now() < end) {
-      ps = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
-      if (ps.length === 2 && ps.every((p) => p.status?.podIP)) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await cluster.store.create(pinnedPod('a', 'kemu-node-1'));
+    await cluster.store.create(pinnedPod('b', 'kemu-node-3'));
+    const ps = await until('both pods with IPs', async () => {
+      const items = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
+      return items.length === 2 && items.every((p) => p.status?.podIP) && items;
+    });
     const t = await cluster.trace('a', 'b');
     expect(t.reachable).toBe(true);
     expect(t.text).toContain('kemu-node-1/eth0  route   10.244.0.0/16 via 172.18.0.1 dev eth0');

@@ -9,28 +9,12 @@ import path from 'node:path';
 import type { Pod } from '@kemu/core';
 import { Cluster, type LinuxClusterNetwork, linuxUnsupportedReason } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { pinnedPod, until } from './util.js';
 
 const why = linuxUnsupportedReason();
 const haveTshark = spawnSync('tshark', ['--version']).status === 0;
 if (why) console.log(`skipping the vxlan cluster test on the linux datapath: ${why}`);
 else if (!haveTshark) console.log('skipping the vxlan cluster test on the linux datapath: tshark is not installed');
-
-const pod = (name: string, nodeName: string): Pod => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default' },
-  spec: { nodeName, containers: [{ name: 'app', image: 'busybox:1.36' }] },
-});
 
 for (const datapath of ['sim', 'linux'] as const) {
   describe.runIf(datapath === 'sim' || (!why && haveTshark))(`the vxlan overlay (${datapath} datapath)`, () => {
@@ -41,8 +25,8 @@ for (const datapath of ['sim', 'linux'] as const) {
 
     beforeAll(async () => {
       cluster = await Cluster.start({ stateDir, nodes: 2, fast: true, datapath, network: 'vxlan' });
-      await cluster.store.create(pod('a', 'kemu-node-1'));
-      await cluster.store.create(pod('b', 'kemu-node-2'));
+      await cluster.store.create(pinnedPod('a', 'kemu-node-1'));
+      await cluster.store.create(pinnedPod('b', 'kemu-node-2'));
       [a, b] = await until('both Running', async () => {
         const ps = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
         return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') && ps.sort((x, y) => (x.metadata.name ?? '').localeCompare(y.metadata.name ?? ''));
@@ -83,14 +67,14 @@ for (const datapath of ['sim', 'linux'] as const) {
         expect(routes).not.toMatch(/10\.244\.2\.0\/24 via 172\.18\.0\.11/);
         const capture = spawn(
           'nsenter',
-          [`--net=/run/netns/${net.underlayName}`, '--', 'tshark', '-i', 'kemu-underlay', '-f', 'udp port 8472', '-c', '2', '-a', 'duration:15', '-d', 'udp.port==8472,vxlan', '-T', 'fields', '-e', 'vxlan.vni', '-e', 'ip.src'],
+          [`--net=/run/netns/${net.underlayName}`, '--', 'tshark', '-i', 'kemu-underlay', '-f', 'udp port 8472', '-c', '2', '-a', 'duration:40', '-d', 'udp.port==8472,vxlan', '-T', 'fields', '-e', 'vxlan.vni', '-e', 'ip.src'],
           { stdio: ['ignore', 'pipe', 'pipe'] },
         );
         let out = '';
         let err = '';
         capture.stdout.on('data', (c) => (out += c));
         capture.stderr.on('data', (c) => (err += c));
-        await until('tshark capturing', async () => err.includes('Capturing on'), 15_000);
+        await until('tshark capturing', async () => err.includes('Capturing on'), 40_000);
         const t = await cluster.trace('a', 'b');
         expect(t.reachable).toBe(true);
         await new Promise((r) => capture.once('exit', r));
@@ -100,7 +84,8 @@ for (const datapath of ['sim', 'linux'] as const) {
           expect(vni).toBe('1');
           expect(['172.18.0.10', '172.18.0.11']).toContain(outer.split(',')[0]);
         }
-      }, 40_000);
+        // tshark can take many seconds to start when the machine is busy.
+      }, 90_000);
     }
   });
 }

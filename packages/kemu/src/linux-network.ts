@@ -7,17 +7,17 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createLinuxDatapath, type Datapath, HOST_NETNS, InProcessInvoker, isDatapathError, type LinuxDatapath } from '@kemu/cni';
-import { CniNetwork, type NetworkManager } from '@kemu/cri';
+import { createLinuxDatapath, type Datapath, HOST_NETNS, isDatapathError, type LinuxDatapath } from '@kemu/cni';
+import type { NetworkManager } from '@kemu/cri';
 import {
   CLUSTER_NETWORK,
   clusterPlugins,
   countIpFiles,
   NetnsDirectory,
+  nodeCni,
   type OverlayKind,
   RecordingNetwork,
   uplinkName,
-  writeClusterConflist,
 } from './sim-network.js';
 
 const IP = '/usr/sbin/ip';
@@ -132,21 +132,7 @@ export class LinuxClusterNetwork {
     await datapath.setLink(HOST_NETNS, 'lo', { up: true });
     await datapath.setSysctl(HOST_NETNS, 'net.ipv4.ip_forward', '1');
 
-    const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
-    const confDir = path.join(dir, 'net.d');
-    fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
-    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'), {
-      overlay: this.overlay,
-      subnetFile: path.join(dir, 'subnet.env'),
-      dataDir: path.join(dir, 'vxlan'),
-    });
-    const cni = new CniNetwork({
-      confDir,
-      binDirs: [path.join(dir, 'bin')],
-      cacheDir: path.join(dir, 'cache'),
-      invoker: new InProcessInvoker({ plugins: clusterPlugins(), datapath }),
-    });
-    await cni.refresh();
+    const cni = await nodeCni(this.stateDir, nodeName, podCIDR, this.overlay, { plugins: clusterPlugins(), datapath });
     const netnsHooks = {
       create: async (p: string) => {
         await ensureNetns(path.basename(p));

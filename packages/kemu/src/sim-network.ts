@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { type CniPlugin, type Datapath, HOST_NETNS, InProcessInvoker } from '@kemu/cni';
+import { type CniPlugin, type Datapath, HOST_NETNS, InProcessInvoker, type InProcessInvokerOptions } from '@kemu/cni';
 import { vxlan } from '@kemu/cni-vxlan';
 import { createSimDatapath, type SimDatapath } from '@kemu/cni/datapath-sim';
 import { bridge } from '@kemu/cni-bridge';
@@ -91,6 +91,32 @@ export function writeClusterConflist(confDir: string, podCIDR: string, ipamDir: 
       2,
     ),
   );
+}
+
+/** A node's CNI runtime: its conflist under `<stateDir>/nodes/<node>/cni/net.d`, run by an in-process invoker. */
+export async function nodeCni(
+  stateDir: string,
+  nodeName: string,
+  podCIDR: string,
+  overlay: OverlayKind,
+  invoker: InProcessInvokerOptions,
+): Promise<CniNetwork> {
+  const dir = path.join(stateDir, 'nodes', nodeName, 'cni');
+  const confDir = path.join(dir, 'net.d');
+  fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
+  writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'), {
+    overlay,
+    subnetFile: path.join(dir, 'subnet.env'),
+    dataDir: path.join(dir, 'vxlan'),
+  });
+  const cni = new CniNetwork({
+    confDir,
+    binDirs: [path.join(dir, 'bin')],
+    cacheDir: path.join(dir, 'cache'),
+    invoker: new InProcessInvoker(invoker),
+  });
+  await cni.refresh();
+  return cni;
 }
 
 /** The in-process plugins every node's chain may name. */
@@ -247,26 +273,11 @@ export class SimClusterNetwork {
       await datapath.setSysctl(HOST_NETNS, 'net.ipv4.ip_forward', '1');
     }
 
-    const dir = path.join(this.stateDir, 'nodes', nodeName, 'cni');
-    const confDir = path.join(dir, 'net.d');
-    fs.mkdirSync(confDir, { recursive: true, mode: 0o700 });
-    writeClusterConflist(confDir, podCIDR, path.join(dir, 'ipam'), {
-      overlay: this.overlay,
-      subnetFile: path.join(dir, 'subnet.env'),
-      dataDir: path.join(dir, 'vxlan'),
-    });
-    const invoker = new InProcessInvoker({
+    const cni = await nodeCni(this.stateDir, nodeName, podCIDR, this.overlay, {
       plugins: clusterPlugins(this.hostLocal),
       datapath,
       resultCache: this.persist ? undefined : 'memory',
     });
-    const cni = new CniNetwork({
-      confDir,
-      binDirs: [path.join(dir, 'bin')],
-      cacheDir: path.join(dir, 'cache'),
-      invoker,
-    });
-    await cni.refresh();
     const netnsHooks = simNetnsHooks(datapath);
     const node: SimNodeNetwork = {
       nodeName,

@@ -1,0 +1,27 @@
+// Shared by the cluster tests: polling for a condition, and a minimal pod pinned to a node.
+import type { Pod } from '@kemu/core';
+
+/** Polls `fn` every 100 ms until it returns something truthy; fails naming `what` after `timeoutMs`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const v = await fn();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A one-container pod bound to `nodeName`, whose command stops at once on SIGTERM (real or simulated). */
+export function pinnedPod(name: string, nodeName: string): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      nodeName,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep infinity & wait"] }],
+    },
+  };
+}

@@ -120,8 +120,13 @@ export class SchedulingQueue implements Nominator {
 
   /** The unschedulable pod whose backoff ends first, ahead of time. */
   private popBackoff(): QueuedPodInfo | null {
+    return this.take(this.backoff);
+  }
+
+  /** Pops the first live entry of `heap` (entries of pods moved elsewhere stay behind, dead) into flight. */
+  private take(heap: Heap<Entry>): QueuedPodInfo | null {
     for (;;) {
-      const e = this.backoff.pop();
+      const e = heap.pop();
       if (!e) return null;
       if (!e.live) continue;
       e.live = false;
@@ -230,16 +235,7 @@ export class SchedulingQueue implements Nominator {
   }
 
   tryPop(): QueuedPodInfo | null {
-    for (;;) {
-      const e = this.active.pop();
-      if (!e) return null;
-      if (!e.live) continue;
-      e.live = false;
-      this.index.set(e.qpi.pi.key, { where: 'inflight', qpi: e.qpi });
-      this.schedulingCycle++;
-      e.qpi.attempts++;
-      return e.qpi;
-    }
+    return this.take(this.active);
   }
 
   /** The cycle a popped pod was scheduled in; a move request since then sends it to backoff, not limbo. */

@@ -22,6 +22,7 @@ export {
   type TypedClient,
   type TypedClientConstructor,
   type UnaryCallOptions,
+  type UnaryRequester,
 } from './runtime';
 export {
   createGrpcServer,
@@ -36,3 +37,20 @@ export {
 } from './server';
 export * as grpc from '@grpc/grpc-js';
 export { encodeGrpcMessage, Http2GrpcServer, type Http2GrpcServerOptions } from './server-http2';
+export {
+  callError,
+  decodeGrpcMessage,
+  Http2GrpcChannel,
+  type Http2CallOptions,
+  type Http2ChannelOptions,
+  Http2UnaryCall,
+  type StatusObject,
+} from './client-http2';
+export {
+  defaultGrpcClient,
+  type GrpcChannel,
+  type GrpcClientEngine,
+  openChannel,
+  type OpenChannelOptions,
+  parseGrpcClient,
+} from './channel';

@@ -267,6 +267,12 @@ export interface UnaryCallOptions {
   metadata?: grpc.Metadata;
   /** Deadline in milliseconds from now. */
   timeoutMs?: number;
+  /** Cancels the call when aborted (the call fails CANCELLED). */
+  signal?: AbortSignal;
+  /** Receives the response headers as metadata (not called for a trailers-only response). */
+  onMetadata?: (metadata: grpc.Metadata) => void;
+  /** Receives the final status with the trailing metadata, OK included. */
+  onStatus?: (status: grpc.StatusObject) => void;
 }
 
 /** Calls a unary RPC on a typed client and returns a promise of the response. */
@@ -305,16 +311,76 @@ export type PromiseApi<M> = {
     : never;
 };
 
-/** A promise API over a socket client (each call is {@link unaryCall}). */
-export function promiseClient<M>(
-  definition: ServiceDefinitionOf<M>,
-  client: grpc.Client & { readonly __methods?: M },
-): PromiseApi<M> {
+/**
+ * What promiseClient drives: a grpc-js client (any generated one, or a bare `grpc.Client`) or an
+ * {@link Http2GrpcChannel}; both have grpc-js's `makeUnaryRequest`.
+ */
+export interface UnaryRequester {
+  makeUnaryRequest(
+    path: string,
+    serialize: (value: any) => Buffer,
+    deserialize: (bytes: Buffer) => any,
+    request: any,
+    metadata: grpc.Metadata,
+    options: Partial<grpc.CallOptions>,
+    callback: (err: grpc.ServiceError | null, value?: any) => void,
+  ): UnaryCallHandle;
+}
+
+/** The parts of a started call promiseClient uses (grpc-js ClientUnaryCall or Http2UnaryCall). */
+interface UnaryCallHandle {
+  cancel(): void;
+  on?(event: string, listener: (...args: any[]) => void): unknown;
+  onMetadata?: ((md: grpc.Metadata) => void) | undefined;
+  onStatus?: ((st: grpc.StatusObject) => void) | undefined;
+}
+
+const NO_CALL_OPTIONS: Partial<grpc.CallOptions> = {};
+
+/** A promise API over a socket client: a grpc-js client or an Http2GrpcChannel. Streaming RPCs are left out. */
+export function promiseClient<M>(definition: ServiceDefinitionOf<M>, client: UnaryRequester): PromiseApi<M> {
   const api: Record<string, unknown> = {};
   for (const [name, method] of Object.entries(definition as grpc.ServiceDefinition)) {
     if (method.responseStream || method.requestStream) continue;
+    const { path, requestSerialize, responseDeserialize } = method;
     api[name] = (request: object, options?: UnaryCallOptions) =>
-      unaryCall(client as never, name as never, request as never, options);
+      new Promise((resolve, reject) => {
+        const signal = options?.signal;
+        if (signal?.aborted) {
+          reject(Object.assign(new Error(`${grpc.status.CANCELLED} CANCELLED: Cancelled on client`), {
+            code: grpc.status.CANCELLED,
+            details: 'Cancelled on client',
+            metadata: new grpc.Metadata(),
+          }));
+          return;
+        }
+        const callOptions =
+          options?.timeoutMs !== undefined ? { deadline: Date.now() + options.timeoutMs } : NO_CALL_OPTIONS;
+        const onAbort = () => call.cancel();
+        const call = client.makeUnaryRequest(
+          path,
+          requestSerialize,
+          responseDeserialize,
+          request,
+          options?.metadata ?? new grpc.Metadata(),
+          callOptions,
+          (err, response) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (err) reject(err);
+            else resolve(response);
+          },
+        );
+        if (options?.onMetadata || options?.onStatus) {
+          if ('onStatus' in call) {
+            call.onMetadata = options.onMetadata;
+            call.onStatus = options.onStatus;
+          } else {
+            if (options.onMetadata) call.on!('metadata', options.onMetadata);
+            if (options.onStatus) call.on!('status', options.onStatus);
+          }
+        }
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
   }
   return api as PromiseApi<M>;
 }

@@ -366,6 +366,8 @@ export class Http2UnaryCall<Res> {
   private compressed: boolean[] = [];
   private received: StatusObject | undefined;
   private connectionDropped = false;
+  /** 'end' came with a status: that handler owns the outcome (decompression may still be running). */
+  private ended = false;
   private internalError: (Error & { code?: string }) | undefined;
 
   constructor(
@@ -501,6 +503,7 @@ export class Http2UnaryCall<Res> {
     if (this.done) return;
     const st = this.received;
     if (!st) return; // no trailers: 'close' decides from the reset code
+    this.ended = true;
     if (st.code !== status.OK) {
       this.finish(st.code, st.details, st.metadata);
       return;
@@ -556,7 +559,7 @@ export class Http2UnaryCall<Res> {
 
   /** The stream closed: if no status was delivered, the reset code says why (grpc-js's mapping). */
   private onClose(): void {
-    if (this.done) return;
+    if (this.done || this.ended) return;
     const stream = this.stream!;
     if (this.received) {
       // Trailers came but the stream was reset before 'end': their status stands.

@@ -1,7 +1,7 @@
 // How a sidecar talks CSI: over a unix socket to any driver (the contract real sidecars have), or in
 // process to service objects (the composed stack at scale). Both present the same promise API and fail
 // with the same gRPC status codes, so every sidecar runs unchanged on either.
-import { csi, grpc, inProcessApi, type PromiseApi, promiseClient, socketPathFromEndpoint } from '@kemu/proto';
+import { csi, grpc, type GrpcClientEngine, inProcessApi, openChannel, type PromiseApi, socketPathFromEndpoint } from '@kemu/proto';
 
 export interface CsiConnection {
   /** `unix:///path` for sockets, `in-process` otherwise. */
@@ -15,28 +15,32 @@ export interface CsiConnection {
 export interface SocketConnectionOptions {
   /** Longest wait between reconnect attempts while the socket is absent (default 5 s). */
   maxReconnectBackoffMs?: number;
+  /** gRPC client implementation (default: KEMU_GRPC_CLIENT, else @kemu/proto's lean http2 client). */
+  client?: GrpcClientEngine;
 }
 
-/** A connection to a driver's unix socket. Calls fail UNAVAILABLE while the socket is absent and work once it appears. */
+/**
+ * A connection to a driver's unix socket: one channel for all three services. Calls fail UNAVAILABLE
+ * while the socket is absent and work once it appears.
+ */
 export function connectCsiSocket(endpoint: string, opts: SocketConnectionOptions = {}): CsiConnection {
   const socketPath = socketPathFromEndpoint(endpoint);
   const address = `unix://${socketPath}`;
-  const creds = grpc.credentials.createInsecure();
-  const channelOptions: grpc.ClientOptions = {
-    'grpc.initial_reconnect_backoff_ms': 100,
-    'grpc.max_reconnect_backoff_ms': opts.maxReconnectBackoffMs ?? 5000,
-    'grpc.max_receive_message_length': 16 * 1024 * 1024,
-  };
-  const identity = new csi.IdentityClient(address, creds, channelOptions);
-  const controller = new csi.ControllerClient(address, creds, channelOptions);
-  const node = new csi.NodeClient(address, creds, channelOptions);
+  const channel = openChannel(address, {
+    client: opts.client,
+    channelOptions: {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': opts.maxReconnectBackoffMs ?? 5000,
+      'grpc.max_receive_message_length': 16 * 1024 * 1024,
+    },
+  });
   return {
     address,
-    identity: promiseClient(csi.IdentityService, identity),
-    controller: promiseClient(csi.ControllerService, controller),
-    node: promiseClient(csi.NodeService, node),
+    identity: channel.service(csi.IdentityService),
+    controller: channel.service(csi.ControllerService),
+    node: channel.service(csi.NodeService),
     close() {
-      for (const c of [identity, controller, node]) c.close();
+      channel.close();
     },
   };
 }

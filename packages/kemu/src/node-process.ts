@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Node, SharedInformer, type Store } from '@kemu/core';
 import { HOST_NETNS } from '@kemu/cni';
-import { cri, csi, grpc, type PromiseApi, promiseClient } from '@kemu/proto';
+import { cri, csi, type GrpcChannel, openChannel, type PromiseApi } from '@kemu/proto';
 import { LinuxClusterNetwork } from './linux-network.js';
 import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, startNode } from './node.js';
 import { RemoteStore } from './remote-store.js';
@@ -110,26 +110,23 @@ export interface NodeConnection {
     identity: PromiseApi<csi.IdentityMethods>;
     node: PromiseApi<csi.NodeMethods>;
   };
-  clients: grpc.Client[];
+  clients: GrpcChannel[];
 }
 
-/** gRPC clients for a node's runtime and driver sockets. */
+/** gRPC channels to a node's runtime and driver sockets (the client is KEMU_GRPC_CLIENT's, else http2). */
 export function connectNode(criSocket: string, csiSocket: string): NodeConnection {
-  const creds = grpc.credentials.createInsecure();
-  const rtClient = new cri.RuntimeServiceClient(`unix://${criSocket}`, creds);
-  const ctlClient = new csi.ControllerClient(`unix://${csiSocket}`, creds);
-  const idClient = new csi.IdentityClient(`unix://${csiSocket}`, creds);
-  const nodeClient = new csi.NodeClient(`unix://${csiSocket}`, creds);
+  const rtChannel = openChannel(`unix://${criSocket}`);
+  const csiChannel = openChannel(`unix://${csiSocket}`);
   return {
     criSocket,
     csiSocket,
-    runtime: promiseClient(cri.RuntimeServiceService, rtClient),
+    runtime: rtChannel.service(cri.RuntimeServiceService),
     csi: {
-      controller: promiseClient(csi.ControllerService, ctlClient),
-      identity: promiseClient(csi.IdentityService, idClient),
-      node: promiseClient(csi.NodeService, nodeClient),
+      controller: csiChannel.service(csi.ControllerService),
+      identity: csiChannel.service(csi.IdentityService),
+      node: csiChannel.service(csi.NodeService),
     },
-    clients: [rtClient, ctlClient, idClient, nodeClient],
+    clients: [rtChannel, csiChannel],
   };
 }
 

@@ -3,7 +3,7 @@
 // plugin-registration API, connects to the advertised endpoint and reports the outcome back.
 import fs from 'node:fs';
 import path from 'node:path';
-import { csi, grpc, pluginregistration, promiseClient } from '@kemu/proto';
+import { csi, type GrpcChannel, openChannel, pluginregistration } from '@kemu/proto';
 import type { CsiNodeApi, CsiPluginRegistry } from './types.js';
 
 export class StaticPluginRegistry implements CsiPluginRegistry {
@@ -26,7 +26,7 @@ interface Registered {
   socket: string;
   endpoint: string;
   api: CsiNodeApi;
-  client: grpc.Client;
+  client: GrpcChannel;
 }
 
 export class PluginWatcher implements CsiPluginRegistry {
@@ -88,8 +88,8 @@ export class PluginWatcher implements CsiPluginRegistry {
   }
 
   private async register(socket: string) {
-    const reg = new pluginregistration.RegistrationClient(`unix://${socket}`, grpc.credentials.createInsecure());
-    const api = promiseClient(pluginregistration.RegistrationService, reg);
+    const reg = openChannel(`unix://${socket}`);
+    const api = reg.service(pluginregistration.RegistrationService);
     try {
       const info = await api.GetInfo({}, { timeoutMs: 5000 });
       const problem =
@@ -105,8 +105,8 @@ export class PluginWatcher implements CsiPluginRegistry {
         return;
       }
       const endpoint = info.endpoint?.startsWith('unix://') ? info.endpoint : `unix://${info.endpoint}`;
-      const client = new csi.NodeClient(endpoint, grpc.credentials.createInsecure());
-      const node = promiseClient(csi.NodeService, client);
+      const client = openChannel(endpoint);
+      const node = client.service(csi.NodeService);
       this.plugins.get(info.name!)?.client.close();
       this.plugins.set(info.name!, { socket, endpoint, api: node, client });
       await api.NotifyRegistrationStatus({ pluginRegistered: true, error: '' }, { timeoutMs: 5000 });

@@ -4,7 +4,7 @@
 // its own process over its unix socket (state persisted to a state dir, as in production).
 //
 //   node tools/bench/cri/lifecycle.mjs [--count 10000] [--concurrency 16] [--runs 3] [--network ipam|netsim|both]
-//                                      [--engine http2|grpc-js] [--json FILE]
+//                                      [--engine http2|grpc-js] [--client http2|grpc-js] [--json FILE]
 //
 // --network picks the sim backend's pod network: `ipam` hands out addresses only (the scale path),
 // `netsim` is the built-in default (bridge + host-local + portmap run in process on a simulated datapath).
@@ -12,8 +12,9 @@
 // is the same lifecycle on the same service objects called in process (no socket, no second process),
 // so the ratio shows what the gRPC hop and process boundary cost. The transport ceiling is measured in the
 // same run too: a bare unary echo (raw bytes, no service code) on a grpc-js server and on @kemu/proto's
-// http2 engine, driven by the same grpc-js client with the same concurrency (tools/bench/grpc); a
-// lifecycle is 5 calls. --engine picks kemu-cri's gRPC server engine (default: kemu-cri's own, http2).
+// http2 engine, driven by the same client with the same concurrency (tools/bench/grpc); a lifecycle is 5
+// calls. --engine picks kemu-cri's gRPC server engine (default: kemu-cri's own, http2); --client the client
+// the benchmark calls it with (default: the one kemu's own callers use, KEMU_GRPC_CLIENT or http2).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -93,6 +94,7 @@ async function main() {
       json: { type: 'string' },
       network: { type: 'string', default: 'both' },
       engine: { type: 'string', default: 'http2' },
+      client: { type: 'string' },
     },
   });
   const networks = values.network === 'both' ? ['ipam', 'netsim'] : [values.network];
@@ -105,8 +107,8 @@ async function benchNetwork(network, values) {
   const count = Number(values.count);
   const concurrency = Number(values.concurrency);
   const runs = Number(values.runs);
-  const grpc = await import('@grpc/grpc-js');
-  const { cri, unaryCall } = await import('@kemu/proto');
+  const { cri, defaultGrpcClient, openChannel, parseGrpcClient } = await import('@kemu/proto');
+  const client = parseGrpcClient(values.client) ?? defaultGrpcClient();
   const { createCri } = await import('@kemu/cri');
 
   const results = { socket: [], inProcess: [], echo: { 'grpc-js': [], http2: [] } };
@@ -128,36 +130,37 @@ async function benchNetwork(network, values) {
       if (Date.now() > deadline || server.exitCode !== null) throw new Error(`kemu-cri did not start: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    const rt = new cri.RuntimeServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
-    const img = new cri.ImageServiceClient(`unix://${socket}`, grpc.credentials.createInsecure());
-    await unaryCall(img, 'PullImage', { image: { image: 'busybox:1.36' } });
+    // As kemu's kubelet connects: one channel for both services.
+    const channel = openChannel(`unix://${socket}`, { client });
+    const rt = channel.service(cri.RuntimeServiceService);
+    const img = channel.service(cri.ImageServiceService);
+    await img.PullImage({ image: { image: 'busybox:1.36' } });
     // Same-run reference for the transport: Version is a no-op in kemu-cri, so N of them with the same
     // concurrency measure what a gRPC round trip costs here; a lifecycle is 5 round trips.
     const noopN = Math.min(count * 5, 20000);
-    for (let i = 0; i < 2000; i++) await unaryCall(rt, 'Version', {}); // JIT warm-up on both sides
+    for (let i = 0; i < 2000; i++) await rt.Version({}); // JIT warm-up on both sides
     let sent = 0;
     const n0 = process.hrtime.bigint();
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (sent < noopN) {
           sent++;
-          await unaryCall(rt, 'Version', {});
+          await rt.Version({});
         }
       }),
     );
     const noopRpcPerSec = noopN / (Number(process.hrtime.bigint() - n0) / 1e9);
     const cpu0 = cpuSeconds(server.pid);
     const clientCpu0 = process.cpuUsage();
-    const socketResult = await runLifecycles((m, r) => unaryCall(rt, m, r), count, concurrency, `s${run}`);
+    const socketResult = await runLifecycles((m, r) => rt[m](r), count, concurrency, `s${run}`);
     // CPU per lifecycle does not depend on what else the machine runs: 1000 / ms is what one core sustains.
     socketResult.serverCpuMsPerLifecycle = ((cpuSeconds(server.pid) - cpu0) * 1000) / count;
     const cu = process.cpuUsage(clientCpu0);
     socketResult.clientCpuMsPerLifecycle = (cu.user + cu.system) / 1000 / count;
     socketResult.noopRpcPerSec = noopRpcPerSec;
-    const left = await unaryCall(rt, 'ListPodSandbox', {});
+    const left = await rt.ListPodSandbox({});
     if (left.items.length !== 0) throw new Error(`${left.items.length} sandboxes left behind`);
-    rt.close();
-    img.close();
+    channel.close();
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
     rmSync(dir, { recursive: true, force: true });
@@ -176,7 +179,7 @@ async function benchNetwork(network, values) {
     results.inProcess.push(ref);
 
     for (const engine of ['grpc-js', 'http2'])
-      results.echo[engine].push(await measureEcho({ engine, calls: Math.min(count * 5, 20000), concurrency }));
+      results.echo[engine].push(await measureEcho({ engine, client, calls: Math.min(count * 5, 20000), concurrency }));
     console.error(
       `[${network}] run ${run + 1}/${runs}: socket ${socketResult.lifecyclesPerSec.toFixed(0)} lifecycles/s, in-process ${ref.lifecyclesPerSec.toFixed(0)} lifecycles/s, bare echo grpc-js ${results.echo['grpc-js'].at(-1).callsPerSec.toFixed(0)} / http2 ${results.echo.http2.at(-1).callsPerSec.toFixed(0)} calls/s`,
     );
@@ -206,8 +209,9 @@ async function benchNetwork(network, values) {
     }),
   );
   const out = {
-    benchmark: `cri pod lifecycle (sim backend, ${network} network, ${values.engine} engine)`,
+    benchmark: `cri pod lifecycle (sim backend, ${network} network, ${values.engine} engine, ${client} client)`,
     engine: values.engine,
+    client,
     loadAverage: os.loadavg(),
     count,
     concurrency,
@@ -221,16 +225,16 @@ async function benchNetwork(network, values) {
     target: { lifecyclesPerSec: 1000, p99Ms: 10 },
     meetsTarget: socket.lifecyclesPerSec >= 1000 && RPCS.every((r) => socket.perRpc[r].p99 <= 10),
   };
-  console.log(`\n[${network} network, ${values.engine} engine] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log(`\n[${network} network, ${values.engine} engine, ${client} client] ${count} lifecycles, ${concurrency} in flight, median of ${runs} runs (${out.cpus} CPUs, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`);
   console.log(`over the socket: ${socket.lifecyclesPerSec.toFixed(0)} lifecycles/s   in process: ${inProcess.lifecyclesPerSec.toFixed(0)} lifecycles/s   ratio ${out.ratioSocketToInProcess.toFixed(2)}`);
   console.log(
     `transport reference: no-op Version RPCs ${socket.noopRpcPerSec.toFixed(0)}/s with ${concurrency} in flight -> ceiling ${(socket.noopRpcPerSec / 5).toFixed(0)} lifecycles/s (5 RPCs each); lifecycles reach ${((100 * socket.lifecyclesPerSec * 5) / socket.noopRpcPerSec).toFixed(0)}% of it`,
   );
   console.log(
-    `bare echo (same run, grpc-js client): grpc-js server ${echo['grpc-js'].callsPerSec.toFixed(0)} calls/s -> ceiling ${echo['grpc-js'].ceilingLifecyclesPerSec.toFixed(0)} lifecycles/s (lifecycles reach ${out.ratioToGrpcJsEchoCeiling.toFixed(2)} of it); http2 engine ${echo.http2.callsPerSec.toFixed(0)} calls/s -> ${echo.http2.ceilingLifecyclesPerSec.toFixed(0)}`,
+    `bare echo (same run, ${client} client): grpc-js server ${echo['grpc-js'].callsPerSec.toFixed(0)} calls/s -> ceiling ${echo['grpc-js'].ceilingLifecyclesPerSec.toFixed(0)} lifecycles/s (lifecycles reach ${out.ratioToGrpcJsEchoCeiling.toFixed(2)} of it); http2 engine ${echo.http2.callsPerSec.toFixed(0)} calls/s -> ${echo.http2.ceilingLifecyclesPerSec.toFixed(0)}`,
   );
   console.log(
-    `  echo CPU per call: grpc-js server ${echo['grpc-js'].serverCpuMsPerCall.toFixed(4)} ms, http2 server ${echo.http2.serverCpuMsPerCall.toFixed(4)} ms; grpc-js client ${echo['grpc-js'].clientCpuMsPerCall.toFixed(4)} / ${echo.http2.clientCpuMsPerCall.toFixed(4)} ms`,
+    `  echo CPU per call: grpc-js server ${echo['grpc-js'].serverCpuMsPerCall.toFixed(4)} ms, http2 server ${echo.http2.serverCpuMsPerCall.toFixed(4)} ms; ${client} client ${echo['grpc-js'].clientCpuMsPerCall.toFixed(4)} / ${echo.http2.clientCpuMsPerCall.toFixed(4)} ms`,
   );
   console.log(
     `CPU per lifecycle: kemu-cri ${socket.serverCpuMsPerLifecycle.toFixed(3)} ms (one core sustains ~${(1000 / socket.serverCpuMsPerLifecycle).toFixed(0)} lifecycles/s), client ${socket.clientCpuMsPerLifecycle.toFixed(3)} ms; in process ${inProcess.serverCpuMsPerLifecycle.toFixed(3)} ms`,

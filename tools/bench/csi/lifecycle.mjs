@@ -5,16 +5,18 @@
 //
 //   node tools/bench/csi/lifecycle.mjs [--backend sim|hostpath|both] [--count N] [--hostpath-count N]
 //                                      [--concurrency 16] [--runs 3] [--driver process|same-process]
-//                                      [--engine http2|grpc-js] [--json FILE]
+//                                      [--engine http2|grpc-js] [--client http2|grpc-js] [--json FILE]
 //
 // Reports lifecycles/s (median over runs) and p50/p99 per call (median over runs). Two references are
-// measured in the same run: a bare grpc-js unary echo with the same concurrency and process layout (the
-// ceiling any gRPC server in Node reaches on this machine; a lifecycle is 8 calls), and the same
-// lifecycle on the same service objects called in process (no socket), so the ratios show what the
-// driver adds over gRPC itself and what the gRPC hop costs. The same echo on @kemu/proto's http2 engine is
-// measured too (tools/bench/grpc), and CPU milliseconds per lifecycle in the driver and in the client
-// process, which unlike rates do not depend on what else the machine runs. --engine picks kemu-csi's gRPC
-// server engine (default: kemu-csi's own, http2).
+// measured in the same run: a bare unary echo on a stock grpc-js server, driven by the same client with the
+// same concurrency and process layout (tools/bench/grpc/echo-reference.mjs; the ceiling of a gRPC server
+// in Node on this machine; a lifecycle is 8 calls), and the same lifecycle on the same service objects
+// called in process (no socket), so the ratios show what the driver adds over gRPC itself and what the
+// gRPC hop costs. The same echo on @kemu/proto's http2 engine is measured too, and CPU milliseconds per
+// lifecycle in the driver and in the client process, which unlike rates do not depend on what else the
+// machine runs. Both the echo and the lifecycles are warmed up before they are timed. --engine picks
+// kemu-csi's gRPC server engine (default: kemu-csi's own, http2); --client the client the benchmark
+// calls it with (default: the one kemu's own callers use, KEMU_GRPC_CLIENT or http2).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -22,6 +24,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSeconds, measureEcho } from '../grpc/echo-reference.mjs';
+
+const ECHO_SIZE = 64;
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
@@ -60,10 +64,14 @@ async function main() {
       // in the benchmark's process, which on a crowded machine avoids a process wake-up per call
       driver: { type: 'string', default: 'process' },
       engine: { type: 'string', default: 'http2' },
+      client: { type: 'string' },
+      // untimed lifecycles before each timed socket run (default: a tenth of the count, at most 500)
+      warmup: { type: 'string' },
       json: { type: 'string', default: path.join(repo, '.bench-out', 'csi-lifecycle.json') },
     },
   });
-  const { csi, grpc, unaryCall } = await import('@kemu/proto');
+  const { csi, defaultGrpcClient, openChannel, parseGrpcClient } = await import('@kemu/proto');
+  const client = parseGrpcClient(values.client) ?? defaultGrpcClient();
   const { createCsiDriver, serveCsiDriver } = await import('@kemu/csi');
   const concurrency = Number(values.concurrency);
   const runs = Number(values.runs);
@@ -182,11 +190,12 @@ async function main() {
           ],
           { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, KEMU_GRPC_ENGINE: values.engine } },
         );
-    const creds = grpc.credentials.createInsecure();
-    const clients = {
-      controller: new csi.ControllerClient(`unix://${sock}`, creds),
-      node: new csi.NodeClient(`unix://${sock}`, creds),
-      identity: new csi.IdentityClient(`unix://${sock}`, creds),
+    // As kemu's sidecars and kubelet connect: one channel for the three services.
+    const channel = openChannel(`unix://${sock}`, { client, channelOptions: { 'grpc.initial_reconnect_backoff_ms': 100 } });
+    const apis = {
+      controller: channel.service(csi.ControllerService),
+      node: channel.service(csi.NodeService),
+      identity: channel.service(csi.IdentityService),
     };
     try {
       const deadline = Date.now() + 30_000;
@@ -194,17 +203,20 @@ async function main() {
         try {
           if (
             existsSync(sock) &&
-            (await unaryCall(clients.identity, 'Probe', {}, { timeoutMs: 1000 })).ready?.value
+            (await apis.identity.Probe({}, { timeoutMs: 1000 })).ready?.value
           )
             break;
         } catch {}
         if (Date.now() > deadline) throw new Error('kemu-csi did not start');
         await new Promise((r) => setTimeout(r, 100));
       }
+      const invoke = (svc, m, req) => apis[svc][m](req);
+      const warmup = values.warmup !== undefined ? Number(values.warmup) : Math.min(Math.floor(count / 10), 500);
+      if (warmup > 0) await lifecycles(invoke, warmup, kubelet, `w${run}`, backend === 'hostpath');
       const s0 = proc ? cpuSeconds(proc.pid) : 0;
       const c0 = process.cpuUsage();
       const result = await lifecycles(
-        (svc, m, req) => unaryCall(clients[svc], m, req),
+        invoke,
         count,
         kubelet,
         `r${run}`,
@@ -216,92 +228,13 @@ async function main() {
       if (proc) result.driverCpuMsPerLifecycle = ((cpuSeconds(proc.pid) - s0) * 1000) / count;
       return result;
     } finally {
-      for (const c of Object.values(clients)) c.close();
+      channel.close();
       if (proc) {
         proc.kill('SIGTERM');
         await new Promise((r) => proc.once('exit', r));
       }
       await inline?.close();
       rmSync(root, { recursive: true, force: true });
-    }
-  }
-
-  /**
-   * Ceiling reference: a bare grpc-js unary echo (no protobuf, no driver) over a unix socket with the same
-   * concurrency and the same process layout, as calls/s. A lifecycle is 8 calls.
-   */
-  async function grpcEcho(calls) {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-csi-bench-echo-'));
-    const sock = path.join(dir, 'echo.sock');
-    const serverCode = `
-      import * as grpc from '@grpc/grpc-js';
-      const id = (b) => b;
-      const def = { Echo: { path: '/bench.Echo/Echo', requestStream: false, responseStream: false,
-        requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } };
-      const server = new grpc.Server();
-      server.addService(def, { Echo: (call, cb) => cb(null, call.request) });
-      server.bindAsync('unix://${sock}', grpc.ServerCredentials.createInsecure(), (e) => { if (e) throw e; });`;
-    const id = (b) => b;
-    const def = {
-      Echo: {
-        path: '/bench.Echo/Echo',
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: id,
-        requestDeserialize: id,
-        responseSerialize: id,
-        responseDeserialize: id,
-      },
-    };
-    let proc = null;
-    let server = null;
-    if (values.driver === 'same-process') {
-      server = new grpc.Server();
-      server.addService(def, { Echo: (call, cb) => cb(null, call.request) });
-      await new Promise((res, rej) =>
-        server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) =>
-          e ? rej(e) : res(),
-        ),
-      );
-    } else {
-      proc = spawn(process.execPath, ['--input-type=module', '-e', serverCode], {
-        cwd: repo,
-        stdio: 'inherit',
-      });
-    }
-    const Client = grpc.makeGenericClientConstructor(def, 'Echo');
-    const client = new Client(`unix://${sock}`, grpc.credentials.createInsecure());
-    const echo = () =>
-      new Promise((res, rej) => client.Echo(Buffer.from('lifecycle'), (e, v) => (e ? rej(e) : res(v))));
-    try {
-      for (let i = 0; ; i++) {
-        try {
-          await echo();
-          break;
-        } catch (e) {
-          if (i > 300) throw e;
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
-      let n = 0;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (n < calls) {
-            n++;
-            await echo();
-          }
-        }),
-      );
-      return calls / ((performance.now() - t0) / 1000);
-    } finally {
-      client.close();
-      server?.forceShutdown();
-      if (proc) {
-        proc.kill('SIGTERM');
-        await new Promise((r) => proc.once('exit', r));
-      }
-      rmSync(dir, { recursive: true, force: true });
     }
   }
 
@@ -354,11 +287,12 @@ async function main() {
     for (let r = 0; r < runs; r++) {
       socketRuns.push(await overSocket(backend, count, r));
       refRuns.push(await inProcess(backend, count, r));
-      echoRuns.push(await grpcEcho(Math.min(count, 2000) * CALLS.length));
-      if (values.driver === 'process')
-        leanEchoRuns.push(await measureEcho({ engine: 'http2', calls: Math.min(count, 2000) * CALLS.length, concurrency }));
+      // The same client and process layout as the lifecycles; 64-byte messages, about a lifecycle call's size.
+      const echoOpts = { client, calls: Math.min(count, 2000) * CALLS.length, concurrency, size: ECHO_SIZE, sameProcess: values.driver === 'same-process' };
+      echoRuns.push((await measureEcho({ engine: 'grpc-js', ...echoOpts })).callsPerSec);
+      leanEchoRuns.push(await measureEcho({ engine: 'http2', ...echoOpts }));
       process.stderr.write(
-        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process, bare grpc-js echo ${echoRuns.at(-1).toFixed(0)} calls/s${leanEchoRuns.length ? `, http2-engine echo ${leanEchoRuns.at(-1).callsPerSec.toFixed(0)} calls/s` : ''}\n`,
+        `${backend} run ${r + 1}/${runs}: ${socketRuns.at(-1).rate.toFixed(0)} lifecycles/s over the socket, ${refRuns.at(-1).rate.toFixed(0)} in process, bare echo on grpc-js ${echoRuns.at(-1).toFixed(0)} / http2 engine ${leanEchoRuns.at(-1).callsPerSec.toFixed(0)} calls/s (${client} client)\n`,
       );
     }
     const echo = median(echoRuns);
@@ -379,6 +313,7 @@ async function main() {
     const leanEcho = leanEchoRuns.length ? median(leanEchoRuns.map((x) => x.callsPerSec)) : undefined;
     report.results[backend] = {
       engine: values.engine,
+      client,
       lifecycles: count,
       driverCpuMsPerLifecycle: driverCpu,
       clientCpuMsPerLifecycle: clientCpu,
@@ -392,21 +327,21 @@ async function main() {
       perCall,
     };
     console.log(
-      `\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}, ${values.engine} engine (load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`,
+      `\n${backend}: ${count} lifecycles x ${runs} runs, ${concurrency} in flight, driver ${values.driver}, ${values.engine} engine, ${client} client (load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')})`,
     );
     console.log(
       `  over the socket: ${rate.toFixed(0)} lifecycles/s (median)   in process (reference): ${ref.toFixed(0)} lifecycles/s   ratio ${(rate / ref).toFixed(2)}`,
     );
     console.log(
-      `  bare grpc-js echo (reference): ${echo.toFixed(0)} calls/s = ceiling of ${ceiling.toFixed(0)} lifecycles/s   ratio ${(rate / ceiling).toFixed(2)}`,
+      `  bare echo on a grpc-js server, ${client} client (reference): ${echo.toFixed(0)} calls/s = ceiling of ${ceiling.toFixed(0)} lifecycles/s   ratio ${(rate / ceiling).toFixed(2)}`,
     );
     if (leanEcho !== undefined)
       console.log(
-        `  http2-engine echo (reference): ${leanEcho.toFixed(0)} calls/s = ceiling of ${(leanEcho / CALLS.length).toFixed(0)} lifecycles/s`,
+        `  bare echo on the http2 engine, ${client} client: ${leanEcho.toFixed(0)} calls/s = ceiling of ${(leanEcho / CALLS.length).toFixed(0)} lifecycles/s`,
       );
     console.log(
       driverCpu !== undefined
-        ? `  CPU per lifecycle: kemu-csi ${driverCpu.toFixed(3)} ms (one core sustains ~${(1000 / driverCpu).toFixed(0)}/s), grpc-js client ${clientCpu.toFixed(3)} ms (~${(1000 / clientCpu).toFixed(0)}/s)`
+        ? `  CPU per lifecycle: kemu-csi ${driverCpu.toFixed(3)} ms (one core sustains ~${(1000 / driverCpu).toFixed(0)}/s), ${client} client ${clientCpu.toFixed(3)} ms (~${(1000 / clientCpu).toFixed(0)}/s)`
         : `  CPU per lifecycle (driver and client in one process): ${clientCpu.toFixed(3)} ms`,
     );
     console.log('  call                        p50 ms   p99 ms');

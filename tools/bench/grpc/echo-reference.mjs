@@ -1,6 +1,7 @@
 // The transport reference of the gRPC benchmarks: a unary echo of raw bytes (no protobuf, no service code)
-// served by one engine in its own process and driven by a grpc-js client in the calling process. What it
-// reaches is the ceiling any service on that engine can reach with the same client and process layout.
+// served by one engine in its own process (or in the calling one) and driven by a grpc-js client or
+// @kemu/proto's http2 client in the calling process. What it reaches is the ceiling any service on that
+// engine can reach with the same client and process layout.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -19,13 +20,81 @@ export function cpuSeconds(pid) {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
+const id = (b) => b;
+const ECHO_PATH = '/bench.Echo/Echo';
+const ECHO_DEF = {
+  Echo: {
+    path: ECHO_PATH,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: id,
+    requestDeserialize: id,
+    responseSerialize: id,
+    responseDeserialize: id,
+  },
+};
+
+/** An echo server in this process (`sameProcess` layout); needs @kemu/proto (run under tsx). */
+async function serveHere(engine, socket) {
+  const { createGrpcServer } = await import('@kemu/proto');
+  const server = engine === 'grpc-js' ? new grpc.Server() : createGrpcServer(engine === 'grpc-js-tuned' ? 'grpc-js' : 'http2');
+  server.addService(ECHO_DEF, { Echo: (call, cb) => cb(null, call.request) });
+  await new Promise((resolve, reject) =>
+    server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+  );
+  return server;
+}
+
 /**
- * Runs `calls` echo calls with `concurrency` in flight against `engine` (`grpc-js` or `http2`) and returns
- * calls/s plus CPU milliseconds per call in the server process and in this (client) process.
+ * A function that echoes a buffer with the given client: `grpc-js` (a generic grpc-js client) or `http2`
+ * (@kemu/proto's Http2GrpcChannel; needs the @kemu/source condition, i.e. run under tsx).
  */
-export async function measureEcho({ engine, calls, concurrency, size = 64, cpuProfDir }) {
+export async function echoClient(client, socket) {
+  if (client === 'http2') {
+    const { Http2GrpcChannel } = await import('@kemu/proto');
+    const channel = new Http2GrpcChannel(`unix://${socket}`);
+    return {
+      echo: (payload) =>
+        new Promise((res, rej) => channel.makeUnaryRequest(ECHO_PATH, id, id, payload, null, null, (e, v) => (e ? rej(e) : res(v)))),
+      close: () => channel.close(),
+    };
+  }
+  if (client !== 'grpc-js') throw new Error(`unknown client ${client}: use grpc-js or http2`);
+  const Client = grpc.makeGenericClientConstructor(ECHO_DEF, 'Echo');
+  const c = new Client(`unix://${socket}`, grpc.credentials.createInsecure());
+  return {
+    echo: (payload) => new Promise((res, rej) => c.Echo(payload, (e, v) => (e ? rej(e) : res(v)))),
+    close: () => c.close(),
+  };
+}
+
+/**
+ * Runs `calls` echo calls with `concurrency` in flight against `engine` (`grpc-js`, `grpc-js-tuned` or
+ * `http2`) with `client` (`grpc-js` or `http2`) after `warmup` untimed calls, and returns calls/s plus CPU
+ * milliseconds per call in the server process and in this (client) process. With `sameProcess` the
+ * server runs in this process and the client figure is both sides together.
+ */
+export async function measureEcho({
+  engine,
+  client = 'grpc-js',
+  calls,
+  concurrency,
+  size = 64,
+  warmup = Math.min(calls, 3000),
+  sameProcess = false,
+  cpuProfDir,
+}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-grpc-echo-'));
   const socket = path.join(dir, 'echo.sock');
+  if (sameProcess) {
+    const server = await serveHere(engine, socket);
+    try {
+      return await drive(null);
+    } finally {
+      server.forceShutdown();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
   const proc = spawn(
     process.execPath,
     [
@@ -41,60 +110,50 @@ export async function measureEcho({ engine, calls, concurrency, size = 64, cpuPr
     ],
     { cwd: repo, stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  const payload = Buffer.alloc(size, 7);
-  const id = (b) => b;
-  let client;
   try {
     await new Promise((resolve, reject) => {
       proc.stdout.on('data', (d) => String(d).includes('ready') && resolve());
       proc.once('exit', (code) => reject(new Error(`${engine} echo server exited with ${code}`)));
     });
-    const Client = grpc.makeGenericClientConstructor(
-      {
-        Echo: {
-          path: '/bench.Echo/Echo',
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: id,
-          requestDeserialize: id,
-          responseSerialize: id,
-          responseDeserialize: id,
-        },
-      },
-      'Echo',
-    );
-    client = new Client(`unix://${socket}`, grpc.credentials.createInsecure());
-    const echo = () => new Promise((res, rej) => client.Echo(payload, (e, v) => (e ? rej(e) : res(v))));
-    const drive = async (n) => {
-      let sent = 0;
-      const t0 = performance.now();
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (sent < n) {
-            sent++;
-            const reply = await echo();
-            if (reply.length !== payload.length) throw new Error('echo returned a different message');
-          }
-        }),
-      );
-      return performance.now() - t0;
-    };
-    await drive(Math.min(calls, 3000)); // JIT warm-up on both sides
-    const s0 = cpuSeconds(proc.pid);
-    const c0 = process.cpuUsage();
-    const ms = await drive(calls);
-    const cu = process.cpuUsage(c0);
-    return {
-      callsPerSec: calls / (ms / 1000),
-      serverCpuMsPerCall: ((cpuSeconds(proc.pid) - s0) * 1000) / calls,
-      clientCpuMsPerCall: (cu.user + cu.system) / 1000 / calls,
-    };
+    return await drive(proc);
   } finally {
-    client?.close();
     if (proc.exitCode === null) {
       proc.kill('SIGTERM');
       await new Promise((r) => proc.once('exit', r));
     }
     rmSync(dir, { recursive: true, force: true });
+  }
+
+  async function drive(server) {
+    const payload = Buffer.alloc(size, 7);
+    const c = await echoClient(client, socket);
+    try {
+      const run = async (n) => {
+        let sent = 0;
+        const t0 = performance.now();
+        await Promise.all(
+          Array.from({ length: concurrency }, async () => {
+            while (sent < n) {
+              sent++;
+              const reply = await c.echo(payload);
+              if (reply.length !== payload.length) throw new Error('echo returned a different message');
+            }
+          }),
+        );
+        return performance.now() - t0;
+      };
+      if (warmup > 0) await run(warmup); // JIT warm-up on both sides
+      const s0 = server ? cpuSeconds(server.pid) : 0;
+      const c0 = process.cpuUsage();
+      const ms = await run(calls);
+      const cu = process.cpuUsage(c0);
+      return {
+        callsPerSec: calls / (ms / 1000),
+        serverCpuMsPerCall: server ? ((cpuSeconds(server.pid) - s0) * 1000) / calls : undefined,
+        clientCpuMsPerCall: (cu.user + cu.system) / 1000 / calls,
+      };
+    } finally {
+      c.close();
+    }
   }
 }

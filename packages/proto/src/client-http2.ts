@@ -374,7 +374,7 @@ export class Http2UnaryCall<Res> {
     private readonly channel: Http2GrpcChannel,
     private readonly path: string,
     private readonly deserialize: (bytes: Buffer) => Res,
-    private readonly callback: UnaryCallback<Res>,
+    private callback: UnaryCallback<Res>,
   ) {}
 
   /** Cancels the call: CANCELLED for the caller, RST_STREAM(CANCEL) for the server. */
@@ -416,15 +416,15 @@ export class Http2UnaryCall<Res> {
     this.entry = entry;
     this.stream = stream;
     this.channel.track(entry, this);
-    stream.on('response', (headers, flags) => this.onResponse(headers, flags));
-    stream.on('data', (chunk: Buffer) => this.onData(chunk));
-    stream.on('trailers', (headers) => this.onTrailers(headers));
-    stream.on('end', () => this.onEnd());
-    stream.on('error', (err: Error & { code?: string }) => {
-      if (err.code !== 'ERR_HTTP2_STREAM_ERROR') this.internalError = err;
-    });
-    // After any 'error' event, so the reset reason is known when the status is chosen.
-    stream.on('close', () => process.nextTick(() => this.onClose()));
+    // Module-level listeners find the call through the stream, so no closures are made per call and a
+    // finished call can be let go of while Node still holds the stream (see complete()).
+    (stream as CallStream)[kCall] = this;
+    stream.on('response', streamOnResponse);
+    stream.on('data', streamOnData);
+    stream.on('trailers', streamOnTrailers);
+    stream.on('end', streamOnEnd);
+    stream.on('error', streamOnError);
+    stream.on('close', streamOnClose);
     stream.end(this.data);
     this.data = undefined;
   }
@@ -435,7 +435,13 @@ export class Http2UnaryCall<Res> {
     setImmediate(() => this.finish(status.UNAVAILABLE, 'Connection dropped'));
   }
 
-  private onResponse(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, flags: number): void {
+  /** @internal */
+  onError(err: Error & { code?: string }): void {
+    if (err.code !== 'ERR_HTTP2_STREAM_ERROR') this.internalError = err;
+  }
+
+  /** @internal */
+  onResponse(headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, flags: number): void {
     this.httpStatus = Number(headers[':status']);
     if (flags & C.NGHTTP2_FLAG_END_STREAM) {
       // Trailers-only: the status travels in the one HEADERS frame.
@@ -447,7 +453,8 @@ export class Http2UnaryCall<Res> {
     if (this.onMetadata) this.onMetadata(grpc.Metadata.fromHttp2Headers(headers));
   }
 
-  private onData(chunk: Buffer): void {
+  /** @internal */
+  onData(chunk: Buffer): void {
     if (this.done) return;
     let buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
     this.pending = null;
@@ -472,7 +479,8 @@ export class Http2UnaryCall<Res> {
     if (buf.length > 0) this.pending = buf;
   }
 
-  private onTrailers(headers: http2.IncomingHttpHeaders): void {
+  /** @internal */
+  onTrailers(headers: http2.IncomingHttpHeaders): void {
     if (this.received) return;
     let metadata: grpc.Metadata;
     try {
@@ -499,7 +507,8 @@ export class Http2UnaryCall<Res> {
   }
 
   /** All data and trailers are in: the call's outcome is known. */
-  private onEnd(): void {
+  /** @internal */
+  onEnd(): void {
     if (this.done) return;
     const st = this.received;
     if (!st) return; // no trailers: 'close' decides from the reset code
@@ -554,11 +563,12 @@ export class Http2UnaryCall<Res> {
       return;
     }
     this.settle(st);
-    this.callback(null, value);
+    this.complete(null, value);
   }
 
   /** The stream closed: if no status was delivered, the reset code says why (grpc-js's mapping). */
-  private onClose(): void {
+  /** @internal */
+  onClose(): void {
     if (this.done || this.ended) return;
     const stream = this.stream!;
     if (this.received) {
@@ -639,6 +649,54 @@ export class Http2UnaryCall<Res> {
     if (this.done) return;
     const st = { code, details, metadata };
     this.settle(st);
-    this.callback(callError(st));
+    this.complete(callError(st));
   }
+
+  /**
+   * Hands the outcome over and lets go of everything the call held. Node keeps a finished stream's
+   * objects alive until its native handle is collected, which takes a garbage collection or two; our
+   * listeners on it would keep the caller's request and response alive as long, and promoting those to
+   * the old generation is what made the client's pauses long.
+   */
+  private complete(err: grpc.ServiceError | null, value?: Res): void {
+    const callback = this.callback;
+    this.callback = ignore;
+    this.messages = [];
+    this.compressed = [];
+    this.pending = null;
+    this.received = undefined;
+    this.metadata = undefined;
+    this.data = undefined;
+    this.onMetadata = undefined;
+    this.onStatus = undefined;
+    if (this.stream) (this.stream as CallStream)[kCall] = undefined;
+    this.stream = undefined;
+    callback(err, value);
+  }
+}
+
+function ignore(): void {}
+
+const kCall = Symbol('kemu.grpc.call');
+type CallStream = http2.ClientHttp2Stream & { [kCall]?: Http2UnaryCall<any> };
+
+function streamOnResponse(this: CallStream, headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, flags: number): void {
+  this[kCall]?.onResponse(headers, flags);
+}
+function streamOnData(this: CallStream, chunk: Buffer): void {
+  this[kCall]?.onData(chunk);
+}
+function streamOnTrailers(this: CallStream, headers: http2.IncomingHttpHeaders): void {
+  this[kCall]?.onTrailers(headers);
+}
+function streamOnEnd(this: CallStream): void {
+  this[kCall]?.onEnd();
+}
+function streamOnError(this: CallStream, err: Error & { code?: string }): void {
+  this[kCall]?.onError(err);
+}
+function streamOnClose(this: CallStream): void {
+  const call = this[kCall];
+  // After any 'error' event, so the reset reason is known when the status is chosen.
+  if (call) process.nextTick(() => call.onClose());
 }

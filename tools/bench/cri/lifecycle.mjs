@@ -20,6 +20,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { measureEcho } from '../grpc/echo-reference.mjs';
 
@@ -152,7 +153,16 @@ async function benchNetwork(network, values) {
     const noopRpcPerSec = noopN / (Number(process.hrtime.bigint() - n0) / 1e9);
     const cpu0 = cpuSeconds(server.pid);
     const clientCpu0 = process.cpuUsage();
+    // GC pauses in this (client) process during the timed run: every call in flight waits them out.
+    const gcPauses = [];
+    const gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcPauses.push(e.duration);
+    });
+    gcObserver.observe({ entryTypes: ['gc'] });
     const socketResult = await runLifecycles((m, r) => rt[m](r), count, concurrency, `s${run}`);
+    gcObserver.disconnect();
+    socketResult.clientGcMsPerLifecycle = gcPauses.reduce((a, b) => a + b, 0) / count;
+    socketResult.clientGcMaxPauseMs = Math.max(0, ...gcPauses);
     // CPU per lifecycle does not depend on what else the machine runs: 1000 / ms is what one core sustains.
     socketResult.serverCpuMsPerLifecycle = ((cpuSeconds(server.pid) - cpu0) * 1000) / count;
     const cu = process.cpuUsage(clientCpu0);
@@ -190,6 +200,12 @@ async function benchNetwork(network, values) {
     serverCpuMsPerLifecycle: median(rs.map((r) => r.serverCpuMsPerLifecycle)),
     ...(rs[0].clientCpuMsPerLifecycle !== undefined ? { clientCpuMsPerLifecycle: median(rs.map((r) => r.clientCpuMsPerLifecycle)) } : {}),
     ...(rs[0].noopRpcPerSec !== undefined ? { noopRpcPerSec: median(rs.map((r) => r.noopRpcPerSec)) } : {}),
+    ...(rs[0].clientGcMsPerLifecycle !== undefined
+      ? {
+          clientGcMsPerLifecycle: median(rs.map((r) => r.clientGcMsPerLifecycle)),
+          clientGcMaxPauseMs: median(rs.map((r) => r.clientGcMaxPauseMs)),
+        }
+      : {}),
     perRpc: Object.fromEntries(RPCS.map((rpc) => [rpc, { p50: median(rs.map((r) => r.perRpc[rpc].p50)), p99: median(rs.map((r) => r.perRpc[rpc].p99)) }])),
   });
   const socket = summarize(results.socket);
@@ -237,7 +253,7 @@ async function benchNetwork(network, values) {
     `  echo CPU per call: grpc-js server ${echo['grpc-js'].serverCpuMsPerCall.toFixed(4)} ms, http2 server ${echo.http2.serverCpuMsPerCall.toFixed(4)} ms; ${client} client ${echo['grpc-js'].clientCpuMsPerCall.toFixed(4)} / ${echo.http2.clientCpuMsPerCall.toFixed(4)} ms`,
   );
   console.log(
-    `CPU per lifecycle: kemu-cri ${socket.serverCpuMsPerLifecycle.toFixed(3)} ms (one core sustains ~${(1000 / socket.serverCpuMsPerLifecycle).toFixed(0)} lifecycles/s), client ${socket.clientCpuMsPerLifecycle.toFixed(3)} ms; in process ${inProcess.serverCpuMsPerLifecycle.toFixed(3)} ms`,
+    `CPU per lifecycle: kemu-cri ${socket.serverCpuMsPerLifecycle.toFixed(3)} ms (one core sustains ~${(1000 / socket.serverCpuMsPerLifecycle).toFixed(0)} lifecycles/s), client ${socket.clientCpuMsPerLifecycle.toFixed(3)} ms (of it GC ${socket.clientGcMsPerLifecycle.toFixed(3)} ms, longest pause ${socket.clientGcMaxPauseMs.toFixed(1)} ms); in process ${inProcess.serverCpuMsPerLifecycle.toFixed(3)} ms`,
   );
   console.log('RPC                  socket p50   socket p99   in-proc p50   in-proc p99  (ms)');
   for (const r of RPCS) {

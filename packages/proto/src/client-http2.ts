@@ -151,6 +151,7 @@ export class Http2GrpcChannel {
   private readonly maxSend: number;
   private readonly authority: string;
   private readonly userAgent: string;
+  private readonly plainHeaders = new Map<string, http2.OutgoingHttpHeaders>();
 
   constructor(
     readonly target: string,
@@ -248,6 +249,19 @@ export class Http2GrpcChannel {
 
   /** Builds the request headers of a call: the reserved ones win over anything in the metadata. */
   headersFor(path: string, metadata: grpc.Metadata | undefined, timeoutMs: number | undefined): http2.OutgoingHttpHeaders {
+    // The common call (no metadata, no deadline) reuses one object per method: node:http2 copies it.
+    if (!metadata && timeoutMs === undefined) {
+      let cached = this.plainHeaders.get(path);
+      if (!cached) {
+        cached = this.buildHeaders(path, undefined, undefined);
+        this.plainHeaders.set(path, cached);
+      }
+      return cached;
+    }
+    return this.buildHeaders(path, metadata, timeoutMs);
+  }
+
+  private buildHeaders(path: string, metadata: grpc.Metadata | undefined, timeoutMs: number | undefined): http2.OutgoingHttpHeaders {
     const headers: http2.OutgoingHttpHeaders = metadata ? metadata.toHttp2Headers() : {};
     if (metadata) for (const key of Object.keys(headers)) if (RESERVED.has(key)) delete headers[key];
     headers[':method'] = 'POST';

@@ -2,6 +2,7 @@
 // typed clients. Everything protocol-specific lives in generated/*; this file knows only protobuf + gRPC.
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { Http2GrpcChannel } from './client-http2';
 
 /** One RPC as the generated `<Service>Methods` interfaces describe it. */
 export interface MethodShape {
@@ -321,7 +322,7 @@ export interface UnaryRequester {
     serialize: (value: any) => Buffer,
     deserialize: (bytes: Buffer) => any,
     request: any,
-    metadata: grpc.Metadata,
+    metadata: grpc.Metadata | undefined,
     options: Partial<grpc.CallOptions>,
     callback: (err: grpc.ServiceError | null, value?: any) => void,
   ): UnaryCallHandle;
@@ -340,6 +341,8 @@ const NO_CALL_OPTIONS: Partial<grpc.CallOptions> = {};
 /** A promise API over a socket client: a grpc-js client or an Http2GrpcChannel. Streaming RPCs are left out. */
 export function promiseClient<M>(definition: ServiceDefinitionOf<M>, client: UnaryRequester): PromiseApi<M> {
   const api: Record<string, unknown> = {};
+  // grpc-js insists on a Metadata object; the http2 client takes none, and an empty one costs it headers work.
+  const lean = client instanceof Http2GrpcChannel;
   for (const [name, method] of Object.entries(definition as grpc.ServiceDefinition)) {
     if (method.responseStream || method.requestStream) continue;
     const { path, requestSerialize, responseDeserialize } = method;
@@ -362,7 +365,7 @@ export function promiseClient<M>(definition: ServiceDefinitionOf<M>, client: Una
           requestSerialize,
           responseDeserialize,
           request,
-          options?.metadata ?? new grpc.Metadata(),
+          options?.metadata ?? (lean ? undefined : new grpc.Metadata()),
           callOptions,
           (err, response) => {
             signal?.removeEventListener('abort', onAbort);

@@ -390,6 +390,17 @@ describe('http2 client against a misbehaving server', () => {
     expect(lastHeaders['grpc-timeout']).toMatch(/^\d{1,8}m$/);
     expect(Number(String(lastHeaders['grpc-timeout']).slice(0, -1))).toBeLessThanOrEqual(5000);
     expect(lastBody).toEqual(framed(Buffer.from('hello')));
+    // Calls without metadata or deadline share their headers; nothing of an earlier call leaks in.
+    for (const text of ['plain1', 'plain2']) {
+      expect((await peer.Echo(Buffer.from(text))).toString()).toBe('ok');
+      expect(lastHeaders[':path']).toBe('/kemu.test.Peer/Echo');
+      expect(lastHeaders['content-type']).toBe('application/grpc');
+      expect(lastHeaders['x-kemu-a']).toBeUndefined();
+      expect(lastHeaders['grpc-timeout']).toBeUndefined();
+      expect(lastBody).toEqual(framed(Buffer.from(text)));
+    }
+    await peer.Big(Buffer.from('1'));
+    expect(lastHeaders[':path']).toBe('/kemu.test.Peer/Big');
   });
 
   it('maps HTTP statuses without a gRPC status as the spec says', async () => {

@@ -179,6 +179,9 @@ for (const serverKind of servers) {
         expect((await peer.Echo(Buffer.alloc(1024 * 1024, 'y'))).length).toBe(1024 * 1024);
         // grpc-js's default receive limit is 4 MiB, and so is ours.
         expect((await failure(peer.Big(Buffer.from(String(5 * 1024 * 1024))))).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+        // A request over the server's 4 MiB limit: the server's answer, while the request is still being sent.
+        expect((await failure(peer.Echo(Buffer.alloc(5 * 1024 * 1024)))).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+        expect((await peer.Echo(Buffer.from('still there'))).toString()).toBe('still there');
         const small = api(`unix://${sock}`, client, {
           'grpc.max_receive_message_length': 64 * 1024,
           'grpc.max_send_message_length': 32 * 1024,

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The executable: starts the plugin bundle (dist/main.cjs, built from main.ts) through the code cache.
-import { launch } from '@kemu/cni/launcher';
+// The executable: hands the call to `kemu-cni daemon` when one runs, else starts the plugin bundle
+// (dist/main.cjs, built from main.ts) through the code cache.
+import { launchPlugin } from '@kemu/cni/launcher';
 
-launch(new URL('./main.cjs', import.meta.url));
+launchPlugin('kemu-bridge', new URL('./main.cjs', import.meta.url));

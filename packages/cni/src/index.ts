@@ -30,3 +30,11 @@ export {
   type RuntimeConf,
 } from './runtime.js';
 export { createLinuxDatapath, LinuxDatapath } from './datapath-linux.js';
+export {
+  type CniDaemon,
+  type CniDaemonOptions,
+  type DaemonAnswer,
+  type DaemonRequest,
+  DEFAULT_DAEMON_SOCKET,
+  serveCniDaemon,
+} from './daemon.js';

@@ -3,6 +3,8 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync } f
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { Command } from 'commander';
+import { DEFAULT_DAEMON_SOCKET, serveCniDaemon } from './daemon.js';
+import type { CniPlugin } from './skeleton.js';
 
 const PLUGINS = ['@kemu/cni-bridge', '@kemu/cni-host-local', '@kemu/cni-portmap', '@kemu/cni-loopback'];
 
@@ -60,6 +62,61 @@ program
   .action((o: { binDir: string; force: boolean }) => {
     try {
       for (const p of installPlugins(resolve(o.binDir), { force: o.force })) process.stdout.write(`${p.link} -> ${p.target}\n`);
+    } catch (e) {
+      process.stderr.write(`kemu-cni: ${(e as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  });
+
+/** The plugin objects the installed plugin packages export (objects with a name and add/del). */
+async function loadPlugins(packages: readonly string[]): Promise<{ plugins: CniPlugin[]; missing: string[] }> {
+  const plugins: CniPlugin[] = [];
+  const missing: string[] = [];
+  for (const pkg of packages) {
+    let mod: Record<string, unknown>;
+    try {
+      mod = (await import(pkg)) as Record<string, unknown>;
+    } catch {
+      missing.push(pkg);
+      continue;
+    }
+    for (const v of Object.values(mod)) {
+      const p = v as Partial<CniPlugin> | null;
+      if (p && typeof p === 'object' && typeof p.name === 'string' && typeof p.add === 'function' && typeof p.del === 'function')
+        plugins.push(p as CniPlugin);
+    }
+  }
+  return { plugins, missing };
+}
+
+program
+  .command('daemon')
+  .description(
+    'serve the kemu plugin executables from one resident process: a plugin started while it runs hands its call over, saving its own start-up work',
+  )
+  .option('--socket <path>', 'unix socket the plugins connect to (they look for the default unless KEMU_CNI_DAEMON says otherwise)', DEFAULT_DAEMON_SOCKET)
+  .option('--plugins <packages>', 'comma-separated plugin packages to serve', PLUGINS.join(','))
+  .option('-v, --verbose', 'log every call on stderr', false)
+  .action(async (o: { socket: string; plugins: string; verbose: boolean }) => {
+    try {
+      const { plugins, missing } = await loadPlugins(o.plugins.split(',').filter(Boolean));
+      if (plugins.length === 0) throw new Error(`no plugin packages found; install them: npm install ${missing.join(' ')}`);
+      const daemon = await serveCniDaemon({
+        socketPath: resolve(o.socket),
+        plugins,
+        onRequest: o.verbose
+          ? (r) =>
+              process.stderr.write(
+                `${r.plugin || '-'} ${r.command || '-'} ${r.handled ? 'handled' : `declined: ${r.reason}`} ${r.ms.toFixed(1)} ms\n`,
+              )
+          : undefined,
+      });
+      process.stderr.write(`kemu-cni daemon: serving ${daemon.plugins.join(', ')} on ${daemon.socketPath}\n`);
+      const stop = () => {
+        void daemon.close().then(() => process.exit(0));
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
     } catch (e) {
       process.stderr.write(`kemu-cni: ${(e as Error).message}\n`);
       process.exitCode = 1;

@@ -161,3 +161,116 @@ export function launch(bundle: string | URL): LaunchReport {
   fn.call(main.exports, main.exports, Module.createRequire(file), main, file, path.dirname(file));
   return report;
 }
+
+/** Commands a plugin may hand to `kemu-cni daemon` (VERSION is answered locally: it is cheap). */
+const DAEMON_COMMANDS = new Set(['ADD', 'DEL', 'CHECK', 'STATUS', 'GC']);
+/** Same values as daemon.ts; repeated so that starting a plugin does not load the daemon's module. */
+const DAEMON_SOCKET = '/run/kemu/cni.sock';
+const STDIN_KEY = Symbol.for('kemu.cni.stdin');
+
+function readAllStdin(fs: typeof FsT): Buffer | undefined {
+  try {
+    if (fs.fstatSync(0).isCharacterDevice()) return undefined;
+  } catch {
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (;;) {
+    let n: number;
+    try {
+      n = fs.readSync(0, buf, 0, buf.length, null);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EOF' || code === 'EBADF') return Buffer.concat(chunks);
+      // A non-blocking pipe or a terminal: let the plugin read it the usual way.
+      if (chunks.length === 0) return undefined;
+      throw e;
+    }
+    if (n === 0) return Buffer.concat(chunks);
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+  }
+}
+
+/**
+ * Starts plugin `name`: if `kemu-cni daemon` listens (KEMU_CNI_DAEMON names its socket, `off` disables;
+ * default /run/kemu/cni.sock), the call is handed to it and its answer printed; otherwise, or when the
+ * daemon declines, the bundle runs here through {@link launch}. The result is the same either way.
+ */
+export function launchPlugin(name: string, bundle: string | URL): void {
+  const fs = process.getBuiltinModule('node:fs') as typeof FsT;
+  const setting = process.env.KEMU_CNI_DAEMON ?? '';
+  const socketPath = setting === '' ? DAEMON_SOCKET : setting;
+  const command = process.env.CNI_COMMAND ?? '';
+  let stdin: Buffer | undefined;
+  if (setting !== 'off' && DAEMON_COMMANDS.has(command)) {
+    let present = false;
+    try {
+      present = fs.statSync(socketPath).isSocket();
+    } catch {
+      present = false;
+    }
+    if (present) stdin = readAllStdin(fs);
+  }
+  if (!stdin) {
+    launch(bundle);
+    return;
+  }
+  (globalThis as Record<symbol, unknown>)[STDIN_KEY] = stdin;
+  const key = (p: string) => {
+    const st = fs.statSync(p);
+    return `${st.dev}:${st.ino}`;
+  };
+  const request = `${JSON.stringify({
+    v: 1,
+    plugin: name,
+    env: process.env,
+    stdin: stdin.toString('utf8'),
+    pid: process.pid,
+    net: key('/proc/self/ns/net'),
+    mnt: key('/proc/self/ns/mnt'),
+  })}\n`;
+  const net = process.getBuiltinModule('node:net') as typeof import('node:net');
+  const sock = net.connect(socketPath);
+  let sent = false;
+  const chunks: Buffer[] = [];
+  sock.on('connect', () => {
+    sent = true;
+    sock.end(request);
+  });
+  sock.on('data', (b: Buffer) => chunks.push(b));
+  let finished = false;
+  const finish = (failure?: Error) => {
+    if (finished) return;
+    finished = true;
+    const text = Buffer.concat(chunks).toString('utf8');
+    let answer: { handled?: boolean; stdout?: unknown; exitCode?: unknown; reason?: unknown } | undefined;
+    try {
+      answer = JSON.parse(text) as typeof answer;
+    } catch {
+      answer = undefined;
+    }
+    if (answer?.handled === true && typeof answer.stdout === 'string' && typeof answer.exitCode === 'number') {
+      let out = Buffer.from(answer.stdout);
+      try {
+        while (out.length > 0) out = out.subarray(fs.writeSync(1, out));
+      } catch {
+        // nobody reads the result any more
+      }
+      process.exitCode = answer.exitCode;
+      return;
+    }
+    if (answer?.handled === false || !sent) {
+      // Declined, or never reached (a stale socket): nothing was done, so do it here.
+      if (process.env.KEMU_CNI_DAEMON_DEBUG) process.stderr.write(`kemu-cni daemon: ${String(answer?.reason ?? failure?.message)}\n`);
+      launch(bundle);
+      return;
+    }
+    // The daemon took the call and went away: it may have applied it, so running it again could do it twice.
+    const msg = `kemu-cni daemon at ${socketPath} closed the connection before answering${failure ? ` (${failure.message})` : ''}`;
+    fs.writeSync(1, JSON.stringify({ cniVersion: '1.1.0', code: 11, msg, details: 'retry the call' }));
+    process.exitCode = 1;
+  };
+  sock.on('error', (e) => finish(e));
+  sock.on('close', () => finish());
+}

@@ -70,7 +70,12 @@ function writeStdout(text: string): void {
   process.stdout.write(buf);
 }
 
+/** Where the launcher leaves stdin it already read (see launchPlugin): fd 0 is then at its end. */
+export const STDIN_HANDOVER = Symbol.for('kemu.cni.stdin');
+
 async function readStdin(): Promise<Buffer> {
+  const handed = (globalThis as Record<symbol, unknown>)[STDIN_HANDOVER];
+  if (Buffer.isBuffer(handed)) return handed;
   // Blocking reads of a pipe or file on fd 0 avoid building process.stdin (a net.Socket for a pipe, with
   // node:net and the stream machinery behind it) on every plugin start. Terminals and other character
   // devices take the stream path, and so does the rest of a non-blocking pipe (what was read is kept).
@@ -106,14 +111,14 @@ export interface MainOptions {
   bundled?: CniPlugin[];
 }
 
-/** Entry point of a plugin executable: env + stdin in, result or error JSON on stdout, exit status. */
-export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<void> {
-  const env = process.env as Record<string, string | undefined>;
-  let dp: Promise<Datapath> | undefined;
-  const bundled = new Map((opts.bundled ?? []).map((p) => [p.name, p]));
+/**
+ * Delegation that runs the carried plugins in process (after finding their type on CNI_PATH, as the spec
+ * requires, so configuration errors read exactly as with exec) and hands every other type to `other`.
+ */
+export function bundledDelegate(bundled: ReadonlyMap<string, CniPlugin>, other: Delegate): Delegate {
   const delegate: Delegate = async (type, command, conf, ctx) => {
     const p = bundled.get(type);
-    if (!p) return execDelegate(type, command, conf, ctx);
+    if (!p) return other(type, command, conf, ctx);
     findInPath(type, ctx.path);
     const out = await invokePlugin(p, {
       env: { ...ctx.env, CNI_COMMAND: command },
@@ -124,9 +129,17 @@ export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<v
     if (out.error) throw out.error;
     return out.result;
   };
+  return delegate;
+}
+
+/** Entry point of a plugin executable: env + stdin in, result or error JSON on stdout, exit status. */
+export async function main(plugin: CniPlugin, opts: MainOptions = {}): Promise<void> {
+  const env = process.env as Record<string, string | undefined>;
+  let dp: Promise<Datapath> | undefined;
+  const delegate = bundledDelegate(new Map((opts.bundled ?? []).map((p) => [p.name, p])), execDelegate);
   try {
     const stdin =
-      env.CNI_COMMAND === 'VERSION' && stdinIsCharDevice() && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
+      env.CNI_COMMAND === 'VERSION' && !(globalThis as Record<symbol, unknown>)[STDIN_HANDOVER] && stdinIsCharDevice() && process.stdin.isTTY ? Buffer.from('{}') : await readStdin();
     const out = await invokePlugin(plugin, {
       env,
       stdin,

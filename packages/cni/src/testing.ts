@@ -84,6 +84,46 @@ export async function buildPluginBins(dir: string, plugins = ['bridge', 'host-lo
   return dir;
 }
 
+/**
+ * Builds plugin executables laid out as their packages ship them: a launcher (`kemu-<plugin>`, the
+ * package's bin.ts, which hands calls to `kemu-cni daemon` when one runs) next to the CommonJS plugin
+ * bundle it starts (`main.cjs`), all compiled from the sources in the tree. Returns the bin directory.
+ */
+export async function buildPluginLaunchers(dir: string, plugins = ['bridge', 'host-local', 'portmap', 'loopback']): Promise<string> {
+  const require = createRequire(import.meta.url);
+  const esbuild = require('esbuild') as typeof import('esbuild');
+  mkdirSync(dir, { recursive: true });
+  const outRoot = join(packagesDir, '..', 'node_modules', '.cache', 'kemu-cni-launchers', String(process.pid));
+  await Promise.all(
+    plugins.map(async (p) => {
+      const outDir = join(outRoot, p);
+      mkdirSync(outDir, { recursive: true });
+      const common = {
+        bundle: true,
+        platform: 'node' as const,
+        target: 'node20',
+        conditions: ['@kemu/source'],
+        external: ['koffi', 'netlink'],
+        logLevel: 'silent' as const,
+      };
+      await esbuild.build({ ...common, entryPoints: [join(packagesDir, `cni-${p}`, 'src', 'bin.ts')], format: 'esm', outfile: join(outDir, 'bin.mjs') });
+      await esbuild.build({
+        ...common,
+        entryPoints: [join(packagesDir, `cni-${p}`, 'src', 'main.ts')],
+        format: 'cjs',
+        outfile: join(outDir, 'main.cjs'),
+        define: { 'import.meta.url': '__kemuImportMetaUrl' },
+        banner: { js: "const __kemuImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+      });
+      chmodSync(join(outDir, 'bin.mjs'), 0o755);
+      const link = join(dir, `kemu-${p}`);
+      rmSync(link, { force: true });
+      symlinkSync(join(outDir, 'bin.mjs'), link);
+    }),
+  );
+  return dir;
+}
+
 export interface PluginRun {
   exitCode: number;
   stdout: string;
@@ -98,9 +138,19 @@ export async function runPlugin(
   file: string,
   command: string,
   conf: unknown,
-  env: { containerId?: string; netns?: string; ifname?: string; path?: string; args?: string; hostNetns?: string } = {},
+  env: {
+    containerId?: string;
+    netns?: string;
+    ifname?: string;
+    path?: string;
+    args?: string;
+    hostNetns?: string;
+    /** More variables, e.g. KEMU_CNI_DAEMON. */
+    extra?: Record<string, string>;
+  } = {},
 ): Promise<PluginRun> {
   const e: Record<string, string | undefined> = {
+    ...env.extra,
     PATH: process.env.PATH,
     CNI_COMMAND: command,
     CNI_CONTAINERID: env.containerId,

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// CNI ADD/DEL latency of bridge + host-local, three ways in one run with the same config shape:
+// CNI ADD/DEL latency of bridge + host-local, four ways in one run with the same config shape:
 //   reference  /usr/lib/cni/bridge + host-local, exec'd (what containerd does with the Debian plugins)
-//   exec       kemu-bridge + kemu-host-local, exec'd from CNI_PATH (the built dist, as installed)
+//   exec       kemu-bridge + kemu-host-local, exec'd from CNI_PATH (the built dist, as installed), alone
+//   exec+daemon the same executables while `kemu-cni daemon` runs: each hands its call to the daemon
 //   in-process the same plugin objects called through the in-process invoker on the linux datapath
 // plus the bare start-up cost of `node -e 0`. Everything runs inside a throwaway network namespace that
 // plays the node, so the real host is untouched.
@@ -72,6 +73,24 @@ async function main() {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-cni-'));
   const bin = kemuBinDir(path.join(tmp, 'bin'));
   const dp = createLinuxDatapath();
+  // The resident daemon, as a user would run it (its own process, the built kemu-cni command).
+  const daemonSock = path.join(tmp, 'run', 'cni.sock');
+  const daemon = spawn(process.execPath, [path.join(repo, 'packages/cni/dist/install.js'), 'daemon', '--socket', daemonSock], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { PATH: process.env.PATH },
+  });
+  await new Promise((resolve, reject) => {
+    let err = '';
+    daemon.stderr.on('data', (b) => {
+      err += b;
+      if (err.includes('serving')) resolve();
+    });
+    daemon.once('exit', (code) => reject(new Error(`kemu-cni daemon exited with ${code}: ${err}`)));
+  });
+  const daemonCpu = () => {
+    const f = readFileSync(`/proc/${daemon.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime + stime
+  };
   const invoker = new InProcessInvoker({ plugins: [bridge, hostLocal], datapath: dp });
   spawnSync('ip', ['link', 'set', 'lo', 'up']);
 
@@ -94,7 +113,13 @@ async function main() {
     exec: {
       stdin: conf('kemu-bridge', 'kemu-host-local', 'bexec0', '10.202.0.0/16'),
       path: bin,
-      run: (env, stdin) => execPlugin(path.join(bin, 'kemu-bridge'), env, stdin),
+      run: (env, stdin) => execPlugin(path.join(bin, 'kemu-bridge'), { ...env, KEMU_CNI_DAEMON: 'off' }, stdin),
+    },
+    'exec+daemon': {
+      stdin: conf('kemu-bridge', 'kemu-host-local', 'bdmn0', '10.204.0.0/16'),
+      path: bin,
+      run: (env, stdin) => execPlugin(path.join(bin, 'kemu-bridge'), { ...env, KEMU_CNI_DAEMON: daemonSock }, stdin),
+      cpu: daemonCpu,
     },
     'in-process': {
       stdin: conf('kemu-bridge', 'kemu-host-local', 'binp0', '10.203.0.0/16'),
@@ -114,11 +139,11 @@ async function main() {
       CNI_IFNAME: 'eth0',
       CNI_PATH: v.path,
     };
-    const c0 = cpuNow();
+    const c0 = cpuNow() + (v.cpu?.() ?? 0);
     const t0 = performance.now();
     const a = await v.run({ ...env, CNI_COMMAND: 'ADD' }, v.stdin);
     const t1 = performance.now();
-    cpuSum[name] = (cpuSum[name] ?? 0) + cpuNow() - c0;
+    cpuSum[name] = (cpuSum[name] ?? 0) + cpuNow() + (v.cpu?.() ?? 0) - c0;
     cpuN[name] = (cpuN[name] ?? 0) + 1;
     const d = await v.run({ ...env, CNI_COMMAND: 'DEL' }, v.stdin);
     const t2 = performance.now();
@@ -160,7 +185,7 @@ async function main() {
 
   const perRun = [];
   for (let r = 0; r < RUNS; r++) {
-    const samples = { reference: { add: [], del: [] }, exec: { add: [], del: [] }, 'in-process': { add: [], del: [] } };
+    const samples = Object.fromEntries(Object.keys(variants).map((k) => [k, { add: [], del: [] }]));
     const node0 = [];
     for (let i = 0; i < N; i++) {
       // Interleaved so drift (page cache, CPU frequency) hits every variant alike.
@@ -178,6 +203,7 @@ async function main() {
     perRun.push(stats);
   }
   await dp.close();
+  daemon.kill('SIGTERM');
 
   const med = (f) => median(perRun.map(f));
   const out = { iterations: N, runs: RUNS, variants: {} };
@@ -185,7 +211,7 @@ async function main() {
   console.log('variant       ADD p50   ADD p90   DEL p50   DEL p90   ADD/ref   DEL/ref');
   const refAdd = med((s) => s.reference.add.p50);
   const refDel = med((s) => s.reference.del.p50);
-  for (const name of ['reference', 'exec', 'in-process']) {
+  for (const name of Object.keys(variants)) {
     const v = {
       add: { p50: med((s) => s[name].add.p50), p90: med((s) => s[name].add.p90) },
       del: { p50: med((s) => s[name].del.p50), p90: med((s) => s[name].del.p90) },
@@ -206,18 +232,20 @@ async function main() {
     execAdd: out.variants.exec.add.p50,
     execBudget,
     execTargetMet: out.variants.exec.add.p50 <= execBudget,
+    execDaemonAdd: out.variants['exec+daemon'].add.p50,
+    execDaemonTargetMet: out.variants['exec+daemon'].add.p50 <= execBudget,
   };
   console.log(
     `\ntarget in-process ADD <= 0.5 x reference: ${inprocRatio.toFixed(2)}x -> ${out.targets.inProcessTargetMet ? 'met' : 'NOT met'}`,
   );
   console.log(
-    `target exec ADD <= node -e 0 + reference ADD (${ms(execBudget)}): ${ms(out.variants.exec.add.p50)} -> ${out.targets.execTargetMet ? 'met' : 'NOT met'}`,
+    `target exec ADD <= node -e 0 + reference ADD (${ms(execBudget)}): alone ${ms(out.variants.exec.add.p50)} -> ${out.targets.execTargetMet ? 'met' : 'NOT met'}; with kemu-cni daemon ${ms(out.targets.execDaemonAdd)} -> ${out.targets.execDaemonTargetMet ? 'met' : 'NOT met'}`,
   );
   // Mean CPU per ADD (warm-up included), and for exec the part above a bare node start.
   const cpu = Object.fromEntries(Object.keys(cpuN).map((k) => [k, cpuSum[k] / cpuN[k]]));
   out.cpuPerAdd = cpu;
   console.log(
-    `\nCPU per ADD (mean, ms): reference ${ms(cpu.reference)}, exec ${ms(cpu.exec)} (${ms(cpu.exec - cpu.node0)} above node -e 0 at ${ms(cpu.node0)}), in-process ${ms(cpu['in-process'])}`,
+    `\nCPU per ADD (mean, ms): reference ${ms(cpu.reference)}, exec ${ms(cpu.exec)} (${ms(cpu.exec - cpu.node0)} above node -e 0 at ${ms(cpu.node0)}), exec+daemon ${ms(cpu['exec+daemon'])} (plugin and daemon), in-process ${ms(cpu['in-process'])}`,
   );
   mkdirSync(path.dirname(values.json), { recursive: true });
   writeFileSync(values.json, JSON.stringify(out, null, 2));

@@ -2,8 +2,20 @@
 import { randomBytes } from 'node:crypto';
 import { invalidArgument } from './errors.js';
 
+// Random bytes are drawn 4 KiB at a time: a randomBytes call per id (about 2 µs each) showed in kemu-cri's
+// per-lifecycle CPU profile. Still a CSPRNG, and no slice is handed out twice.
+const POOL_SIZE = 4096;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
 export function newId(): string {
-  return randomBytes(32).toString('hex');
+  if (poolOffset + 32 > pool.length) {
+    pool = randomBytes(POOL_SIZE);
+    poolOffset = 0;
+  }
+  const id = pool.toString('hex', poolOffset, poolOffset + 32);
+  poolOffset += 32;
+  return id;
 }
 
 const ID_PATTERN = /^[0-9a-f]{1,64}$/;

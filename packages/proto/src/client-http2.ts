@@ -409,6 +409,8 @@ export class Http2UnaryCall<Res> {
       return false;
     }
     this.timer = setTimeout(() => this.finish(status.DEADLINE_EXCEEDED, `Deadline exceeded after ${(ms / 1000).toFixed(3)}s`), ms);
+    // The call's connection keeps the process alive while the call is in flight; the timer need not.
+    this.timer.unref();
     return true;
   }
 

@@ -61,7 +61,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Execs the plugin asynchronously: the daemon answering it lives in this process. */
-async function run(command: string, conf: Record<string, unknown>, daemonSetting: string) {
+async function run(command: string, conf: Record<string, unknown>, daemonSetting: string, transport = '') {
   const child = spawn(process.execPath, [join(dir, 'bin.mjs')], {
     env: {
       PATH: process.env.PATH,
@@ -71,6 +71,7 @@ async function run(command: string, conf: Record<string, unknown>, daemonSetting
       CNI_IFNAME: 'eth0',
       CNI_PATH: dir,
       KEMU_CNI_DAEMON: daemonSetting,
+      KEMU_CNI_DAEMON_TRANSPORT: transport,
     },
   });
   const out: Buffer[] = [];
@@ -124,9 +125,9 @@ describe('kemu-cni daemon hand-over', () => {
     await expect(serveCniDaemon({ socketPath: file, plugins: [] })).rejects.toThrow(/is not a socket/);
   });
 
-  it('a plugin started while the daemon runs prints the daemon answer; VERSION stays local', async () => {
+  it.each(['pipe', 'net'])('a plugin started while the daemon runs prints the daemon answer (%s); VERSION stays local', async (transport) => {
     const before = daemon.served;
-    const r = await run('ADD', { name: 'net-a' }, socketPath);
+    const r = await run('ADD', { name: 'net-a' }, socketPath, transport);
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.json.dns).toEqual({ domain: 'daemon', search: ['net-a'] });
     const v = await run('VERSION', {}, socketPath);
@@ -142,25 +143,28 @@ describe('kemu-cni daemon hand-over', () => {
     expect(r.stderr).toBe('');
   });
 
-  it('runs locally with KEMU_CNI_DAEMON=off, without a socket, and with a socket nobody listens on', async () => {
+  it.each(['pipe', 'net'])('runs locally with KEMU_CNI_DAEMON=off, without a socket, and with a socket nobody listens on (%s)', async (transport) => {
     expect((await run('ADD', {}, 'off')).json.dns.domain).toBe('local');
-    expect((await run('ADD', {}, join(dir, 'absent.sock'))).json.dns.domain).toBe('local');
+    expect((await run('ADD', {}, join(dir, 'absent.sock'), transport)).json.dns.domain).toBe('local');
     // A socket file left by a daemon that was killed.
-    const stale = join(dir, 'stale.sock');
+    const stale = join(dir, `stale-${transport}.sock`);
     const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => console.log('up'))`]);
     await new Promise((r) => child.stdout.once('data', r));
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     expect(statSync(stale).isSocket()).toBe(true);
-    const r = await run('ADD', { name: 'net-s' }, stale);
+    const r = await run('ADD', { name: 'net-s' }, stale, transport);
     expect(r.status, r.stderr).toBe(0);
     expect(r.json.dns).toEqual({ domain: 'local', search: ['net-s'] });
   });
 
-  it('a declined call runs locally with the same stdin', async () => {
-    const other = await serveCniDaemon({ socketPath: join(dir, 'other.sock'), plugins: [{ ...echoPlugin('other'), name: 'kemu-other' }] });
+  it.each(['pipe', 'net'])('a declined call runs locally with the same stdin (%s)', async (transport) => {
+    const other = await serveCniDaemon({
+      socketPath: join(dir, `other-${transport}.sock`),
+      plugins: [{ ...echoPlugin('other'), name: 'kemu-other' }],
+    });
     try {
-      const r = await run('ADD', { name: 'net-d' }, other.socketPath);
+      const r = await run('ADD', { name: 'net-d' }, other.socketPath, transport);
       expect(r.status, r.stderr).toBe(0);
       expect(r.json.dns).toEqual({ domain: 'local', search: ['net-d'] });
       expect(other.served).toBe(1);
@@ -169,12 +173,12 @@ describe('kemu-cni daemon hand-over', () => {
     }
   });
 
-  it('a daemon that takes the call and goes away gives "try again later", not a second run', async () => {
-    const sock = join(dir, 'vanishing.sock');
+  it.each(['pipe', 'net'])('a daemon that takes the call and goes away gives "try again later", not a second run (%s)', async (transport) => {
+    const sock = join(dir, `vanishing-${transport}.sock`);
     const server = net.createServer({ allowHalfOpen: true }, (c) => c.on('data', () => c.destroy()));
     await new Promise<void>((r) => server.listen(sock, r));
     try {
-      const r = await run('ADD', {}, sock);
+      const r = await run('ADD', {}, sock, transport);
       expect(r.status).toBe(1);
       expect(r.json).toMatchObject({ code: 11 });
       expect(r.json.msg).toMatch(/closed the connection before answering/);

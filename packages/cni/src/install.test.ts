@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,5 +52,40 @@ describe('kemu-cni install', () => {
       expect([p, v.status, v.stderr]).toEqual([p, 0, '']);
       expect(JSON.parse(v.stdout).supportedVersions).toContain('1.1.0');
     }
+  });
+});
+
+describe('kemu-cni daemon', () => {
+  // Through tsx with the source condition, the plugin packages load from source: no build needed.
+  const start = (socket: string) =>
+    spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', join(here, 'install.ts'), 'daemon', '--socket', socket], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+  const stderrOf = (c: ReturnType<typeof start>) =>
+    new Promise<{ text: string; code: number | null }>((res) => {
+      let text = '';
+      c.stderr.on('data', (b: Buffer) => {
+        text += b.toString();
+        if (text.startsWith('kemu-cni daemon: serving') && text.endsWith('\n')) res({ text, code: null });
+      });
+      c.on('exit', (code) => res({ text, code }));
+    });
+
+  it('serves the installed plugin packages on a 0600 socket, refuses a second daemon there, and removes the socket on SIGTERM', async () => {
+    const socket = join(tmp, 'd', 'cni.sock');
+    const first = start(socket);
+    const up = await stderrOf(first);
+    expect(up.text).toBe(`kemu-cni daemon: serving kemu-bridge, kemu-host-local, kemu-portmap, kemu-loopback on ${socket}\n`);
+    expect(statSync(socket).mode & 0o777).toBe(0o600);
+    expect(statSync(dirname(socket)).mode & 0o777).toBe(0o700);
+
+    const second = await stderrOf(start(socket));
+    expect(second.code).toBe(1);
+    expect(second.text).toBe(`kemu-cni: another daemon is serving ${socket}; stop it first\n`);
+
+    const exited = new Promise<number | null>((res) => first.on('exit', res));
+    first.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(existsSync(socket)).toBe(false);
   });
 });

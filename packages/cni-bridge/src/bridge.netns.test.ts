@@ -14,6 +14,7 @@ import {
   ipJson,
   REFERENCE_BIN_DIR,
   runPlugin,
+  hostLocalFiles,
 } from '@kemu/cni/testing';
 import { hostLocal } from '@kemu/cni-host-local';
 import { portmap } from '@kemu/cni-portmap';
@@ -101,13 +102,6 @@ function hostState(ns: string, hostVeth: string) {
   };
 }
 
-const dataFiles = (dir: string) =>
-  Object.fromEntries(
-    readdirSync(dir)
-      .filter((f) => f !== 'lock')
-      .sort()
-      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
-  );
 
 describe.runIf(ok)('kemu-bridge on Linux', () => {
   const variants: [string, Record<string, unknown>][] = [
@@ -140,7 +134,7 @@ describe.runIf(ok)('kemu-bridge on Linux', () => {
         result: r.json,
         pod: netnsState(pod.name),
         host: hostState(host.name, r.json.interfaces[1].name),
-        files: dataFiles(join(dataDir, 'brnet')),
+        files: hostLocalFiles(join(dataDir, 'brnet')),
       });
     }
     const [ref, ours] = seen as any[];

@@ -15,6 +15,7 @@ import {
   ipJson,
   REFERENCE_BIN_DIR,
   runPlugin,
+  hostLocalFiles,
 } from '@kemu/cni/testing';
 import { hostLocal } from '@kemu/cni-host-local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,13 +66,6 @@ function hostBridge(ns: string) {
   return br?.addr_info.map((a: any) => `${a.local}/${a.prefixlen}`);
 }
 
-const dataFiles = (dir: string) =>
-  Object.fromEntries(
-    readdirSync(dir)
-      .filter((f) => f !== 'lock')
-      .sort()
-      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
-  );
 
 describe.runIf(ok)('kemu-cni daemon with the linux datapath', () => {
   it('serves an exec ADD/DEL with the same result, netns state and host-local files as the plugin alone', async () => {
@@ -88,12 +82,12 @@ describe.runIf(ok)('kemu-cni daemon with the linux datapath', () => {
       expect(calls.slice(before).map((c) => `${c.plugin} ${c.command} ${c.handled}`)).toEqual(
         daemonSetting === 'off' ? [] : ['kemu-bridge ADD true'],
       );
-      seen.push({ result: r.json, pod: podState(pod.name), host: hostBridge(host.name), files: dataFiles(join(dataDir, 'dnet')) });
+      seen.push({ result: r.json, pod: podState(pod.name), host: hostBridge(host.name), files: hostLocalFiles(join(dataDir, 'dnet')) });
       const chk = await runPlugin(join(bin, 'kemu-bridge'), 'CHECK', { ...conf(dataDir), prevResult: r.json }, env);
       expect(chk.exitCode, chk.stdout).toBe(0);
       const d = await runPlugin(join(bin, 'kemu-bridge'), 'DEL', conf(dataDir), env);
       expect(d.exitCode, d.stdout).toBe(0);
-      expect(Object.keys(dataFiles(join(dataDir, 'dnet'))).filter((f) => f.startsWith('10.'))).toEqual([]);
+      expect(Object.keys(hostLocalFiles(join(dataDir, 'dnet'))).filter((f) => f.startsWith('10.'))).toEqual([]);
       delNetns(pod.name);
       delNetns(host.name);
     }

@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildPluginBins, callPlugin, haveReference, REFERENCE_BIN_DIR, runPlugin } from '@kemu/cni/testing';
+import { buildPluginBins, callPlugin, haveReference, hostLocalFiles, REFERENCE_BIN_DIR, runPlugin } from '@kemu/cni/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CniPlugin } from '@kemu/cni';
 import { createHostLocal, hostLocal } from './host-local.js';
@@ -25,13 +25,6 @@ const netconf = (dataDir: string, ipam: Record<string, unknown> = {}, top: Recor
   ...top,
 });
 
-const files = (dir: string) =>
-  Object.fromEntries(
-    readdirSync(dir)
-      .filter((f) => f !== 'lock')
-      .sort()
-      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
-  );
 
 interface StoreCase {
   name: string;
@@ -50,7 +43,7 @@ const stores: StoreCase[] = [
     async allocations(d) {
       const dir = join(d, 'hlnet');
       if (!existsSync(dir)) return {};
-      return Object.fromEntries(Object.entries(files(dir)).filter(([f]) => isIPName(f)));
+      return Object.fromEntries(Object.entries(hostLocalFiles(dir)).filter(([f]) => isIPName(f)));
     },
     async lastReserved(d, set) {
       const f = join(d, 'hlnet', `last_reserved_ip.${set}`);
@@ -244,7 +237,7 @@ describe.runIf(haveReference)('kemu-host-local vs reference host-local', () => {
     const r = await execAdd(join(REFERENCE_BIN_DIR, 'host-local'), ref, 'd');
     const k = await execAdd(join(bin, 'kemu-host-local'), ours, 'd');
     expect(k.json).toEqual(r.json);
-    expect(files(join(ours, 'hlnet'))).toEqual(files(join(ref, 'hlnet')));
+    expect(hostLocalFiles(join(ours, 'hlnet'))).toEqual(hostLocalFiles(join(ref, 'hlnet')));
   });
 
   it('shares one dataDir with the reference: no double allocation, each releases the other one\'s', async () => {
@@ -259,7 +252,7 @@ describe.runIf(haveReference)('kemu-host-local vs reference host-local', () => {
     // kemu releases one the reference allocated and vice versa.
     expect((await execDel(kemu, d, 's0')).exitCode).toBe(0);
     expect((await execDel(refBin, d, 's1')).exitCode).toBe(0);
-    const owners = Object.values(files(join(d, 'hlnet')));
+    const owners = Object.values(hostLocalFiles(join(d, 'hlnet')));
     expect(owners.some((c) => c.startsWith('s0\r\n'))).toBe(false);
     expect(owners.some((c) => c.startsWith('s1\r\n'))).toBe(false);
     expect(owners.filter((c) => c.includes('\r\n')).length).toBe(2 * 14);
@@ -279,6 +272,6 @@ describe.runIf(haveReference)('kemu-host-local vs reference host-local', () => {
     expect(existsSync(`${join(dirname(dist), 'main.cjs')}.v8cache`)).toBe(true);
     expect((await execDel(dist, ours, 'd2')).exitCode).toBe(0);
     expect((await execDel(join(REFERENCE_BIN_DIR, 'host-local'), ref, 'd2')).exitCode).toBe(0);
-    expect(files(join(ours, 'hlnet'))).toEqual(files(join(ref, 'hlnet')));
+    expect(hostLocalFiles(join(ours, 'hlnet'))).toEqual(hostLocalFiles(join(ref, 'hlnet')));
   });
 });

@@ -3,7 +3,7 @@
  * and a runner for the reference plugins. Used by tests and benchmarks; not needed at runtime.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, symlinkSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -122,6 +122,16 @@ export async function buildPluginLaunchers(dir: string, plugins = ['bridge', 'ho
     }),
   );
   return dir;
+}
+
+/** The files of a host-local network directory (`<dataDir>/<network>`) by name, without the lock file. */
+export function hostLocalFiles(dir: string): Record<string, string> {
+  return Object.fromEntries(
+    readdirSync(dir)
+      .filter((f) => f !== 'lock')
+      .sort()
+      .map((f) => [f, readFileSync(join(dir, f), 'utf8')]),
+  );
 }
 
 export interface PluginRun {

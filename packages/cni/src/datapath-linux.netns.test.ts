@@ -48,4 +48,20 @@ describe.runIf(canNetns)('linux datapath links (read back against ip -j)', () =>
     const l = await dp.getLink(HOST_NETNS, 'kvx0');
     expect(l).toMatchObject({ kind: 'vxlan', vxlan: { vni: 4242, port: 4789, local: '10.77.0.1', learning: false } });
   });
+
+  it('writes a route origin as iproute2 names it and reads it back', async () => {
+    await dp.addLink(HOST_NETNS, { kind: 'bridge', name: 'kbr2' });
+    await dp.setLink(HOST_NETNS, 'kbr2', { up: true });
+    await dp.addAddr(HOST_NETNS, 'kbr2', '10.78.0.1/24');
+    await dp.addRoute(HOST_NETNS, { dst: '10.79.1.0/24', via: '10.78.0.2', protocol: 'bgp' });
+    await dp.addRoute(HOST_NETNS, { dst: '10.79.2.0/24', via: '10.78.0.2', protocol: 'static' });
+    await dp.addRoute(HOST_NETNS, { dst: '10.79.3.0/24', via: '10.78.0.2' });
+    // ip -j leaves out `boot`, the default origin.
+    const ip = Object.fromEntries(
+      (ipJson(node.name, ['-4', 'route', 'show', 'dev', 'kbr2']) as any[]).map((r) => [r.dst, r.protocol ?? 'boot']),
+    );
+    expect(ip).toEqual({ '10.79.1.0/24': 'bgp', '10.79.2.0/24': 'static', '10.79.3.0/24': 'boot', '10.78.0.0/24': 'kernel' });
+    const ours = Object.fromEntries((await dp.listRoutes(HOST_NETNS, { dev: 'kbr2', family: 4, table: 254 })).map((r) => [r.dst, r.protocol]));
+    expect(ours).toEqual(ip);
+  });
 });

@@ -41,6 +41,22 @@ const AF_INET6 = 10;
 const AF_BRIDGE = 7;
 const RTN_TYPES: Record<RouteType, number> = { unicast: 1, local: 2, blackhole: 6, unreachable: 7, prohibit: 8 };
 const RTN_NAMES = new Map(Object.entries(RTN_TYPES).map(([k, v]) => [v, k as RouteType]));
+/** Route origin tags as iproute2 names them (rt_protos); routes we write default to `boot`, as `ip route add` does. */
+const RT_PROTOS: Record<string, number> = {
+  redirect: 1,
+  kernel: 2,
+  boot: 3,
+  static: 4,
+  zebra: 11,
+  bird: 12,
+  dhcp: 16,
+  bgp: 186,
+  isis: 187,
+  ospf: 188,
+  rip: 189,
+};
+const RT_PROTO_NAMES = new Map(Object.entries(RT_PROTOS).map(([k, v]) => [v, k]));
+
 const SCOPES = { global: 0, link: 253, host: 254 } as const;
 const RTNH_F_ONLINK = 4;
 const RTM_NEWLINK = 16;
@@ -595,7 +611,7 @@ export class LinuxDatapath implements Datapath {
       family,
       dstLen: dst.prefix,
       table: table < 256 ? table : 252,
-      protocol: r.protocol === 'static' ? 4 : r.protocol === 'kernel' ? 2 : 3,
+      protocol: (r.protocol !== undefined ? RT_PROTOS[r.protocol] : undefined) ?? RT_PROTOS.boot!,
       scope,
       type: RTN_TYPES[type],
     };
@@ -630,6 +646,9 @@ export class LinuxDatapath implements Datapath {
       info.scope = scope === 253 || scope === 'LINK' ? 'link' : scope === 254 || scope === 'HOST' ? 'host' : 'global';
       const flags = m.data.flags as unknown as { __unknown?: number } | undefined;
       if (flags?.__unknown && flags.__unknown & RTNH_F_ONLINK) info.onlink = true;
+      const proto = m.data.protocol;
+      if (typeof proto === 'number') info.protocol = RT_PROTO_NAMES.get(proto) ?? String(proto);
+      else if (typeof proto === 'string') info.protocol = proto.toLowerCase();
       out.push(info);
     }
     return out;

@@ -5,7 +5,8 @@
  * route sink) is observed as it happens rather than polled.
  */
 import { performance } from 'node:perf_hooks';
-import { type InstalledRoute, MemoryRouteSink } from './route-sink.js';
+import { parseIP } from './ip.js';
+import { type InstalledRoute, MemoryRouteSink, type RouteSink } from './route-sink.js';
 import type { NeighborConfig } from './session.js';
 import { BgpSpeaker, PrefixTable } from './speaker.js';
 import { MemoryNetwork, type Transport, tcpTransport } from './transport.js';
@@ -50,6 +51,20 @@ export function simAddress(i: number, transport: 'memory' | 'tcp' = 'memory'): s
   const b = Math.floor(n / 254) % 254;
   const c = (n % 254) + 1;
   return `${transport === 'tcp' ? 127 : 10}.${a + 1}.${b}.${c}`;
+}
+
+/** The simulation's bookkeeping sees every route at once; `extra` programs it (and may take its time). */
+function teeSink(memory: MemoryRouteSink, extra: RouteSink): RouteSink {
+  return {
+    install(route) {
+      memory.install(route);
+      return extra.install(route);
+    },
+    remove(route) {
+      memory.remove(route);
+      return extra.remove(route);
+    },
+  };
 }
 
 export class RouteSimulation {
@@ -116,7 +131,11 @@ export class RouteSimulation {
     name: string,
     address: string,
     prefixes: string[],
-    opts: { start?: boolean } = {},
+    opts: {
+      start?: boolean;
+      /** Where the node's routes are programmed as well (e.g. a DatapathRouteSink on its namespace). */
+      sink?: RouteSink;
+    } = {},
   ): Promise<SimNode> {
     if (this.nodes.has(name) || this.byAddress.has(address))
       throw new Error(`node ${name} / ${address} exists`);
@@ -134,7 +153,8 @@ export class RouteSimulation {
     };
     node.sink = new MemoryRouteSink((p, r, prev) => this.onSinkChange(node, p, r, prev));
     node.speaker = new BgpSpeaker({
-      routerId: address.startsWith('127.') || address.startsWith('10.') ? address : '1.1.1.1',
+      // Each node's own IPv4 address: BGP identifiers must differ between peers.
+      routerId: parseIP(address)?.afi === 4 ? address : '1.1.1.1',
       as: this.as,
       listen: { address, port: this.port },
       neighbors,
@@ -146,7 +166,7 @@ export class RouteSimulation {
       prefixTable: this.prefixTable,
       holdTime: this.options.holdTime ?? 90,
       connectRetryTime: this.options.connectRetryTime ?? 1,
-      routeSink: node.sink,
+      routeSink: opts.sink ? teeSink(node.sink, opts.sink) : node.sink,
       localNextHop: address,
       log: this.options.log ? (l) => this.options.log!(`${name}: ${l}`) : undefined,
     });

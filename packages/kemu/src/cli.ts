@@ -30,7 +30,7 @@ program
   .description('start a cluster (foreground until Ctrl-C, or --detach)')
   .addOption(new Option('--nodes <n>', 'number of nodes').default(3).argParser(int('--nodes')))
   .addOption(new Option('--datapath <kind>', 'pod networking datapath (linux: real network namespaces, needs root)').choices(['sim', 'linux']).default('sim'))
-  .addOption(new Option('--network <kind>', 'cross-node networking').choices(['bridge', 'vxlan', 'bgp']).default('bridge'))
+  .addOption(new Option('--network <kind>', 'cross-node networking: host-gw routes, a VXLAN overlay, or routes learned over BGP').choices(['bridge', 'vxlan', 'bgp']).default('bridge'))
   .addOption(new Option('--storage <kind>', 'CSI driver backend (default: sim; hostpath with --runtime process)').choices(['sim', 'hostpath']))
   .addOption(new Option('--runtime <kind>', 'CRI runtime backend').choices(['sim', 'process']).default('sim'))
   .addOption(new Option('--store <kind>', 'object store').choices(['memory', 'file', 'etcd']).default('memory'))

@@ -1,6 +1,7 @@
 // A whole emulated cluster in one process: the store, the storage controllers, the scheduler, the CSI
 // sidecars, and per node a CSI driver, a CRI runtime with CNI networking on the simulated datapath, and a
 // kubelet. Everything talks through the same APIs the standalone packages serve on sockets.
+import { BGP_MAX_NODES, ClusterBgp } from './bgp-routing.js';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -82,8 +83,12 @@ export function checkSupported(o: ClusterOptions): void {
   }
   if ((o.runtime ?? 'sim') === 'process' && datapath !== 'linux')
     unsupported.push('--runtime process on the sim datapath (real processes need real network namespaces: add --datapath linux)');
-  if ((o.network ?? 'bridge') === 'bgp')
-    unsupported.push('--network bgp (calico-style routing is available per package, @kemu/cni-calico and @kemu/bgp; the cluster composes bridge and vxlan)');
+  if ((o.network ?? 'bridge') === 'bgp') {
+    if (o.nodeProcesses)
+      unsupported.push('--network bgp with --node-processes (the nodes\' BGP speakers run in the kemu process; drop --node-processes)');
+    if ((o.nodes ?? 3) > BGP_MAX_NODES)
+      unsupported.push(`--network bgp beyond ${BGP_MAX_NODES} nodes (every node holds a route per node; use --network bridge or vxlan)`);
+  }
   if (unsupported.length) throw new Error(`not supported by \`kemu up\` yet: ${unsupported.join('; ')}`);
 }
 
@@ -175,7 +180,8 @@ export class Cluster {
       (options.datapath ?? 'sim') === 'linux'
         ? new LinuxClusterNetwork(options.stateDir)
         : new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
-    this.network.overlay = options.network === 'vxlan' ? 'vxlan' : 'bridge';
+    this.network.overlay = options.network ?? 'bridge';
+    if (options.network === 'bgp') this.network.bgp = new ClusterBgp(options.nodes ?? 3);
     if (this.network instanceof SimClusterNetwork) {
       this.network.podNetwork = this.podNetwork();
       this.network.routedUnderlay = options.routedUnderlay ?? (options.nodes ?? 3) > 255;
@@ -281,12 +287,16 @@ export class Cluster {
       onError: (w, e) => onError(e, `attacher: ${w}`),
     });
 
+    const bgp = this.network.bgp;
+    if (bgp) this.stoppers.push(() => bgp.close());
     for (let i = 0; i < n; i++) {
       const name = `kemu-node-${i + 1}`;
       if (o.nodeProcesses) await this.spawnNode(name, i, drivers);
       else await this.addNode(name, i, drivers);
       this.progress('nodes', i + 1, n);
     }
+    // Routes between nodes exist once the speakers agree; pods scheduled before that could not talk.
+    if (bgp) await bgp.converged(Math.max(60_000, n * 100));
     await router.rescan();
     this.watchJoinedNodes(drivers);
     await provisioner.start();

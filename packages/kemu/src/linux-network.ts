@@ -3,6 +3,7 @@
 // CNI chain (bridge + host-local + portmap) in process through the netlink datapath pointed at the node's
 // namespace, and nodes route each other's pod CIDRs via the node IPs (host-gw; no NAT between pods).
 // Nothing touches the machine's own namespace: the underlay is a namespace too.
+import type { ClusterBgp } from './bgp-routing.js';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -90,6 +91,8 @@ export class LinuxClusterNetwork {
   private underlay?: LinuxDatapath;
   /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
   overlay: OverlayKind = 'bridge';
+  /** With the bgp overlay: the nodes' speakers, which program the routes between nodes. */
+  bgp?: ClusterBgp;
 
   constructor(
     readonly stateDir: string,
@@ -154,6 +157,7 @@ export class LinuxClusterNetwork {
     };
     this.nodes.set(nodeName, node);
     if (this.overlay === 'bridge') await this.addNodeRoutes(node);
+    else if (this.overlay === 'bgp') await this.bgp?.addNode(nodeName, nodeIP, podCIDR, datapath);
     return node;
   }
 
@@ -162,7 +166,6 @@ export class LinuxClusterNetwork {
     return countIpFiles(path.join(this.stateDir, 'nodes', nodeName, 'cni', 'ipam', CLUSTER_NETWORK));
   }
 
-  /** Every node routes every other node's pod CIDR via that node's IP on the underlay. */
   /**
    * Routes for a node that just joined, in both directions: it routes every other node's pod CIDR via that
    * node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).

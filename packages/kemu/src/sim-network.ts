@@ -3,6 +3,7 @@
 // portmap) in process on its own view of the world, and nodes route each other's pod CIDRs through the
 // underlay ("host-gw" style; no NAT between pods), so a packet can be traced from a pod on one node to a pod
 // on another.
+import type { ClusterBgp } from './bgp-routing.js';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -41,7 +42,8 @@ export interface SimNodeNetwork {
 }
 
 /** The node's CNI configuration: bridge + host-local from the node's pod CIDR, then portmap. */
-export type OverlayKind = 'bridge' | 'vxlan';
+/** bridge: host-gw routes the cluster programs; vxlan: flannel-style overlay; bgp: routes learned over BGP. */
+export type OverlayKind = 'bridge' | 'vxlan' | 'bgp';
 
 /** What the node's CNI chain needs besides its pod CIDR: the overlay and, for vxlan, the agent's subnet.env. */
 export interface ConflistOptions {
@@ -196,6 +198,8 @@ export class SimClusterNetwork {
   readonly pods = new NetnsDirectory();
   /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
   overlay: OverlayKind = 'bridge';
+  /** With the bgp overlay: the nodes' speakers, which program the routes between nodes. */
+  bgp?: ClusterBgp;
   /**
    * With a routed underlay the underlay namespace is a router (a top-of-rack switch that learned the pod
    * CIDRs): one route per node there, and each node sends the pod network to it. Host-gw needs nodes²
@@ -300,6 +304,7 @@ export class SimClusterNetwork {
       await datapath.addRoute(HOST_NETNS, { dst: this.podNetwork, via: this.underlayGateway, dev: 'eth0' }, { replace: true });
       await datapath.addRoute(UNDERLAY_NS, { dst: podCIDR, via: nodeIP, dev: UNDERLAY_BRIDGE }, { replace: true });
     } else if (this.overlay === 'bridge') await this.addNodeRoutes(node);
+    else if (this.overlay === 'bgp') await this.bgp?.addNode(nodeName, nodeIP, podCIDR, datapath);
     return node;
   }
 
@@ -310,7 +315,6 @@ export class SimClusterNetwork {
     return countIpFiles(path.join(dataDir, CLUSTER_NETWORK));
   }
 
-  /** Every node routes every other node's pod CIDR via that node's IP. */
   /**
    * Routes for a node that just joined, in both directions: it routes every other node's pod CIDR via that
    * node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).

@@ -56,11 +56,19 @@ describe('kemu-cni install', () => {
 });
 
 describe('kemu-cni daemon', () => {
+  const started: ReturnType<typeof spawn>[] = [];
+  // A failed assertion must not leave a daemon running.
+  afterAll(() => {
+    for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
   // Through tsx with the source condition, the plugin packages load from source: no build needed.
-  const start = (socket: string) =>
-    spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', join(here, 'install.ts'), 'daemon', '--socket', socket], {
+  const start = (socket: string) => {
+    const c = spawn(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', join(here, 'install.ts'), 'daemon', '--socket', socket], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    started.push(c);
+    return c;
+  };
   const stderrOf = (c: ReturnType<typeof start>) =>
     new Promise<{ text: string; code: number | null }>((res) => {
       let text = '';

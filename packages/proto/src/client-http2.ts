@@ -8,6 +8,7 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { socketPathFromEndpoint } from './server';
+import { frame } from './server-http2';
 
 const { status } = grpc;
 const C = http2.constants;
@@ -116,14 +117,6 @@ function formatTimeout(ms: number): string {
     if (n < 1e8) return `${n}${unit}`;
   }
   return '99999999H';
-}
-
-function frame(message: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(message.length + 5);
-  out[0] = 0;
-  out.writeUInt32BE(message.length, 1);
-  message.copy(out, 5);
-  return out;
 }
 
 interface SessionEntry {

@@ -61,7 +61,8 @@ function toStatus(err: unknown, trailer?: grpc.Metadata): StatusLike {
   return result;
 }
 
-function frame(message: Buffer): Buffer {
+/** A gRPC length-prefixed message (uncompressed): flag byte, 4-byte big-endian length, bytes. */
+export function frame(message: Buffer): Buffer {
   const out = Buffer.allocUnsafe(message.length + 5);
   out[0] = 0;
   out.writeUInt32BE(message.length, 1);

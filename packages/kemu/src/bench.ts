@@ -35,6 +35,8 @@ export interface BenchOptions {
   createConcurrency?: number;
   /** Shorter periods than upstream's (default false: the kubelet's and controllers' real settings). */
   fast?: boolean;
+  /** Cross-node networking, as `kemu up --network` (default bridge). */
+  network?: 'bridge' | 'vxlan' | 'bgp';
   /** Called as nodes start (the cluster's own progress). */
   onNodes?: (done: number, total: number) => void;
 }
@@ -46,7 +48,13 @@ export async function benchPods(o: BenchOptions, onProgress?: (running: number) 
     peakRss = Math.max(peakRss, process.memoryUsage().rss);
   }, 250);
   const t0 = performance.now();
-  const cluster = await Cluster.start({ stateDir, nodes: o.nodes, fast: o.fast ?? false, onProgress: (_s, d, t) => o.onNodes?.(d, t) });
+  const cluster = await Cluster.start({
+    stateDir,
+    nodes: o.nodes,
+    fast: o.fast ?? false,
+    network: o.network,
+    onProgress: (_s, d, t) => o.onNodes?.(d, t),
+  });
   const clusterStart = (performance.now() - t0) / 1000;
   try {
     const store = cluster.store;

@@ -23,13 +23,20 @@ export class ClusterBgp {
     });
   }
 
-  /** Starts the node's speaker: it announces `podCIDR` and programs what it learns into `datapath`. */
+  private started = false;
+
+  /**
+   * The node's speaker: it announces `podCIDR` and programs what it learns into `datapath`. Speakers added
+   * before {@link start} wait for it, so a booting cluster converges once instead of after every join.
+   */
   async addNode(name: string, nodeIP: string, podCIDR: string, datapath: Datapath): Promise<void> {
-    await this.sim.addNode(name, nodeIP, [podCIDR], { sink: new DatapathRouteSink(datapath) });
+    await this.sim.addNode(name, nodeIP, [podCIDR], { sink: new DatapathRouteSink(datapath), start: this.started });
   }
 
-  /** Resolves once every speaker has selected a route to every other node's pod CIDR. */
-  converged(timeoutMs = 60_000): Promise<number> {
+  /** Starts every speaker added so far and resolves once each has a route to every other node's pod CIDR. */
+  async start(timeoutMs = 60_000): Promise<number> {
+    this.started = true;
+    await this.sim.startAll();
     return this.sim.waitConverged(timeoutMs);
   }
 

@@ -296,7 +296,7 @@ export class Cluster {
       this.progress('nodes', i + 1, n);
     }
     // Routes between nodes exist once the speakers agree; pods scheduled before that could not talk.
-    if (bgp) await bgp.converged(Math.max(60_000, n * 100));
+    if (bgp) await bgp.start(Math.max(60_000, n * 100));
     await router.rescan();
     this.watchJoinedNodes(drivers);
     await provisioner.start();

@@ -4,6 +4,7 @@
 // over --runs fresh clusters. Needs a build: npx nx build kemu
 //   node tools/bench/cluster/pods.mjs --nodes 100 --pods 10000 --runs 3            (all created at once)
 //   node tools/bench/cluster/pods.mjs --nodes 100 --pods 10000 --qps 400 --runs 3  (paced creation)
+//   --network bridge|vxlan|bgp as `kemu up --network` (bgp: the nodes' speakers converge before pods start)
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -15,6 +16,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     qps: { type: 'string', default: '0' },
     fast: { type: 'boolean', default: false },
+    network: { type: 'string', default: 'bridge' },
   },
 });
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -33,7 +35,14 @@ for (let i = 0; i < Number(values.runs); i++) {
   };
   const t0 = performance.now();
   const r = await benchPods(
-    { nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), fast: values.fast, onNodes: tenth('nodes') },
+    {
+      nodes: Number(values.nodes),
+      pods: Number(values.pods),
+      qps: Number(values.qps),
+      fast: values.fast,
+      network: values.network,
+      onNodes: tenth('nodes'),
+    },
     ((f) => (n) => f(n, Number(values.pods)))(tenth('pods running')),
   );
   console.error(`run ${i + 1}: ${JSON.stringify(r)}`);
@@ -42,7 +51,7 @@ for (let i = 0; i < Number(values.runs); i++) {
 const keys = ['clusterStartSeconds', 'allRunningSeconds', 'podsPerSecond', 'startupP50Ms', 'startupP99Ms', 'peakRssMiB', 'cpuMsPerPod'];
 console.log(
   JSON.stringify(
-    { nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), runs: results.length, median: Object.fromEntries(keys.map((k) => [k, median(results.map((r) => r[k]))])) },
+    { nodes: Number(values.nodes), pods: Number(values.pods), qps: Number(values.qps), network: values.network, runs: results.length, median: Object.fromEntries(keys.map((k) => [k, median(results.map((r) => r[k]))])) },
     null,
     2,
   ),

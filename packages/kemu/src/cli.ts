@@ -190,9 +190,10 @@ program
   .addOption(new Option('--nodes <n>').default(100).argParser(int('--nodes')))
   .addOption(new Option('--pods <n>').default(10_000).argParser(int('--pods')))
   .addOption(new Option('--qps <n>', 'pod creations per second (0: all at once)').default(0).argParser(int('--qps')))
+  .addOption(new Option('--network <kind>', 'cross-node networking, as for `kemu up`').choices(['bridge', 'vxlan', 'bgp']).default('bridge'))
   .action(async (workload, o) => {
     const { runBench } = await import('./bench.js');
-    await runBench(workload, { nodes: o.nodes, pods: o.pods, qps: o.qps }, cmd.stdio);
+    await runBench(workload, { nodes: o.nodes, pods: o.pods, qps: o.qps, network: o.network }, cmd.stdio);
   });
 
 program

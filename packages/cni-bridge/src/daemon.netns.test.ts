@@ -1,6 +1,7 @@
 // kemu-bridge + kemu-host-local exec'd as installed (launcher + bundle) while `kemu-cni daemon` runs: the
 // call is handed to the daemon, and everything the runtime and the kernel see is what the plugin alone
 // would have produced.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -162,5 +163,39 @@ describe.runIf(ok)('kemu-cni daemon with the linux datapath', () => {
     const dels = await Promise.all(pods.map((_, i) => runPlugin(join(bin, 'kemu-bridge'), 'DEL', conf(dataDir), envFor(i))));
     for (const d of dels) expect(d.exitCode, d.stdout).toBe(0);
     expect(readdirSync(join(dataDir, 'dnet')).filter((f) => f.startsWith('10.'))).toEqual([]);
+  });
+
+  it('declines a caller for whom CNI_NETNS is another file, which then does the work itself', async () => {
+    const host = addNetns('host');
+    const named = addNetns('pod');
+    const actual = addNetns('pod');
+    const dataDir = join(tmp, 'other-view');
+    // The caller's mount namespace has `actual` mounted over `named`: the same path, another namespace.
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', host.name, 'unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$1" "$2" && exec "$3"', 'sh', actual.path, named.path, join(bin, 'kemu-bridge')],
+      {
+        env: {
+          PATH: process.env.PATH,
+          CNI_COMMAND: 'ADD',
+          CNI_CONTAINERID: 'ctr3',
+          CNI_NETNS: named.path,
+          CNI_IFNAME: 'eth0',
+          CNI_PATH: bin,
+          KEMU_CNI_DAEMON: socketPath,
+        },
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stdin.end(JSON.stringify(conf(dataDir)));
+    const before = calls.length;
+    expect(await new Promise((r) => child.on('close', r)), out).toBe(0);
+    expect(calls.slice(before)).toEqual([
+      expect.objectContaining({ handled: false, reason: `${named.path} is not the same file for the caller and the daemon` }),
+    ]);
+    // Done by the executable in its own view: the interface is in the namespace it saw.
+    expect(podState(actual.name).addrs).toEqual(['10.62.0.2/24']);
+    expect(ipJson(named.name, ['link', 'show']).map((l: any) => l.ifname)).toEqual(['lo']);
   });
 });

@@ -195,7 +195,7 @@ describe('kemu-cni daemon hand-over', () => {
     );
     expect(JSON.parse(await raw(Buffer.alloc(1100 * 1024, 0x61))).reason).toMatch(/larger than/);
     // Claims to be another process: its namespaces do not match.
-    const lie = { v: 1, plugin: 'kemu-echo', env: { CNI_COMMAND: 'ADD' }, stdin: '{}', pid: process.pid, net: '0:1', mnt: '0:1' };
+    const lie = { v: 1, plugin: 'kemu-echo', env: { CNI_COMMAND: 'ADD' }, stdin: '{}', pid: process.pid, net: '0:1', mnt: '0:1', views: {} };
     expect(JSON.parse(await raw(`${JSON.stringify(lie)}\n`))).toEqual({ handled: false, reason: 'the caller is not who it says it is' });
     const gone = { ...lie, pid: 2 ** 30 };
     expect(JSON.parse(await raw(`${JSON.stringify(gone)}\n`)).reason).toMatch(/is gone/);

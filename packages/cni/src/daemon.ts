@@ -38,6 +38,8 @@ export interface DaemonRequest {
   pid: number;
   net: string;
   mnt: string;
+  /** The caller's "dev:ino" (or "" if absent) of CNI_NETNS and KEMU_HOST_NETNS as it sees them. */
+  views: Record<string, string>;
 }
 
 export type DaemonAnswer = { handled: true; stdout: string; exitCode: number } | { handled: false; reason: string };
@@ -82,7 +84,7 @@ function parseRequest(line: string): DaemonRequest | string {
   if (r.v !== DAEMON_PROTOCOL) return `protocol version ${String(r.v)} is not ${DAEMON_PROTOCOL}`;
   if (typeof r.plugin !== 'string' || typeof r.stdin !== 'string' || !isStringRecord(r.env)) return 'malformed request';
   if (!Number.isSafeInteger(r.pid) || (r.pid as number) <= 0) return 'malformed request: pid';
-  if (typeof r.net !== 'string' || typeof r.mnt !== 'string') return 'malformed request: namespaces';
+  if (typeof r.net !== 'string' || typeof r.mnt !== 'string' || !isStringRecord(r.views)) return 'malformed request: namespaces';
   return r as DaemonRequest;
 }
 
@@ -130,18 +132,25 @@ export async function serveCniDaemon(opts: CniDaemonOptions): Promise<CniDaemon>
     } catch {
       return { handled: false, reason: `process ${req.pid} is gone` };
     }
-    if (req.mnt !== own.mnt) {
-      // `ip netns exec` and the like give a caller its own mount namespace over the same root: fine as long
-      // as the root and the namespace path of the call are the same files for both.
+    // `ip netns exec` and the like give a caller its own mount namespace over the same root: fine as long
+    // as the root and the namespace paths of the call are the same files for both. (The paths are compared
+    // as the caller reports them: under /proc/<pid>/root an absolute symlink such as /var/run would lead
+    // back into the daemon's own view.)
+    try {
+      if (req.mnt !== own.mnt && nsKey(`/proc/${req.pid}/root/`) !== nsKey('/'))
+        return { handled: false, reason: 'the caller has another root directory' };
+    } catch {
+      return { handled: false, reason: `process ${req.pid} is gone` };
+    }
+    for (const p of [req.env.CNI_NETNS, req.env.KEMU_HOST_NETNS]) {
+      if (!p) continue;
+      let mine = '';
       try {
-        if (nsKey(`/proc/${req.pid}/root/`) !== nsKey('/')) return { handled: false, reason: 'the caller has another root directory' };
-        const netns = req.env.CNI_NETNS;
-        if (netns && (!netns.startsWith('/') || nsKey(`/proc/${req.pid}/root${netns}`) !== nsKey(netns))) {
-          return { handled: false, reason: `${netns} is not the same file for the caller and the daemon` };
-        }
+        mine = nsKey(p);
       } catch {
-        return { handled: false, reason: 'the caller sees other files than the daemon' };
+        mine = '';
       }
+      if (req.views[p] !== mine) return { handled: false, reason: `${p} is not the same file for the caller and the daemon` };
     }
     const hostNetns = req.env.KEMU_HOST_NETNS || (callerNet !== own.net ? `/proc/${req.pid}/ns/net` : undefined);
     if (hostNetns && (!hostNetns.startsWith('/') || hostNetns.includes('\0'))) {

@@ -218,9 +218,16 @@ export function launchPlugin(name: string, bundle: string | URL): void {
   }
   (globalThis as Record<symbol, unknown>)[STDIN_KEY] = stdin;
   const key = (p: string) => {
-    const st = fs.statSync(p);
-    return `${st.dev}:${st.ino}`;
+    try {
+      const st = fs.statSync(p);
+      return `${st.dev}:${st.ino}`;
+    } catch {
+      return '';
+    }
   };
+  // What the namespace paths of the call are for this process, for the daemon to compare with its own view.
+  const views: Record<string, string> = {};
+  for (const p of [process.env.CNI_NETNS, process.env.KEMU_HOST_NETNS]) if (p) views[p] = key(p);
   const request = `${JSON.stringify({
     v: 1,
     plugin: name,
@@ -229,6 +236,7 @@ export function launchPlugin(name: string, bundle: string | URL): void {
     pid: process.pid,
     net: key('/proc/self/ns/net'),
     mnt: key('/proc/self/ns/mnt'),
+    views,
   })}\n`;
   let finished = false;
   const finish = (text: string, sent: boolean, failure?: string) => {

@@ -29,9 +29,18 @@ export function parseCount(v: string): number {
   return Number(v);
 }
 
+/** The gRPC client to reach the driver with (kemu's servers have --grpc-engine; this is the other end). */
+export function grpcClientOption(): Option {
+  return new Option('--grpc-client <kind>', 'gRPC client implementation (default: $KEMU_GRPC_CLIENT, else http2)').choices([
+    'http2',
+    'grpc-js',
+  ]);
+}
+
 export function addCommonOptions(cmd: Command, defaults: { timeout: string; leaseNote: string }): Command {
   return cmd
     .option('--csi-address <path>', 'address of the CSI driver socket', '/run/csi/socket')
+    .addOption(grpcClientOption())
     .option(
       '--store <url>',
       'API store to watch: etcd://host:port[,host:port] (shared with the cluster), file:<dir> (this process only) or memory',
@@ -97,9 +106,9 @@ export async function openStore(url: string): Promise<Store> {
   throw new Error(`--store "${url}" is not understood; use etcd://host:port, file:<dir> or memory`);
 }
 
-export function connect(address: string): CsiConnection {
+export function connect(address: string, client?: 'http2' | 'grpc-js'): CsiConnection {
   if (!address || address.includes('\0')) throw new Error('--csi-address must name a unix socket');
-  return connectCsiSocket(address.startsWith('unix:') ? address : `unix://${address}`);
+  return connectCsiSocket(address.startsWith('unix:') ? address : `unix://${address}`, { client });
 }
 
 export function logError(bin: string, verbose: boolean) {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
 
-function run(bin: string, args: string[]): { status: number | null; stderr: string } {
+function run(bin: string, args: string[], env: Record<string, string> = {}): { status: number | null; stderr: string } {
   const r = spawnSync(
     process.execPath,
     ['--conditions=@kemu/source', '--import', 'tsx', path.join(here, bin), ...args],
@@ -15,6 +15,7 @@ function run(bin: string, args: string[]): { status: number | null; stderr: stri
       cwd: repo,
       encoding: 'utf8',
       timeout: 60_000,
+      env: { ...process.env, ...env },
     },
   );
   return { status: r.status, stderr: r.stderr };
@@ -47,9 +48,25 @@ describe('sidecar commands', () => {
       [],
       'kemu-node-driver-registrar: --kubelet-registration-path is required (the driver socket path on the host)',
     ],
+    [
+      'attacher-cli.ts',
+      ['--grpc-client', 'nope'],
+      `error: option '--grpc-client <kind>' argument 'nope' is invalid. Allowed choices are http2, grpc-js.`,
+    ],
+    [
+      'registrar-cli.ts',
+      ['--grpc-client', 'nope'],
+      `error: option '--grpc-client <kind>' argument 'nope' is invalid. Allowed choices are http2, grpc-js.`,
+    ],
   ])('%s %j', (bin, args, message) => {
     const r = run(bin, args);
     expect(r.status).not.toBe(0);
     expect(r.stderr.trim()).toBe(message);
+  });
+
+  it('names the fix for an unknown KEMU_GRPC_CLIENT', () => {
+    const r = run('attacher-cli.ts', ['--driver-name', 'x'], { KEMU_GRPC_CLIENT: 'bogus' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr.trim()).toBe('kemu-external-attacher: unknown gRPC client "bogus": use grpc-js or http2 (KEMU_GRPC_CLIENT)');
   });
 });

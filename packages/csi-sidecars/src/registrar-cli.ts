@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import http from 'node:http';
 import { Command, Option } from 'commander';
-import { connect, fail, parseDuration } from './cli-common.js';
+import { connect, fail, grpcClientOption, parseDuration } from './cli-common.js';
 import { NodeDriverRegistrar } from './registrar.js';
 
 const BIN = 'kemu-node-driver-registrar';
@@ -10,6 +10,7 @@ const program = new Command()
   .name(BIN)
   .description('CSI node-driver-registrar: registers a CSI driver with the kubelet plugin watcher')
   .option('--csi-address <path>', 'address of the CSI driver socket', '/run/csi/socket')
+  .addOption(grpcClientOption())
   .option('--kubelet-registration-path <path>', 'the CSI socket path as the kubelet sees it (required)')
   .option('--plugin-registration-path <dir>', 'the kubelet plugin registry directory', '/registration')
   .addOption(
@@ -25,7 +26,7 @@ async function main(): Promise<void> {
   let reg: NodeDriverRegistrar;
   let conn: ReturnType<typeof connect>;
   try {
-    conn = connect(o.csiAddress);
+    conn = connect(o.csiAddress, o.grpcClient);
     reg = new NodeDriverRegistrar({
       csi: conn,
       kubeletRegistrationPath: o.kubeletRegistrationPath,

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   let conn: ReturnType<typeof connect>;
   try {
     store = await openStore(o.store);
-    conn = connect(o.csiAddress);
+    conn = connect(o.csiAddress, o.grpcClient);
   } catch (e) {
     fail(BIN, (e as Error).message);
   }

@@ -5,12 +5,11 @@ import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_proces
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PtyProcess, ptyAvailable } from './pty.js';
-import { containerConfig, podConfig, startTestShim, type TestShim, tempDir, waitFor } from './test-util.js';
+import { containerConfig, startEchoPod, type TestShim, tempDir, waitFor } from './test-util.js';
 
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => fs.existsSync(p));
 const canRun =
@@ -30,36 +29,8 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
   const relayed = new Set<Duplex>();
 
   beforeAll(async () => {
-    const dir = tempDir('kemu-cri-kubectl-');
-    const confDir = path.join(dir, 'net.d');
-    fs.mkdirSync(confDir);
-    fs.writeFileSync(path.join(confDir, '10-lo.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'lo-only', plugins: [{ type: 'loopback' }] }));
-    shim = await startTestShim(
-      {
-        backend: 'process',
-        syntheticImages: true,
-        cni: { confDir, binDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cni-cache') },
-        process: { netnsPrefix: `kemu-kctl${process.pid}-` },
-      },
-      dir,
-    );
-    await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
-    const config = podConfig(dir);
-    pod = { id: (await shim.call('RunPodSandbox', { config })).podSandboxId!, config };
-    const echo = `require('node:net').createServer((s) => s.pipe(s)).listen(${port}, '127.0.0.1')`;
-    cid = (
-      await shim.call('CreateContainer', {
-        podSandboxId: pod.id,
-        config: containerConfig({ image: { image: 'busybox:1.36' }, command: [process.execPath, '-e', echo] }),
-        sandboxConfig: config,
-      })
-    ).containerId!;
-    await shim.call('StartContainer', { containerId: cid });
+    ({ shim, pod, cid } = await startEchoPod('kemu-kctl', port));
     byName.set('c', { id: cid, tty: false });
-    await waitFor(async () => {
-      const r = await shim.call('ExecSync', { containerId: cid, cmd: ['sh', '-c', `grep -qi ':${port.toString(16).toUpperCase().padStart(4, '0')} ' /proc/net/tcp`], timeout: 5 });
-      return r.exitCode === 0 || undefined;
-    });
     api = http.createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://x');
       if (req.method === 'GET' && url.pathname === '/api/v1/namespaces/default/pods/web') {

@@ -5,25 +5,14 @@ import * as grpc from '@grpc/grpc-js';
 import type { cri } from '@kemu/proto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { containerConfig, grpcError, podConfig, startTestShim, type TestShim, wsStream } from './test-util.js';
+import { grpcError, startCatPod, type TestShim, wsStream } from './test-util.js';
 
 let shim: TestShim;
 let pod: string;
 let cid: string;
 
 beforeAll(async () => {
-  shim = await startTestShim();
-  await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
-  const config = podConfig(shim.dir, { hostname: 'streamer' });
-  pod = (await shim.call('RunPodSandbox', { config })).podSandboxId!;
-  cid = (
-    await shim.call('CreateContainer', {
-      podSandboxId: pod,
-      config: containerConfig({ command: ['cat'], stdin: true, annotations: { 'kemu.io/sim-listen': '8080' } }),
-      sandboxConfig: config,
-    })
-  ).containerId!;
-  await shim.call('StartContainer', { containerId: cid });
+  ({ shim, pod, cid } = await startCatPod('streamer'));
 });
 
 afterAll(async () => {

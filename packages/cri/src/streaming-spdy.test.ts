@@ -6,13 +6,12 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import net from 'node:net';
-import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ptyAvailable } from './pty.js';
-import { containerConfig, podConfig, startTestShim, type TestShim, tempDir, waitFor } from './test-util.js';
+import { startCatPod, startEchoPod, type TestShim, waitFor } from './test-util.js';
 
 interface ClientStream extends Duplex {
   /** Resolves with the reason when the server resets the stream. */
@@ -141,18 +140,7 @@ describe('SPDY on the sim backend', () => {
   let cid: string;
 
   beforeAll(async () => {
-    shim = await startTestShim();
-    await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
-    const config = podConfig(shim.dir, { hostname: 'spdy-host' });
-    pod = (await shim.call('RunPodSandbox', { config })).podSandboxId!;
-    cid = (
-      await shim.call('CreateContainer', {
-        podSandboxId: pod,
-        config: containerConfig({ command: ['cat'], stdin: true, annotations: { 'kemu.io/sim-listen': '8080' } }),
-        sandboxConfig: config,
-      })
-    ).containerId!;
-    await shim.call('StartContainer', { containerId: cid });
+    ({ shim, pod, cid } = await startCatPod('spdy-host'));
   });
 
   afterAll(async () => {
@@ -357,36 +345,7 @@ describe.runIf(canRun && ptyAvailable())('SPDY on the process backend', () => {
   const port = 20000 + (process.pid % 20000);
 
   beforeAll(async () => {
-    const dir = tempDir('kemu-cri-spdy-');
-    const confDir = path.join(dir, 'net.d');
-    fs.mkdirSync(confDir);
-    // Loopback only: the pod gets its own network namespace, reachable from the host only by port-forward.
-    fs.writeFileSync(path.join(confDir, '10-lo.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'lo-only', plugins: [{ type: 'loopback' }] }));
-    shim = await startTestShim(
-      {
-        backend: 'process',
-        syntheticImages: true,
-        cni: { confDir, binDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cni-cache') },
-        process: { netnsPrefix: `kemu-spdy${process.pid}-` },
-      },
-      dir,
-    );
-    await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
-    const config = podConfig(dir);
-    pod = { id: (await shim.call('RunPodSandbox', { config })).podSandboxId!, config };
-    const echo = `require('node:net').createServer((s) => s.pipe(s)).listen(${port}, '127.0.0.1')`;
-    cid = (
-      await shim.call('CreateContainer', {
-        podSandboxId: pod.id,
-        config: containerConfig({ image: { image: 'busybox:1.36' }, command: [process.execPath, '-e', echo] }),
-        sandboxConfig: config,
-      })
-    ).containerId!;
-    await shim.call('StartContainer', { containerId: cid });
-    await waitFor(async () => {
-      const r = await shim.call('ExecSync', { containerId: cid, cmd: ['sh', '-c', `grep -qi ':${port.toString(16).toUpperCase().padStart(4, '0')} ' /proc/net/tcp`], timeout: 5 });
-      return r.exitCode === 0 || undefined;
-    });
+    ({ shim, pod, cid } = await startEchoPod('kemu-spdy', port));
   });
 
   afterAll(async () => {

@@ -74,6 +74,68 @@ export async function startTestShim(cfg: Partial<CriRuntimeConfig> = {}, dir = t
 }
 
 /** Resolves with the gRPC error a call fails with (and fails the test if it succeeds). */
+/** A sim-backend shim with one running container reading stdin (`cat`) that listens on 8080 in the pod. */
+export async function startCatPod(hostname: string): Promise<{ shim: TestShim; pod: string; cid: string }> {
+  const shim = await startTestShim();
+  await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
+  const config = podConfig(shim.dir, { hostname });
+  const pod = (await shim.call('RunPodSandbox', { config })).podSandboxId!;
+  const cid = (
+    await shim.call('CreateContainer', {
+      podSandboxId: pod,
+      config: containerConfig({ command: ['cat'], stdin: true, annotations: { 'kemu.io/sim-listen': '8080' } }),
+      sandboxConfig: config,
+    })
+  ).containerId!;
+  await shim.call('StartContainer', { containerId: cid });
+  return { shim, pod, cid };
+}
+
+/**
+ * A process-backend shim with a loopback-only network (the pod is reachable from the host only through
+ * port-forward) and one running container serving a TCP echo on 127.0.0.1:`port` inside the pod.
+ */
+export async function startEchoPod(
+  netnsPrefix: string,
+  port: number,
+): Promise<{ shim: TestShim; pod: { id: string; config: cri.PodSandboxConfig }; cid: string; dir: string }> {
+  const dir = tempDir(`kemu-cri-${netnsPrefix}`);
+  const confDir = path.join(dir, 'net.d');
+  fs.mkdirSync(confDir);
+  fs.writeFileSync(
+    path.join(confDir, '10-lo.conflist'),
+    JSON.stringify({ cniVersion: '1.0.0', name: 'lo-only', plugins: [{ type: 'loopback' }] }),
+  );
+  const shim = await startTestShim(
+    {
+      backend: 'process',
+      syntheticImages: true,
+      cni: { confDir, binDirs: ['/usr/lib/cni'], cacheDir: path.join(dir, 'cni-cache') },
+      process: { netnsPrefix: `${netnsPrefix}${process.pid}-` },
+    },
+    dir,
+  );
+  await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
+  const config = podConfig(dir);
+  const pod = { id: (await shim.call('RunPodSandbox', { config })).podSandboxId!, config };
+  const echo = `require('node:net').createServer((s) => s.pipe(s)).listen(${port}, '127.0.0.1')`;
+  const cid = (
+    await shim.call('CreateContainer', {
+      podSandboxId: pod.id,
+      config: containerConfig({ image: { image: 'busybox:1.36' }, command: [process.execPath, '-e', echo] }),
+      sandboxConfig: config,
+    })
+  ).containerId!;
+  await shim.call('StartContainer', { containerId: cid });
+  // Listening once the port shows in the pod's /proc/net/tcp.
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  await waitFor(async () => {
+    const r = await shim.call('ExecSync', { containerId: cid, cmd: ['sh', '-c', `grep -qi ':${hexPort} ' /proc/net/tcp`], timeout: 5 });
+    return r.exitCode === 0 || undefined;
+  });
+  return { shim, pod, cid, dir };
+}
+
 export async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError> {
   try {
     await p;

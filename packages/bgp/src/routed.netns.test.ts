@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLinuxDatapath, HOST_NETNS, type LinuxDatapath } from '@kemu/cni';
-import { addNetns, canNetns, delAllNetns, inNetns, ipJson } from '@kemu/cni/testing';
+import { addNetns, canNetns, delAllNetns, inNetns, ipJson, tsharkCapture } from '@kemu/cni/testing';
 import { CalicoIpam } from '@kemu/cni-calico';
 import { createMemoryStore, type Store } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,38 +95,18 @@ function startSpeaker(n: LinuxNode, reflector?: LinuxNode): void {
   n.bgp = child;
 }
 
-async function capture(port: string, fn: () => void): Promise<string[][]> {
-  const pcap = join(tmp, `${port}-${Date.now()}.pcap`);
-  const cap = spawn('ip', [
-    'netns', 'exec', underlay.name, 'tshark', '-q', '-i', port, '-w', pcap,
-    '-f', 'icmp or udp port 4789 or udp port 8472',
-  ]);
-  await new Promise<void>((resolve, reject) => {
-    let err = '';
-    const t = setTimeout(() => reject(new Error(`tshark did not start: ${err}`)), 20_000);
-    cap.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (err.includes('Capturing on')) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-  });
-  try {
-    fn();
-    await new Promise((r) => setTimeout(r, 500));
-  } finally {
-    cap.kill('SIGINT');
-    await new Promise((r) => cap.once('exit', r));
-  }
-  const ts = spawnSync(
-    'tshark',
-    ['-r', pcap, '-d', 'udp.port==4789,vxlan', '-d', 'udp.port==8472,vxlan', '-T', 'fields',
-      '-e', 'vxlan.vni', '-e', 'ip.src', '-e', 'ip.dst', '-e', 'icmp.type', '-e', 'udp.dstport'],
-    { encoding: 'utf8' },
+function capture(port: string, fn: () => void): Promise<string[][]> {
+  return tsharkCapture(
+    {
+      netns: underlay.name,
+      iface: port,
+      filter: 'icmp or udp port 4789 or udp port 8472',
+      decodeAs: ['udp.port==4789,vxlan', 'udp.port==8472,vxlan'],
+      fields: ['vxlan.vni', 'ip.src', 'ip.dst', 'icmp.type', 'udp.dstport'],
+      dir: tmp,
+    },
+    fn,
   );
-  if (ts.status !== 0) throw new Error(`tshark -r: ${ts.stderr}`);
-  return ts.stdout.split('\n').filter(Boolean).map((l) => l.split('\t'));
 }
 
 describe.runIf(ok)('BGP-routed pod networking on the Linux datapath (kemu-bgp per node, no encapsulation)', () => {

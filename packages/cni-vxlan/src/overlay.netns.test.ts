@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLinuxDatapath, HOST_NETNS, InProcessInvoker, type LinuxDatapath } from '@kemu/cni';
-import { addNetns, canNetns, delAllNetns, inNetns, ipJson } from '@kemu/cni/testing';
+import { addNetns, canNetns, delAllNetns, inNetns, ipJson, tsharkCapture } from '@kemu/cni/testing';
 import { bridge } from '@kemu/cni-bridge';
 import { hostLocal } from '@kemu/cni-host-local';
 import { createMemoryStore, type Store } from '@kemu/core';
@@ -47,37 +47,19 @@ afterAll(async () => {
 });
 
 /** Captures VXLAN-port and ICMP traffic on an underlay port while `fn` runs; returns tshark's field rows. */
-async function captureRows(port: string, fn: () => void): Promise<string[][]> {
-  const pcap = join(tmp, `${port}-${Date.now()}.pcap`);
-  const cap: ChildProcess = spawn('ip', ['netns', 'exec', underlay.name, 'tshark', '-q', '-i', port, '-w', pcap, '-f', 'udp port 8472 or icmp']);
-  await new Promise<void>((resolve, reject) => {
-    let err = '';
-    const t = setTimeout(() => reject(new Error(`tshark did not start: ${err}`)), 20_000);
-    cap.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (err.includes('Capturing on')) {
-        clearTimeout(t);
-        resolve();
-      }
-    });
-  });
-  try {
-    fn();
-    await new Promise((r) => setTimeout(r, 500));
-  } finally {
-    cap.kill('SIGINT');
-    await new Promise((r) => cap.once('exit', r));
-  }
-  const ts = spawnSync(
-    'tshark',
-    ['-r', pcap, '-d', 'udp.port==8472,vxlan', '-Y', 'icmp', '-T', 'fields', '-e', 'vxlan.vni', '-e', 'ip.src', '-e', 'ip.dst', '-e', 'icmp.type'],
-    { encoding: 'utf8' },
+function captureRows(port: string, fn: () => void): Promise<string[][]> {
+  return tsharkCapture(
+    {
+      netns: underlay.name,
+      iface: port,
+      filter: 'udp port 8472 or icmp',
+      decodeAs: ['udp.port==8472,vxlan'],
+      displayFilter: 'icmp',
+      fields: ['vxlan.vni', 'ip.src', 'ip.dst', 'icmp.type'],
+      dir: tmp,
+    },
+    fn,
   );
-  if (ts.status !== 0) throw new Error(`tshark -r: ${ts.stderr}`);
-  return ts.stdout
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => l.split('\t'));
 }
 
 describe.runIf(ok)('kemu-vxlan on the Linux datapath', () => {

@@ -2,7 +2,7 @@
  * Test support shared by the CNI packages: network namespaces, plugin executables built from source,
  * and a runner for the reference plugins. Used by tests and benchmarks; not needed at runtime.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
@@ -122,6 +122,56 @@ export async function buildPluginLaunchers(dir: string, plugins = ['bridge', 'ho
     }),
   );
   return dir;
+}
+
+export interface CaptureOptions {
+  /** Network namespace (name under /run/netns) and interface to capture on. */
+  netns: string;
+  iface: string;
+  /** Capture filter (BPF), e.g. `icmp or udp port 8472`. */
+  filter: string;
+  /** Fields to print per packet (`tshark -e`), and `-d` decode-as rules and a `-Y` display filter if any. */
+  fields: string[];
+  decodeAs?: string[];
+  displayFilter?: string;
+  /** Where the pcap file goes. */
+  dir: string;
+}
+
+/**
+ * Runs tshark on an interface inside a namespace while `fn` runs, then reads the capture back: one row of
+ * `fields` per packet (tshark itself decodes what crossed the wire, independently of the code under test).
+ */
+export async function tsharkCapture(o: CaptureOptions, fn: () => void): Promise<string[][]> {
+  const pcap = join(o.dir, `${o.iface}-${Date.now()}.pcap`);
+  const cap = spawn('ip', ['netns', 'exec', o.netns, 'tshark', '-q', '-i', o.iface, '-w', pcap, '-f', o.filter]);
+  await new Promise<void>((resolvePromise, reject) => {
+    let err = '';
+    const t = setTimeout(() => reject(new Error(`tshark did not start: ${err}`)), 20_000);
+    cap.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (err.includes('Capturing on')) {
+        clearTimeout(t);
+        resolvePromise();
+      }
+    });
+  });
+  try {
+    fn();
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    cap.kill('SIGINT');
+    await new Promise((r) => cap.once('exit', r));
+  }
+  const args = ['-r', pcap, ...(o.decodeAs ?? []).flatMap((d) => ['-d', d])];
+  if (o.displayFilter) args.push('-Y', o.displayFilter);
+  args.push('-T', 'fields', ...o.fields.flatMap((f) => ['-e', f]));
+  const ts = spawnSync('tshark', args, { encoding: 'utf8' });
+  if (ts.status !== 0) throw new Error(`tshark -r: ${ts.stderr}`);
+  return ts.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t'));
 }
 
 /** The files of a host-local network directory (`<dataDir>/<network>`) by name, without the lock file. */

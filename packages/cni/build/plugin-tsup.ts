@@ -1,7 +1,21 @@
 // The build every kemu CNI plugin package shares (their tsup.config.ts files call this): the library, the
 // executable's launcher and the plugin bundle it starts. It lives next to the launcher it builds for, and
 // is not published.
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
+
+/** One CommonJS file with @kemu/* (from source) and @noble/* inside: what the launcher and the bundle share. */
+const selfContainedCjs = {
+  format: ['cjs'],
+  target: 'node20',
+  shims: true,
+  dts: false,
+  clean: false,
+  splitting: false,
+  noExternal: [/^@kemu\//, /^@noble\//],
+  esbuildOptions(options: { conditions?: string[] }) {
+    options.conditions = ['@kemu/source'];
+  },
+} satisfies Options;
 
 export function pluginTsupConfig() {
   return defineConfig([
@@ -19,16 +33,7 @@ export function pluginTsupConfig() {
       // costs more CPU than the launcher itself) that runs the plugin bundle below through V8's code
       // cache (see @kemu/cni/launcher), so a start skips compiling what an earlier ADD compiled.
       entry: { bin: 'src/bin.ts' },
-      format: ['cjs'],
-      target: 'node20',
-      shims: true,
-      dts: false,
-      clean: false,
-      splitting: false,
-      noExternal: [/^@kemu\//, /^@noble\//],
-      esbuildOptions(options) {
-        options.conditions = ['@kemu/source'];
-      },
+      ...selfContainedCjs,
     },
     {
       // The plugin bundle: one CommonJS file (what the launcher can compile with a code cache), with
@@ -37,17 +42,8 @@ export function pluginTsupConfig() {
       // netlink and koffi stay outside (native, loaded on first use); @noble/hashes, plain JavaScript
       // (and ESM only, which a CommonJS bundle could not require), goes in.
       entry: { main: 'src/main.ts' },
-      format: ['cjs'],
-      target: 'node20',
+      ...selfContainedCjs,
       sourcemap: true,
-      shims: true,
-      dts: false,
-      clean: false,
-      splitting: false,
-      noExternal: [/^@kemu\//, /^@noble\//],
-      esbuildOptions(options) {
-        options.conditions = ['@kemu/source'];
-      },
     },
   ]);
 }

@@ -24,8 +24,7 @@ import { bundledDelegate } from './plugin-main.js';
 import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
 import { CURRENT_VERSION } from './types.js';
 
-/** Where plugin executables look for the daemon unless KEMU_CNI_DAEMON names another socket (or `off`). */
-export const DEFAULT_DAEMON_SOCKET = '/run/kemu/cni.sock';
+export { DEFAULT_DAEMON_SOCKET } from './launcher.js';
 export const DAEMON_PROTOCOL = 1;
 /** Largest request accepted; a network config with its prevResult is a few KiB. */
 const MAX_REQUEST = 1 << 20;

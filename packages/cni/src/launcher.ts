@@ -164,9 +164,10 @@ export function launch(bundle: string | URL): LaunchReport {
 
 /** Commands a plugin may hand to `kemu-cni daemon` (VERSION is answered locally: it is cheap). */
 const DAEMON_COMMANDS = new Set(['ADD', 'DEL', 'CHECK', 'STATUS', 'GC']);
-/** Same values as daemon.ts; repeated so that starting a plugin does not load the daemon's module. */
-const DAEMON_SOCKET = '/run/kemu/cni.sock';
-const STDIN_KEY = Symbol.for('kemu.cni.stdin');
+/** Where plugin executables look for `kemu-cni daemon` unless KEMU_CNI_DAEMON names another socket (or `off`). */
+export const DEFAULT_DAEMON_SOCKET = '/run/kemu/cni.sock';
+/** Where launchPlugin leaves stdin it already read for the bundle (fd 0 is then at its end). */
+export const STDIN_HANDOVER = Symbol.for('kemu.cni.stdin');
 
 function readAllStdin(fs: typeof FsT): Buffer | undefined {
   try {
@@ -200,7 +201,7 @@ function readAllStdin(fs: typeof FsT): Buffer | undefined {
 export function launchPlugin(name: string, bundle: string | URL): void {
   const fs = process.getBuiltinModule('node:fs') as typeof FsT;
   const setting = process.env.KEMU_CNI_DAEMON ?? '';
-  const socketPath = setting === '' ? DAEMON_SOCKET : setting;
+  const socketPath = setting === '' ? DEFAULT_DAEMON_SOCKET : setting;
   const command = process.env.CNI_COMMAND ?? '';
   let stdin: Buffer | undefined;
   if (setting !== 'off' && DAEMON_COMMANDS.has(command)) {
@@ -216,7 +217,7 @@ export function launchPlugin(name: string, bundle: string | URL): void {
     launch(bundle);
     return;
   }
-  (globalThis as Record<symbol, unknown>)[STDIN_KEY] = stdin;
+  (globalThis as Record<symbol, unknown>)[STDIN_HANDOVER] = stdin;
   const key = (p: string) => {
     try {
       const st = fs.statSync(p);

@@ -1,6 +1,7 @@
 import { fstatSync, readSync, writeSync } from 'node:fs';
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode, toCniError } from './errors.js';
+import { DYNAMIC_IMPORT, STDIN_HANDOVER } from './launcher.js';
 import { execDelegate, findInPath } from './invoke-exec.js';
 import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
 import { CURRENT_VERSION } from './types.js';
@@ -26,7 +27,7 @@ export async function datapathFromEnv(env: Record<string, string | undefined>): 
     let mod: { createSimDatapath?: (o: { statePath: string }) => Datapath | Promise<Datapath> };
     try {
       // Started by the launcher, this code runs as a vm script, whose own import() is unavailable.
-      const viaLauncher = (globalThis as Record<symbol, unknown>)[Symbol.for('kemu.cni.dynamicImport')] as
+      const viaLauncher = (globalThis as Record<symbol, unknown>)[DYNAMIC_IMPORT] as
         | ((s: string) => Promise<typeof mod>)
         | undefined;
       mod = await (viaLauncher ? viaLauncher(specifier) : import(specifier));
@@ -70,8 +71,6 @@ function writeStdout(text: string): void {
   process.stdout.write(buf);
 }
 
-/** Where the launcher leaves stdin it already read (see launchPlugin): fd 0 is then at its end. */
-export const STDIN_HANDOVER = Symbol.for('kemu.cni.stdin');
 
 async function readStdin(): Promise<Buffer> {
   const handed = (globalThis as Record<symbol, unknown>)[STDIN_HANDOVER];

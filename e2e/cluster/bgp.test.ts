@@ -9,7 +9,7 @@ import { HOST_NETNS } from '@kemu/cni';
 import type { Pod } from '@kemu/core';
 import { Cluster, checkSupported, type LinuxClusterNetwork, linuxUnsupportedReason } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedPod, until } from './util.js';
+import { pinnedPod, runningPod } from './util.js';
 
 const why = linuxUnsupportedReason();
 if (why) console.log(`skipping the bgp cluster test on the linux datapath: ${why}`);
@@ -34,14 +34,7 @@ for (const datapath of ['sim', 'linux'] as const) {
       cluster = await Cluster.start({ stateDir, nodes: 3, fast: true, datapath, network: 'bgp' });
       await cluster.store.create(pinnedPod('a', 'kemu-node-1'));
       await cluster.store.create(pinnedPod('b', 'kemu-node-2'));
-      [a, b] = await until('both Running', async () => {
-        const ps = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
-        return (
-          ps.length === 2 &&
-          ps.every((p) => p.status?.phase === 'Running') &&
-          ps.sort((x, y) => (x.metadata.name ?? '').localeCompare(y.metadata.name ?? ''))
-        );
-      });
+      [a, b] = [await runningPod(cluster.store, 'a'), await runningPod(cluster.store, 'b')];
     }, 90_000);
 
     afterAll(async () => {

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Cluster, linuxUnsupportedReason } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedPod, until } from './util.js';
+import { pinnedPod, runningPod, until } from './util.js';
 import { haveEtcd, startEtcd } from '../storage/processes.js';
 
 const cliBuilt = fs.existsSync(path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js'));
@@ -19,11 +19,7 @@ for (const mode of ['sim', 'linux'] as const) {
   describe.runIf(cliBuilt && (mode === 'sim' || !why))(`nodes in their own processes (${mode} datapath)`, () => {
     let cluster: Cluster;
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `kemu-e2e-procs-${mode}-`));
-    const running = (name: string) =>
-      until(`${name} Running`, async () => {
-        const p = await cluster.store.get('Pod', 'default', name);
-        return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.running && p;
-      });
+    const running = (name: string) => runningPod(cluster.store, name);
 
     beforeAll(async () => {
       cluster = await Cluster.start({

@@ -1,5 +1,5 @@
 // Shared by the cluster tests: polling for a condition, and a minimal pod pinned to a node.
-import type { Pod } from '@kemu/core';
+import type { Pod, Store } from '@kemu/core';
 
 /** Polls `fn` every 100 ms until it returns something truthy; fails naming `what` after `timeoutMs`. */
 export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
@@ -24,4 +24,16 @@ export function pinnedPod(name: string, nodeName: string): Pod {
       containers: [{ name: 'app', image: 'busybox:1.36', command: ['sh', '-c', "trap 'exit 0' TERM; sleep infinity & wait"] }],
     },
   };
+}
+
+/** Waits until pod `name` (namespace default) is Running with its container started, and returns it. */
+export function runningPod(store: Store, name: string, timeoutMs?: number): Promise<Pod> {
+  return until(
+    `${name} Running`,
+    async () => {
+      const p = (await store.get('Pod', 'default', name)) as Pod;
+      return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.running && p;
+    },
+    timeoutMs,
+  );
 }

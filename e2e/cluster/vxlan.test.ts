@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Pod } from '@kemu/core';
 import { Cluster, type LinuxClusterNetwork, linuxUnsupportedReason } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedPod, until } from './util.js';
+import { pinnedPod, runningPod, until } from './util.js';
 
 const why = linuxUnsupportedReason();
 const haveTshark = spawnSync('tshark', ['--version']).status === 0;
@@ -27,10 +27,7 @@ for (const datapath of ['sim', 'linux'] as const) {
       cluster = await Cluster.start({ stateDir, nodes: 2, fast: true, datapath, network: 'vxlan' });
       await cluster.store.create(pinnedPod('a', 'kemu-node-1'));
       await cluster.store.create(pinnedPod('b', 'kemu-node-2'));
-      [a, b] = await until('both Running', async () => {
-        const ps = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
-        return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') && ps.sort((x, y) => (x.metadata.name ?? '').localeCompare(y.metadata.name ?? ''));
-      });
+      [a, b] = [await runningPod(cluster.store, 'a'), await runningPod(cluster.store, 'b')];
     }, 60_000);
 
     afterAll(async () => {

@@ -34,8 +34,13 @@ const ECHO_DEF = {
   },
 };
 
-/** An echo server in this process (`sameProcess` layout); needs @kemu/proto (run under tsx). */
-async function serveHere(engine, socket) {
+/**
+ * An echo server on `engine` (grpc-js: stock, grpc-js-tuned: as @kemu/proto builds it, http2: @kemu/proto's
+ * engine) in this process, bound to `socket`; needs @kemu/proto (run under tsx). echo-server.mjs runs it as a
+ * process of its own.
+ */
+export async function serveEcho(engine, socket) {
+  if (!['grpc-js', 'grpc-js-tuned', 'http2'].includes(engine)) throw new Error(`unknown engine ${engine}`);
   const { createGrpcServer } = await import('@kemu/proto');
   const server = engine === 'grpc-js' ? new grpc.Server() : createGrpcServer(engine === 'grpc-js-tuned' ? 'grpc-js' : 'http2');
   server.addService(ECHO_DEF, { Echo: (call, cb) => cb(null, call.request) });
@@ -87,7 +92,7 @@ export async function measureEcho({
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-grpc-echo-'));
   const socket = path.join(dir, 'echo.sock');
   if (sameProcess) {
-    const server = await serveHere(engine, socket);
+    const server = await serveEcho(engine, socket);
     try {
       return await drive(null);
     } finally {

@@ -8,14 +8,16 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createLinuxDatapath, type Datapath, HOST_NETNS, isDatapathError, type LinuxDatapath } from '@kemu/cni';
+import { createLinuxDatapath, HOST_NETNS, isDatapathError, type LinuxDatapath } from '@kemu/cni';
 import type { NetworkManager } from '@kemu/cri';
 import {
   CLUSTER_NETWORK,
+  addHostGwRoutes,
   clusterPlugins,
   countIpFiles,
   NetnsDirectory,
   nodeCni,
+  type NodeRoutes,
   type OverlayKind,
   RecordingNetwork,
   uplinkName,
@@ -166,18 +168,10 @@ export class LinuxClusterNetwork {
     return countIpFiles(path.join(this.stateDir, 'nodes', nodeName, 'cni', 'ipam', CLUSTER_NETWORK));
   }
 
-  /**
-   * Routes for a node that just joined, in both directions: it routes every other node's pod CIDR via that
-   * node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).
-   */
-  async addNodeRoutes(m: { nodeName: string; podCIDR: string; nodeIP: string; datapath: Datapath }): Promise<void> {
-    for (const n of this.nodes.values()) {
-      if (n.nodeName === m.nodeName) continue;
-      await m.datapath.addRoute(HOST_NETNS, { dst: n.podCIDR, via: n.nodeIP, dev: 'eth0' }, { replace: true });
-      await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
-    }
+  /** Host-gw routes between a node that just joined and every other node. */
+  async addNodeRoutes(m: NodeRoutes): Promise<void> {
+    await addHostGwRoutes(this.nodes.values(), m);
   }
-
 
   /** A real ping from a pod's network namespace. */
   async ping(netns: string, to: string): Promise<PingOutcome> {

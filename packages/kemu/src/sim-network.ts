@@ -192,6 +192,26 @@ export class RecordingNetwork implements NetworkManager {
   }
 }
 
+/** What host-gw routing needs of a node. */
+export interface NodeRoutes {
+  nodeName: string;
+  podCIDR: string;
+  nodeIP: string;
+  datapath: Datapath;
+}
+
+/**
+ * Host-gw routes for a node that just joined, in both directions: it routes every other node's pod CIDR via
+ * that node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).
+ */
+export async function addHostGwRoutes(nodes: Iterable<NodeRoutes>, m: NodeRoutes): Promise<void> {
+  for (const n of nodes) {
+    if (n.nodeName === m.nodeName) continue;
+    await m.datapath.addRoute(HOST_NETNS, { dst: n.podCIDR, via: n.nodeIP, dev: 'eth0' }, { replace: true });
+    await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
+  }
+}
+
 export class SimClusterNetwork {
   readonly world: World;
   readonly nodes = new Map<string, SimNodeNetwork>();
@@ -315,18 +335,10 @@ export class SimClusterNetwork {
     return countIpFiles(path.join(dataDir, CLUSTER_NETWORK));
   }
 
-  /**
-   * Routes for a node that just joined, in both directions: it routes every other node's pod CIDR via that
-   * node's IP, and every other node routes its CIDR via its IP (O(nodes) per join, not a full resync).
-   */
-  async addNodeRoutes(m: { nodeName: string; podCIDR: string; nodeIP: string; datapath: Datapath }): Promise<void> {
-    for (const n of this.nodes.values()) {
-      if (n.nodeName === m.nodeName) continue;
-      await m.datapath.addRoute(HOST_NETNS, { dst: n.podCIDR, via: n.nodeIP, dev: 'eth0' }, { replace: true });
-      await n.datapath.addRoute(HOST_NETNS, { dst: m.podCIDR, via: m.nodeIP, dev: 'eth0' }, { replace: true });
-    }
+  /** Host-gw routes between a node that just joined and every other node. */
+  async addNodeRoutes(m: NodeRoutes): Promise<void> {
+    await addHostGwRoutes(this.nodes.values(), m);
   }
-
 
   /** Pings `to` (an IP) from a pod's namespace; the result carries the hop-by-hop trace. */
   ping(podUid: string, to: string) {

@@ -8,7 +8,7 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { socketPathFromEndpoint } from './server';
-import { frame } from './server-http2';
+import { frame, MessageReader } from './server-http2';
 
 const { status } = grpc;
 const C = http2.constants;
@@ -368,9 +368,7 @@ export class Http2UnaryCall<Res> {
   private timer: NodeJS.Timeout | undefined;
   private httpStatus = 0;
   private encoding: string | undefined;
-  private pending: Buffer | null = null;
-  private messages: Buffer[] = [];
-  private compressed: boolean[] = [];
+  private reader: MessageReader | undefined;
   private received: StatusObject | undefined;
   private connectionDropped = false;
   /** 'end' came with a status: that handler owns the outcome (decompression may still be running). */
@@ -465,27 +463,16 @@ export class Http2UnaryCall<Res> {
   /** @internal */
   onData(chunk: Buffer): void {
     if (this.done) return;
-    let buf = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    this.pending = null;
-    const max = this.channel.maxReceive;
-    while (buf.length >= 5) {
-      const length = buf.readUInt32BE(1);
-      if (max !== -1 && length > max) {
-        // A server answering an HTTP error with a page of its own: the HTTP status says more.
-        if (this.httpStatus !== 0 && this.httpStatus !== 200) {
-          const mapped = mapHttpStatus(this.httpStatus);
-          this.finish(mapped.code, mapped.details);
-        } else {
-          this.finish(status.RESOURCE_EXHAUSTED, `Received message larger than max (${length} vs ${max})`);
-        }
-        return;
-      }
-      if (buf.length < 5 + length) break;
-      this.compressed.push(buf[0] === 1);
-      this.messages.push(buf.subarray(5, 5 + length));
-      buf = buf.subarray(5 + length);
+    this.reader ??= new MessageReader(this.channel.maxReceive);
+    const tooLarge = this.reader.push(chunk);
+    if (tooLarge === undefined) return;
+    // A server answering an HTTP error with a page of its own: the HTTP status says more.
+    if (this.httpStatus !== 0 && this.httpStatus !== 200) {
+      const mapped = mapHttpStatus(this.httpStatus);
+      this.finish(mapped.code, mapped.details);
+    } else {
+      this.finish(status.RESOURCE_EXHAUSTED, tooLarge);
     }
-    if (buf.length > 0) this.pending = buf;
   }
 
   /** @internal */
@@ -526,16 +513,17 @@ export class Http2UnaryCall<Res> {
       this.finish(st.code, st.details, st.metadata);
       return;
     }
-    if (this.pending || this.messages.length === 0) {
+    const messages = this.reader?.messages ?? [];
+    if (this.reader?.incomplete || messages.length === 0) {
       this.finish(status.UNIMPLEMENTED, 'No message received', st.metadata);
       return;
     }
-    if (this.messages.length > 1) {
+    if (messages.length > 1) {
       this.finish(status.UNIMPLEMENTED, 'Too many responses received', st.metadata);
       return;
     }
-    const body = this.messages[0]!;
-    if (!this.compressed[0]) {
+    const { body, compressed } = messages[0]!;
+    if (!compressed) {
       this.deliver(body, st);
       return;
     }
@@ -670,9 +658,7 @@ export class Http2UnaryCall<Res> {
   private complete(err: grpc.ServiceError | null, value?: Res): void {
     const callback = this.callback;
     this.callback = ignore;
-    this.messages = [];
-    this.compressed = [];
-    this.pending = null;
+    this.reader = undefined;
     this.received = undefined;
     this.metadata = undefined;
     this.data = undefined;

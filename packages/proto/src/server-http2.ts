@@ -83,7 +83,7 @@ interface Method {
  * Incremental reader of length-prefixed messages. Sizes are checked from the 5-byte prefix, before any
  * body is buffered, so an oversized message is refused without being held in memory.
  */
-class MessageReader {
+export class MessageReader {
   private pending: Buffer | null = null;
   readonly messages: { compressed: boolean; body: Buffer }[] = [];
   constructor(private readonly max: number) {}

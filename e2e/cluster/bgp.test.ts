@@ -7,12 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { HOST_NETNS } from '@kemu/cni';
 import type { Pod } from '@kemu/core';
-import { Cluster, checkSupported, type LinuxClusterNetwork, linuxUnsupportedReason } from 'kemu';
+import { Cluster, checkSupported, type LinuxClusterNetwork } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedPod, runningPod } from './util.js';
+import { linuxDatapathAvailable, pinnedPod, runningPod } from './util.js';
 
-const why = linuxUnsupportedReason();
-if (why) console.log(`skipping the bgp cluster test on the linux datapath: ${why}`);
+const linuxOk = linuxDatapathAvailable('the bgp cluster test on the linux datapath');
 
 it('refuses what the bgp network cannot do, saying what to use instead', () => {
   expect(() => checkSupported({ stateDir: '/tmp/x', network: 'bgp', nodeProcesses: true })).toThrow(
@@ -24,7 +23,7 @@ it('refuses what the bgp network cannot do, saying what to use instead', () => {
 });
 
 for (const datapath of ['sim', 'linux'] as const) {
-  describe.runIf(datapath === 'sim' || !why)(`routes learned over BGP (${datapath} datapath)`, () => {
+  describe.runIf(datapath === 'sim' || linuxOk)(`routes learned over BGP (${datapath} datapath)`, () => {
     let cluster: Cluster;
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `kemu-e2e-bgp-${datapath}-`));
     let a: Pod;

@@ -7,12 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { type KubeObject, parseManifests, type Pod } from '@kemu/core';
 import { cri, grpc, promiseClient } from '@kemu/proto';
-import { Cluster, demoManifestPath, leftovers, linuxUnsupportedReason, type LinuxClusterNetwork } from 'kemu';
+import { Cluster, demoManifestPath, leftovers, type LinuxClusterNetwork } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { until } from './util.js';
+import { linuxDatapathAvailable, until } from './util.js';
 
-const why = linuxUnsupportedReason();
-if (why) console.log(`skipping the linux-datapath cluster tests: ${why}`);
+const linuxOk = linuxDatapathAvailable('the linux-datapath cluster tests');
 
 const inCidr = (ip: string, cidr: string) => ip.startsWith(cidr.split('.').slice(0, 3).join('.'));
 const netnsNames = () => (fs.existsSync('/run/netns') ? fs.readdirSync('/run/netns') : []);
@@ -22,7 +21,7 @@ const mountsUnder = (dir: string) =>
     .split('\n')
     .filter((l) => l.split(' ')[4]?.startsWith(`${dir}/`)).length;
 
-describe.runIf(!why)('the sample app on the linux datapath with the process runtime', () => {
+describe.runIf(linuxOk)('the sample app on the linux datapath with the process runtime', () => {
   let cluster: Cluster;
   let prefix: string;
   let objs: KubeObject[];

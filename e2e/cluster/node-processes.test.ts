@@ -5,18 +5,19 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Cluster, linuxUnsupportedReason } from 'kemu';
+import { Cluster } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedPod, runningPod, until } from './util.js';
-import { haveEtcd, startEtcd } from '../storage/processes.js';
+import { linuxDatapathAvailable, pinnedPod, runningPod, until } from './util.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { startEtcd } from '../storage/processes.js';
 
 const cliBuilt = fs.existsSync(path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js'));
 if (!cliBuilt) console.log('skipping the node-process tests: packages/kemu is not built (npx nx build kemu)');
-const why = linuxUnsupportedReason();
-if (why) console.log(`skipping the node-process tests on the linux datapath: ${why}`);
+const linuxOk = linuxDatapathAvailable('the node-process tests on the linux datapath');
+const etcdOk = requirePeers('the node joining through etcd', [peers.etcd]);
 
 for (const mode of ['sim', 'linux'] as const) {
-  describe.runIf(cliBuilt && (mode === 'sim' || !why))(`nodes in their own processes (${mode} datapath)`, () => {
+  describe.runIf(cliBuilt && (mode === 'sim' || linuxOk))(`nodes in their own processes (${mode} datapath)`, () => {
     let cluster: Cluster;
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `kemu-e2e-procs-${mode}-`));
     const running = (name: string) => runningPod(cluster.store, name);
@@ -133,7 +134,7 @@ for (const mode of ['sim', 'linux'] as const) {
 }
 
 // A node on "another machine": it shares no socket with the control plane and talks to etcd directly.
-describe.runIf(cliBuilt && haveEtcd)('a node joining through etcd', () => {
+describe.runIf(cliBuilt && etcdOk)('a node joining through etcd', () => {
   let etcd: Awaited<ReturnType<typeof startEtcd>>;
   let cluster: Cluster;
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-etcd-node-'));

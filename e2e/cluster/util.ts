@@ -1,5 +1,7 @@
 // Shared by the cluster tests: polling for a condition, and a minimal pod pinned to a node.
 import type { Pod, Store } from '@kemu/core';
+import { probe, type Requirement, requirePeers } from '@kemu/test-peers';
+import { linuxUnsupportedReason } from 'kemu';
 
 /** Polls `fn` every 100 ms until it returns something truthy; fails naming `what` after `timeoutMs`. */
 export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
@@ -36,4 +38,13 @@ export function runningPod(store: Store, name: string, timeoutMs?: number): Prom
     },
     timeoutMs,
   );
+}
+
+/**
+ * Whether the linux-datapath variant of `suite` can run here (root, iproute2, util-linux, ping, and any
+ * `extra` peers). Skips with the reason on a developer's machine; fails naming the package under CI.
+ */
+export function linuxDatapathAvailable(suite: string, extra: Requirement[] = []): boolean {
+  const why = linuxUnsupportedReason();
+  return requirePeers(suite, [probe('the linux datapath', why ?? '', () => why === undefined), ...extra]);
 }

@@ -7,17 +7,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pod } from '@kemu/core';
-import { Cluster, type LinuxClusterNetwork, linuxUnsupportedReason } from 'kemu';
+import { Cluster, type LinuxClusterNetwork } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pinnedPod, runningPod, until } from './util.js';
+import { linuxDatapathAvailable, pinnedPod, runningPod, until } from './util.js';
+import { peers } from '@kemu/test-peers';
 
-const why = linuxUnsupportedReason();
-const haveTshark = spawnSync('tshark', ['--version']).status === 0;
-if (why) console.log(`skipping the vxlan cluster test on the linux datapath: ${why}`);
-else if (!haveTshark) console.log('skipping the vxlan cluster test on the linux datapath: tshark is not installed');
+const linuxOk = linuxDatapathAvailable('the vxlan cluster test on the linux datapath', [peers.tshark]);
 
 for (const datapath of ['sim', 'linux'] as const) {
-  describe.runIf(datapath === 'sim' || (!why && haveTshark))(`the vxlan overlay (${datapath} datapath)`, () => {
+  describe.runIf(datapath === 'sim' || linuxOk)(`the vxlan overlay (${datapath} datapath)`, () => {
     let cluster: Cluster;
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), `kemu-e2e-vxlan-${datapath}-`));
     let a: Pod;

@@ -1,6 +1,6 @@
 // Real processes for the restart tests: etcd as the shared store, the kemu-csi driver, and the sidecar
 // commands run from source (tsx), each on loopback or a unix socket in a temporary directory.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const ETCD = process.env.KEMU_ETCD ?? '/usr/bin/etcd';
-export const haveEtcd = spawnSync(ETCD, ['--version']).status === 0;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

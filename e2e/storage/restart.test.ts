@@ -10,11 +10,10 @@ import { DEFAULT_DRIVER_NAME as DRIVER } from '@kemu/csi';
 import { type CsiConnection, connectCsiSocket } from '@kemu/csi-sidecars';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './harness.js';
-import { haveEtcd, type Proc, runSource, startEtcd } from './processes.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { type Proc, runSource, startEtcd } from './processes.js';
 
-if (!haveEtcd) console.warn('skipping process restart tests: needs etcd (Debian package etcd-server)');
-
-describe.runIf(haveEtcd)('provisioner processes on etcd', () => {
+describe.runIf(requirePeers('the process restart tests', [peers.etcd]))('provisioner processes on etcd', () => {
   let etcd: Awaited<ReturnType<typeof startEtcd>>;
   let store: EtcdStore;
   let binder: PersistentVolumeBinder;

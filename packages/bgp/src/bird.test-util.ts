@@ -4,10 +4,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export const haveBird =
-  spawnSync('bird', ['--version']).status === 0 && spawnSync('birdc', ['--help']).error === undefined;
-export const isRoot = process.getuid?.() === 0;
-
 export class Bird {
   private proc?: ChildProcess;
   readonly dir: string;

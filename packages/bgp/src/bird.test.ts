@@ -1,11 +1,11 @@
 // Interop with BIRD 2 on loopback: each side on its own 127.0.0.x address, BIRD in `multihop` +
 // `strict bind` mode with short start/connect delays so the sessions come up in about a second.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Bird, haveBird, isRoot, randomPort, until } from './bird.test-util.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { Bird, randomPort, until } from './bird.test-util.js';
 import { BgpSpeaker } from './speaker.js';
 
-const canRun = haveBird && isRoot;
-if (!canRun) console.warn('skipping BIRD interop tests: needs root and the bird2 package (bird, birdc)');
+const canRun = requirePeers('the BIRD interop tests', [peers.root, peers.bird, peers.birdc]);
 
 const timers = 'connect delay time 1; start delay time 1; connect retry time 1; error wait time 1, 2;';
 

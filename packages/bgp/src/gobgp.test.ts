@@ -5,13 +5,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isRoot, randomPort, until } from './bird.test-util.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { randomPort, until } from './bird.test-util.js';
 import { BgpSpeaker } from './speaker.js';
 
-const haveGobgp =
-  spawnSync('gobgpd', ['--version']).status === 0 && spawnSync('gobgp', ['--version']).status === 0;
-const canRun = haveGobgp && isRoot;
-if (!canRun) console.warn('skipping GoBGP interop tests: needs root and the gobgpd package (gobgpd, gobgp)');
+const canRun = requirePeers('the GoBGP interop tests', [peers.root, peers.gobgpd, peers.gobgp]);
 
 describe.runIf(canRun)('interop with GoBGP', () => {
   const ourPort = randomPort();

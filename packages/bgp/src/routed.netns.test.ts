@@ -3,21 +3,20 @@
 // node, running inside the node's namespace, peering over real TCP on the underlay and programming
 // `<block> via <node IP>` through the linux Datapath. Pods on different nodes ping each other; tshark on the
 // underlay sees the ICMP between pod addresses and no VXLAN at all. Needs root, iproute2 and tshark.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLinuxDatapath, HOST_NETNS, type LinuxDatapath } from '@kemu/cni';
-import { addNetns, canNetns, delAllNetns, inNetns, ipJson, tsharkCapture } from '@kemu/cni/testing';
+import { addNetns, delAllNetns, inNetns, ipJson, tsharkCapture } from '@kemu/cni/testing';
 import { CalicoIpam } from '@kemu/cni-calico';
 import { createMemoryStore, type Store } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { plumbPod, POOL, prepareNode, until } from './routed.test-util.js';
 
-const haveTshark = spawnSync('tshark', ['--version']).status === 0;
-const ok = canNetns && haveTshark;
-if (!ok) console.warn('skipping BGP-routed netns tests: needs root, iproute2 (ip netns) and tshark');
+const ok = requirePeers('the BGP-routed netns tests', [peers.netns, peers.tshark]);
 
 const cli = fileURLToPath(new URL('./cli.ts', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-bgp-routed-netns-'));

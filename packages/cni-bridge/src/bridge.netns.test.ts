@@ -6,10 +6,8 @@ import { createLinuxDatapath, CniRuntime, InProcessInvoker, type LinuxDatapath, 
 import {
   addNetns,
   buildPluginBins,
-  canNetns,
   delAllNetns,
   delNetns,
-  haveReference,
   inNetns,
   ipJson,
   REFERENCE_BIN_DIR,
@@ -19,10 +17,10 @@ import {
 import { hostLocal } from '@kemu/cni-host-local';
 import { portmap } from '@kemu/cni-portmap';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { bridge } from './bridge.js';
 
-const ok = canNetns && haveReference;
-if (!ok) console.warn('skipping bridge netns tests: needs root, iproute2 and the reference plugins in /usr/lib/cni');
+const ok = requirePeers('the bridge netns tests', [peers.netns, peers.referenceCni, peers.iptables]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-br-'));
 let bin = '';

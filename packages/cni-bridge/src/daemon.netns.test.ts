@@ -9,10 +9,8 @@ import { type CniDaemon, serveCniDaemon } from '@kemu/cni';
 import {
   addNetns,
   buildPluginLaunchers,
-  canNetns,
   delAllNetns,
   delNetns,
-  haveReference,
   ipJson,
   REFERENCE_BIN_DIR,
   runPlugin,
@@ -20,10 +18,10 @@ import {
 } from '@kemu/cni/testing';
 import { hostLocal } from '@kemu/cni-host-local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { bridge } from './bridge.js';
 
-const ok = canNetns && haveReference;
-if (!ok) console.warn('skipping kemu-cni daemon netns tests: needs root, iproute2 and the reference plugins in /usr/lib/cni');
+const ok = requirePeers('the kemu-cni daemon netns tests', [peers.netns, peers.referenceCni]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-brd-'));
 const socketPath = join(tmp, 'run', 'cni.sock');

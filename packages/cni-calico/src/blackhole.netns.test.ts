@@ -1,11 +1,12 @@
 // The affine blocks as blackhole routes in a real kernel routing table (root, iproute2).
 import { createLinuxDatapath, HOST_NETNS, type LinuxDatapath } from '@kemu/cni';
-import { addNetns, canNetns, delAllNetns, ipJson } from '@kemu/cni/testing';
+import { addNetns, delAllNetns, ipJson } from '@kemu/cni/testing';
 import { createMemoryStore } from '@kemu/core';
 import { afterAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { CalicoIpam } from './ipam.js';
 
-if (!canNetns) console.warn('skipping kemu-calico blackhole netns test: needs root and iproute2 (ip netns)');
+const canNetns = requirePeers('the kemu-calico blackhole netns test', [peers.netns]);
 
 let dp: LinuxDatapath | undefined;
 afterAll(async () => {

@@ -1,18 +1,17 @@
 // Several plugin processes on two nodes allocating at once through one real etcd: the compare-and-swap
 // writes must hold across processes, not only within one.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEtcdStore } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { program, requirePeers } from '@kemu/test-peers';
 import { CalicoIpam, within } from './ipam.js';
 
 const ETCD = process.env.KEMU_ETCD ?? '/usr/bin/etcd';
-const haveEtcd = spawnSync(ETCD, ['--version']).status === 0;
-if (!haveEtcd)
-  console.warn(`skipping kemu-calico-ipam etcd test: no etcd binary at ${ETCD} (Debian package etcd-server)`);
+const haveEtcd = requirePeers('the kemu-calico-ipam etcd test', [program(ETCD, 'etcd-server')]);
 
 const freePort = () =>
   new Promise<number>((resolve) => {

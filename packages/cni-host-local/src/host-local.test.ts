@@ -2,8 +2,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildPluginBins, callPlugin, haveReference, hostLocalFiles, REFERENCE_BIN_DIR, runPlugin } from '@kemu/cni/testing';
+import { buildPluginBins, callPlugin, hostLocalFiles, REFERENCE_BIN_DIR, runPlugin } from '@kemu/cni/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import type { CniPlugin } from '@kemu/cni';
 import { createHostLocal, hostLocal } from './host-local.js';
 import { MemoryIpam } from './store-memory.js';
@@ -211,12 +212,11 @@ describe('memory store isolation', () => {
   });
 });
 
-describe.runIf(haveReference)('kemu-host-local vs reference host-local', () => {
+describe.runIf(requirePeers('the reference host-local tests', [peers.referenceCni]))('kemu-host-local vs reference host-local', () => {
   let bin: string;
   beforeAll(async () => {
     bin = await buildPluginBins(join(tmp, 'bin'), ['host-local']);
   });
-  if (!haveReference) console.warn('skipping reference host-local tests: /usr/lib/cni/host-local missing');
 
   const execAdd = (file: string, dataDir: string, id: string) =>
     runPlugin(file, 'ADD', netconf(dataDir), { containerId: id, netns: '/var/run/netns/x', ifname: 'eth0', path: bin });

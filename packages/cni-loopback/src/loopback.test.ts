@@ -4,18 +4,16 @@ import { join } from 'node:path';
 import {
   addNetns,
   buildPluginBins,
-  canNetns,
   delAllNetns,
   delNetns,
-  haveReference,
   ipJson,
   REFERENCE_BIN_DIR,
   runPlugin,
 } from '@kemu/cni/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 
-const ok = canNetns && haveReference;
-if (!ok) console.warn('skipping loopback tests: needs root, iproute2 and /usr/lib/cni/loopback');
+const ok = requirePeers('the loopback tests', [peers.netns, peers.referenceCni]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-lo-'));
 let bin = '';

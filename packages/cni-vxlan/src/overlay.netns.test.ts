@@ -5,17 +5,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLinuxDatapath, HOST_NETNS, InProcessInvoker, type LinuxDatapath } from '@kemu/cni';
-import { addNetns, canNetns, delAllNetns, inNetns, ipJson, tsharkCapture } from '@kemu/cni/testing';
+import { addNetns, delAllNetns, inNetns, ipJson, tsharkCapture } from '@kemu/cni/testing';
 import { bridge } from '@kemu/cni-bridge';
 import { hostLocal } from '@kemu/cni-host-local';
 import { createMemoryStore, type Store } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { VxlanAgent } from './agent.js';
 import { vxlan } from './plugin.js';
 
-const haveTshark = spawnSync('tshark', ['--version']).status === 0;
-const ok = canNetns && haveTshark;
-if (!ok) console.warn('skipping kemu-vxlan netns tests: needs root, iproute2 (ip netns) and tshark');
+const ok = requirePeers('the kemu-vxlan netns tests', [peers.netns, peers.tshark]);
 
 const VNI = 42;
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-vxlan-netns-'));

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addNetns, buildPluginBins, canNetns, delAllNetns, ipJson } from './testing.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { addNetns, buildPluginBins, delAllNetns, ipJson } from './testing.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-cnitool-'));
@@ -32,12 +33,11 @@ describe('kemu-cnitool', () => {
   });
 });
 
-describe.runIf(canNetns)('kemu-cnitool with kemu-loopback', () => {
+describe.runIf(requirePeers('the cnitool netns test', [peers.netns]))('kemu-cnitool with kemu-loopback', () => {
   let bin = '';
   beforeAll(async () => {
     bin = await buildPluginBins(join(tmp, 'bin'), ['loopback']);
   });
-  if (!canNetns) console.warn('skipping cnitool netns test: needs root and iproute2');
 
   it('add/check/del a network by name from NETCONFPATH, caching like libcni', () => {
     const conf = join(tmp, 'conf');

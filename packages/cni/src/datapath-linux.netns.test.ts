@@ -1,11 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { createLinuxDatapath } from './datapath-linux.js';
 import { HOST_NETNS } from './datapath.js';
-import { addNetns, canNetns, delNetns, ipJson } from './testing.js';
+import { addNetns, delNetns, ipJson } from './testing.js';
 
-if (!canNetns) console.warn('skipping linux datapath tests: needs root and iproute2');
-
-describe.runIf(canNetns)('linux datapath links (read back against ip -j)', () => {
+describe.runIf(requirePeers('the linux datapath tests', [peers.netns]))('linux datapath links (read back against ip -j)', () => {
   const node = addNetns('dpl-node');
   const pod = addNetns('dpl-pod');
   const dp = createLinuxDatapath({ hostNetns: node.path });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatTrace } from '@kemu/netsim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import {
   type Datapath,
   DatapathError,
@@ -360,8 +361,7 @@ for (let i = 0; i < 5; i++) {
 // Equivalence with the kernel: the same operations through the linux datapath (in throwaway namespaces)
 // and through the sim datapath must end in the same state, and pings must agree.
 
-const canNetns = process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).status === 0;
-if (!canNetns) console.warn('skipping sim/linux equivalence tests: needs root and iproute2');
+const canNetns = requirePeers('the sim/linux equivalence tests', [peers.netns, peers.ping]);
 
 interface Normal {
   links: Record<

@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { program, requirePeers } from '@kemu/test-peers';
 import type { KubeObject } from './api-meta.js';
 import { NODE_NAME_INDEX, nodeNameIndexFunc } from './indexer.js';
 import { SharedInformer } from './informer.js';
 import { storeContract } from './store-contract.suite.js';
 import { EtcdStore } from './store-etcd.js';
-import { type EtcdServer, ETCD_BIN, haveEtcd, startEtcd } from './testdata/etcd-server.js';
+import { type EtcdServer, ETCD_BIN, startEtcd } from './testdata/etcd-server.js';
 
-if (!haveEtcd) console.warn(`skipping etcd backend tests: no etcd binary at ${ETCD_BIN} (Debian package etcd-server)`);
-
-describe.runIf(haveEtcd)('etcd backend', () => {
+describe.runIf(requirePeers('the etcd backend tests', [program(ETCD_BIN, 'etcd-server')]))('etcd backend', () => {
   let etcd: EtcdServer;
   beforeAll(async () => {
     etcd = await startEtcd();

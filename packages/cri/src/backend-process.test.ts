@@ -9,6 +9,7 @@ import * as grpc from '@grpc/grpc-js';
 import { collectStream, cri } from '@kemu/proto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { parseCriLog } from './log-writer.js';
 import {
   buildBusyboxLayout,
@@ -22,13 +23,7 @@ import {
   wsStream,
 } from './test-util.js';
 
-const canRun =
-  process.getuid?.() === 0 &&
-  spawnSync('ip', ['netns', 'list']).status === 0 &&
-  fs.existsSync('/usr/bin/unshare') &&
-  fs.existsSync('/bin/busybox') &&
-  fs.existsSync('/usr/lib/cni/bridge');
-if (!canRun) console.warn('skipping process backend tests: needs root, iproute2, util-linux, busybox-static and containernetworking-plugins');
+const canRun = requirePeers('the process backend tests', [peers.netns, peers.unshare, peers.busybox, peers.referenceCni]);
 
 const IMAGE = 'kemu.test/busybox:1.36';
 const n = process.pid % 200;

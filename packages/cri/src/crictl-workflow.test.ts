@@ -8,15 +8,11 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { cri, unaryCall } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { parseCriLog } from './log-writer.js';
 import { buildBusyboxLayout, tempDir, waitFor } from './test-util.js';
 
-const canProcess =
-  process.getuid?.() === 0 &&
-  spawnSync('ip', ['netns', 'list']).status === 0 &&
-  fs.existsSync('/bin/busybox') &&
-  fs.existsSync('/usr/lib/cni/bridge');
-if (!canProcess) console.warn('skipping the process-backend crictl workflow: needs root, iproute2, busybox-static, containernetworking-plugins');
+const canProcess = requirePeers('the process-backend crictl workflow', [peers.netns, peers.busybox, peers.referenceCni]);
 
 /** crictl's config files are protobuf JSON with the Go field names; turn them into our message objects. */
 function fromCrictlJson(text: string): any {

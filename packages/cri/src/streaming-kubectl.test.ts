@@ -1,22 +1,22 @@
 // kubectl as the peer: its Go SPDY client (spdystream) against the streaming server, the way the API server
 // proxies `kubectl exec` / `kubectl port-forward` to a kubelet. A stand-in API server answers the pod GET and
 // forwards each upgrade request, unchanged but for its path, to the URL the CRI Exec/PortForward call returned.
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, probe, requirePeers } from '@kemu/test-peers';
 import { PtyProcess, ptyAvailable } from './pty.js';
 import { containerConfig, startEchoPod, type TestShim, tempDir, waitFor } from './test-util.js';
 
-const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => fs.existsSync(p));
-const canRun =
-  !!KUBECTL && process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).status === 0 && fs.existsSync('/usr/bin/unshare') && fs.existsSync('/usr/lib/cni/loopback');
-if (!canRun) console.warn('skipping kubectl peer tests: needs kubectl on PATH, root, iproute2, util-linux and containernetworking-plugins');
+const nodePty = probe('node-pty', 'the optional npm dependency node-pty (npm ci installs it)', ptyAvailable);
+const canRun = requirePeers('the kubectl peer tests', [peers.kubectl, peers.netns, peers.unshare, peers.referenceCni, nodePty]);
+const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => fs.existsSync(p)) ?? 'kubectl';
 
-describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streaming server', () => {
+describe.runIf(canRun)('kubectl over SPDY against the streaming server', () => {
   let shim: TestShim;
   let pod: { id: string; config: cri.PodSandboxConfig };
   let cid: string;
@@ -135,7 +135,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
 
   function kubectl(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = execFile(KUBECTL!, ['-s', server, ...args], { env, timeout: 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const child = execFile(KUBECTL, ['-s', server, ...args], { env, timeout: 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
       });
       if (input !== undefined) child.stdin!.end(input);
@@ -165,7 +165,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
 
   it('runs -it on a terminal of the size of kubectl own terminal', async () => {
     // kubectl -t needs a terminal itself: run it on one, 91x17, and let it send that size over the resize stream.
-    const p = new PtyProcess(KUBECTL!, ['-s', server, 'exec', '-it', 'web', '--', 'sh', '-c', 'stty size; tty'], {
+    const p = new PtyProcess(KUBECTL, ['-s', server, 'exec', '-it', 'web', '--', 'sh', '-c', 'stty size; tty'], {
       env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
       cols: 91,
       rows: 17,
@@ -180,7 +180,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
   });
 
   it('drives an interactive shell with -it and returns its exit code', async () => {
-    const p = new PtyProcess(KUBECTL!, ['-s', server, 'exec', '-it', 'web', '--', 'sh'], {
+    const p = new PtyProcess(KUBECTL, ['-s', server, 'exec', '-it', 'web', '--', 'sh'], {
       env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
       cols: 100,
       rows: 30,
@@ -205,7 +205,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
     });
     await shim.call('StartContainer', { containerId });
     byName.set('shell', { id: containerId!, tty: true });
-    const p = new PtyProcess(KUBECTL!, ['-s', server, 'attach', '-it', 'web', '-c', 'shell'], {
+    const p = new PtyProcess(KUBECTL, ['-s', server, 'attach', '-it', 'web', '-c', 'shell'], {
       env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => typeof e[1] === 'string')),
       cols: 64,
       rows: 12,
@@ -233,7 +233,7 @@ describe.runIf(canRun && ptyAvailable())('kubectl over SPDY against the streamin
   });
 
   it('port-forwards to a listener inside the pod network namespace', async () => {
-    const child = spawn(KUBECTL!, ['-s', server, 'port-forward', 'web', `0:${port}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(KUBECTL, ['-s', server, 'port-forward', 'web', `0:${port}`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(child);
     const local = await new Promise<number>((resolve, reject) => {
       let text = '';

@@ -1,7 +1,6 @@
 // Exec, attach and port-forward over SPDY/3.1, driven by an independent SPDY implementation (spdy-transport
 // as the client) the way kubectl drives a kubelet: HTTP upgrade with X-Stream-Protocol-Version, then one
 // stream per channel named by its streamType header.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -10,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, probe, requirePeers } from '@kemu/test-peers';
 import { ptyAvailable } from './pty.js';
 import { startCatPod, startEchoPod, type TestShim, waitFor } from './test-util.js';
 
@@ -334,11 +334,10 @@ function cmdline(pid: string): string {
   }
 }
 
-const canRun = process.getuid?.() === 0 && spawnSync('ip', ['netns', 'list']).status === 0 && fs.existsSync('/usr/bin/unshare') && fs.existsSync('/usr/lib/cni/loopback');
-if (!canRun) console.warn('skipping SPDY process-backend tests: needs root, iproute2, util-linux and containernetworking-plugins');
-if (!ptyAvailable()) console.warn('skipping SPDY process-backend tests: node-pty did not load');
+const nodePty = probe('node-pty', 'the optional npm dependency node-pty (npm ci installs it)', ptyAvailable);
+const canRun = requirePeers('the SPDY process-backend tests', [peers.netns, peers.unshare, peers.referenceCni, nodePty]);
 
-describe.runIf(canRun && ptyAvailable())('SPDY on the process backend', () => {
+describe.runIf(canRun)('SPDY on the process backend', () => {
   let shim: TestShim;
   let pod: { id: string; config: cri.PodSandboxConfig };
   let cid: string;

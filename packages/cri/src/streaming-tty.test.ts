@@ -1,18 +1,16 @@
 // TTY exec and attach over the WebSocket remote-command protocol: the command runs on a real pseudo-terminal
 // (process backend, as root) sized from the client's resize channel; the sim backend keeps tty semantics.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cri } from '@kemu/proto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, probe, requirePeers } from '@kemu/test-peers';
 import { ptyAvailable } from './pty.js';
 import { containerConfig, podConfig, startTestShim, type TestShim, tempDir, waitFor } from './test-util.js';
 
-const canRun = process.getuid?.() === 0 && fs.existsSync('/usr/bin/nsenter') && fs.existsSync('/usr/bin/unshare') && spawnSync('ip', ['netns', 'list']).status === 0;
-if (!canRun) console.warn('skipping process-backend tty tests: needs root, util-linux and iproute2');
-const hasPty = ptyAvailable();
-if (!hasPty) console.warn('skipping process-backend tty tests: node-pty did not load');
+const nodePty = probe('node-pty', 'the optional npm dependency node-pty (npm ci installs it)', ptyAvailable);
+const canRun = requirePeers('the process-backend tty tests', [peers.netns, peers.nsenter, peers.unshare, nodePty]);
 
 interface TtyResult {
   stdout: string;
@@ -47,7 +45,7 @@ function ttyClient(url: string, opts: { protocol?: string; size?: [number, numbe
   });
 }
 
-describe.runIf(canRun && hasPty)('tty on the process backend', () => {
+describe.runIf(canRun)('tty on the process backend', () => {
   let shim: TestShim;
   let pod: { id: string; config: cri.PodSandboxConfig };
   let cid: string;

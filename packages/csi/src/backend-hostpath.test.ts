@@ -1,11 +1,14 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { HostPathBackend } from './backend-hostpath.js';
 import type { BackendVolume } from './backend.js';
 import { canMount, isMountPoint } from './mount.js';
 import { AccessMode, type Capability } from './types.js';
 import { MiB, tmpDir } from './test-support.js';
+
+const bindMounts = requirePeers('the hostpath bind-mount tests', [peers.root]) && canMount;
 
 const cap: Capability = { accessType: 'mount', accessMode: AccessMode.SINGLE_NODE_WRITER };
 const dirs: string[] = [];
@@ -88,7 +91,7 @@ describe('HostPathBackend', () => {
     expect(await fs.readFile(path.join(b.dataPath(v), 'keep.txt'), 'utf8')).toBe('data');
   });
 
-  describe.runIf(canMount)('with bind mounts (root)', () => {
+  describe.runIf(bindMounts)('with bind mounts (root)', () => {
     it('stages and publishes with bind mounts, applies mount flags and the fs group, and unmounts', async () => {
       const { b, dir } = await backend(true);
       const v: BackendVolume = { id: 'v', accessType: 'mount', capacityBytes: MiB };
@@ -114,4 +117,3 @@ describe('HostPathBackend', () => {
     });
   });
 });
-if (!canMount) console.warn('skipping bind-mount tests: they need root');

@@ -5,6 +5,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { serveCsiDriver } from './server.js';
 import { tmpDir } from './test-support.js';
 
@@ -14,11 +15,12 @@ vi.setConfig({ testTimeout: 180_000 });
 const PYTHON = '/usr/bin/python3';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const protoDir = path.resolve(here, '../../../proto');
-const canPython =
-  spawnSync(PYTHON, ['-c', 'import grpc, google.protobuf']).status === 0 &&
-  spawnSync('protoc', ['--version']).status === 0;
-if (!canPython)
-  console.warn('skipping the Python peer test: needs protoc, python3-grpcio and python3-protobuf');
+const canPython = requirePeers('the Python peer test', [
+  peers.pythonGrpc,
+  peers.pythonProtobuf,
+  peers.protoc,
+  peers.protobufIncludes,
+]);
 
 describe.runIf(canPython)('an independent Python gRPC client', () => {
   it.each(['hostpath', 'sim'] as const)(

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { pcapBytes } from './index.js';
 import { bridgeWorld, vxlanWorld } from './test-topologies.js';
 
@@ -42,9 +43,7 @@ describe('pcap writer', () => {
   });
 });
 
-const tshark = spawnSync('tshark', ['--version']).status === 0;
-if (!tshark)
-  console.warn('skipping tshark decode tests: the tshark binary (Debian package "tshark") is not installed');
+const tshark = requirePeers('the tshark decode tests', [peers.tshark]);
 
 function tsharkLines(file: string, args: string[]): string[] {
   const r = spawnSync('tshark', ['-n', '-r', file, ...args], { encoding: 'utf8' });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 
 const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(path.join(tmpdir(), 'kemu-sched-cli-'));
@@ -202,9 +203,7 @@ describe('kemu-scheduler run', () => {
   });
 });
 
-const canEtcd = spawnSync('etcd', ['--version']).status === 0;
-if (!canEtcd)
-  console.warn('skipping kemu-scheduler run --etcd test: needs the etcd binary (Debian package etcd-server)');
+const canEtcd = requirePeers('the kemu-scheduler run --etcd test', [peers.etcd]);
 
 describe.runIf(canEtcd)(
   'kemu-scheduler run --etcd (a separate process sharing the cluster through etcd)',

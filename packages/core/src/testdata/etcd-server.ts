@@ -1,12 +1,11 @@
 // Starts a real etcd on loopback for tests: random free ports, a temporary data directory.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ETCD_BIN = process.env.KEMU_ETCD ?? '/usr/bin/etcd';
-export const haveEtcd = spawnSync(ETCD_BIN, ['--version']).status === 0;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -1,7 +1,7 @@
 // The lean node:http2 client against three servers: a stock grpc-js server, our Http2GrpcServer, and
 // Python's grpcio (gRPC C core, an independent implementation). The grpc-js client runs the same
 // assertions as the reference. A raw node:http2 server covers what a well-behaved server never sends.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import os from 'node:os';
@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import {
   defaultGrpcClient,
   type GrpcClientEngine,
@@ -25,8 +26,7 @@ import {
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PYTHON = '/usr/bin/python3';
-const canPython = spawnSync(PYTHON, ['-c', 'import grpc']).status === 0;
-if (!canPython) console.warn('skipping the Python grpcio server checks of the client: needs python3-grpcio');
+const canPython = requirePeers('the Python grpcio server checks of the client', [peers.pythonGrpc]);
 
 const UNICODE = 'sandbox “web” is 100% broken: é';
 const id = (b: Buffer) => b;

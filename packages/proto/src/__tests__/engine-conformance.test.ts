@@ -2,7 +2,7 @@
 // the node:http2 engine. Clients: grpc-js, a raw node:http2 client for what a well-behaved client never
 // sends (bad framing, compression, bad headers), and Python's grpcio (gRPC C core, an independent
 // implementation) when installed.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import {
   collectStream,
   createGrpcServer,
@@ -27,8 +28,7 @@ import {
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PYTHON = '/usr/bin/python3';
-const canPython = spawnSync(PYTHON, ['-c', 'import grpc']).status === 0;
-if (!canPython) console.warn('skipping the Python grpcio checks of the engines: needs python3-grpcio');
+const canPython = requirePeers('the Python grpcio checks of the engines', [peers.pythonGrpc]);
 
 const MAX_RECEIVE = 64 * 1024;
 const MAX_SEND = 32 * 1024;

@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { cri, csi, pluginregistration } from '../index';
 import { protoDir } from './independent';
 
@@ -104,8 +105,7 @@ describe('pluginregistration fixtures', () => {
 });
 
 // protoc (Debian protobuf-compiler) is a third, C++ decoder of our schemas.
-const hasProtoc = spawnSync('protoc', ['--version']).status === 0;
-if (!hasProtoc) console.warn('skipping protoc cross-checks: protoc is not installed (apt-get install protobuf-compiler)');
+const hasProtoc = requirePeers('protoc cross-checks', [peers.protoc, peers.protobufIncludes]);
 
 describe.runIf(hasProtoc)('protoc decodes what we encode', () => {
   const decodeWithProtoc = (file: string, type: string, bytes: Buffer) => {

@@ -7,6 +7,7 @@ import {
   type CniPlugin,
   type CniResult,
   type CniRoute,
+  type ConfFields,
   canonicalNetwork,
   conf,
   type Datapath,
@@ -32,6 +33,24 @@ export interface BridgeConfig {
   promiscMode: boolean;
   ipamType?: string;
 }
+
+/** The reference bridge's config fields: keys that name one in another case are read as it reads them. */
+export const BRIDGE_FIELDS: ConfFields = {
+  bridge: true,
+  isGateway: true,
+  isDefaultGateway: true,
+  forceAddress: true,
+  ipMasq: true,
+  mtu: true,
+  hairpinMode: true,
+  promiscMode: true,
+  vlan: true,
+  vlanTrunk: true,
+  preserveDefaultVlan: true,
+  macspoofchk: true,
+  enabledad: true,
+  runtimeConfig: { mac: true },
+};
 
 /** Fields the reference bridge accepts that this implementation does not program (yet): refused, not ignored. */
 const UNSUPPORTED = ['vlan', 'vlanTrunk', 'macspoofchk', 'preserveDefaultVlan', 'enabledad'] as const;
@@ -127,6 +146,7 @@ function ipamConf(ctx: PluginContext): Record<string, unknown> {
 
 export const bridge: CniPlugin = {
   name: 'kemu-bridge',
+  confFields: BRIDGE_FIELDS,
 
   async add(ctx) {
     const cfg = loadBridgeConfig(ctx);

@@ -9,6 +9,7 @@ import {
   type CniPlugin,
   type CniResult,
   type CniRoute,
+  type ConfFields,
   contains,
   formatIP,
   invalidConfig,
@@ -40,6 +41,20 @@ export interface HostLocalConfig {
   dns?: CniDNS;
   requested: { family: 4 | 6; value: bigint; text: string }[];
 }
+
+const RANGE_FIELDS: ConfFields = { subnet: true, rangeStart: true, rangeEnd: true, gateway: true };
+/** The reference host-local's config fields: keys that name one in another case are read as it reads them. */
+export const HOST_LOCAL_FIELDS: ConfFields = {
+  ipam: {
+    ...RANGE_FIELDS,
+    routes: [{ dst: true, gw: true }],
+    dataDir: true,
+    resolvConf: true,
+    ranges: [[RANGE_FIELDS]],
+  },
+  runtimeConfig: { ipRanges: [[RANGE_FIELDS]], ips: true },
+  args: { cni: { ips: true } },
+};
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
@@ -293,6 +308,7 @@ export function createHostLocal(opts: HostLocalOptions = {}): CniPlugin {
   else throw new TypeError(`createHostLocal: unknown store ${JSON.stringify(choice)}`);
   return {
     name: 'kemu-host-local',
+    confFields: HOST_LOCAL_FIELDS,
 
     async add(ctx) {
       const cfg = await loadConfig(ctx);

@@ -75,4 +75,34 @@ describe('kemu-portmap', () => {
     const v4 = (await dp.listNatRules(HOST_NETNS)).find((x) => x.kind === 'dnat' && x.toIP === '10.5.0.7');
     expect(v4).toMatchObject({ conditions: [{ srcCidr: '10.0.0.0/8', notIif: 'cni0' }] });
   });
+
+  // What the runtimes put on stdin (keys sorted as Go marshals a map; the mapping as each runtime's struct
+  // marshals it): containerd 1.6 (go-cni's PortMapping has no JSON tags) and CRI-O (ocicni's has).
+  const stdinFrom = (mapping: string) =>
+    `{"capabilities":{"portMappings":true},"cniVersion":"1.0.0","name":"pmnet","prevResult":${JSON.stringify(prevResult)},` +
+    `"runtimeConfig":{"portMappings":[${mapping}]},"type":"kemu-portmap"}`;
+  it.each([
+    ['containerd 1.6', '{"HostPort":18080,"ContainerPort":80,"Protocol":"tcp","HostIP":""}'],
+    ['CRI-O', '{"hostPort":18080,"containerPort":80,"protocol":"tcp","hostIP":""}'],
+  ])('reads the port mappings %s sends', async (_runtime, mapping) => {
+    const dp = new MemoryDatapath();
+    const r = await callPlugin(portmap, 'ADD', stdinFrom(mapping), env, dp);
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 18080, toIP: '10.5.0.7', toPort: 80, snat: true },
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 18080, toIP: 'fd05::7', toPort: 80, snat: true },
+    ]);
+    expect((await callPlugin(portmap, 'CHECK', stdinFrom(mapping), env, dp)).exitCode).toBe(0);
+    expect((await callPlugin(portmap, 'DEL', stdinFrom(mapping), env, dp)).exitCode).toBe(0);
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);
+  });
+
+  it('top-level keys in another case are read too (SNAT, RuntimeConfig), the last spelling wins', async () => {
+    const dp = new MemoryDatapath();
+    const c = conf({ SNAT: false });
+    const { runtimeConfig, ...rest } = c;
+    const r = await callPlugin(portmap, 'ADD', { ...rest, RuntimeConfig: runtimeConfig }, env, dp);
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect((await dp.listNatRules(HOST_NETNS)).map((x) => x.kind === 'dnat' && x.snat)).toEqual([false, false]);
+  });
 });

@@ -2,6 +2,7 @@ import {
   CniError,
   CniErrorCode,
   type CniPlugin,
+  type ConfFields,
   conf,
   type DnatRule,
   HOST_NETNS,
@@ -22,12 +23,23 @@ type Condition = NonNullable<DnatRule['conditions']>[number];
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
+/** The reference portmap's config and capability fields (runtimes spell them in more than one case). */
+export const PORTMAP_FIELDS: ConfFields = {
+  snat: true,
+  conditionsV4: true,
+  conditionsV6: true,
+  masqAll: true,
+  markMasqBit: true,
+  externalSetMarkChain: true,
+  runtimeConfig: { portMappings: [{ hostPort: true, containerPort: true, protocol: true, hostIP: true }] },
+};
+
 export function parsePortMappings(ctx: PluginContext): PortMapping[] {
   const rc = ctx.conf.runtimeConfig;
   const raw = isObj(rc) ? rc.portMappings : undefined;
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) throw invalidConfig('"runtimeConfig.portMappings" must be a list');
-  return raw.map((m, i) => {
+  return raw.map((m: unknown, i) => {
     const where = `"runtimeConfig.portMappings"[${i}]`;
     if (!isObj(m)) throw invalidConfig(`${where} must be an object`);
     const hostPort = conf.int(m, 'hostPort', 1, 65535);
@@ -82,6 +94,7 @@ function containerIPs(ctx: PluginContext): { v4?: string; v6?: string } {
 
 export const portmap: CniPlugin = {
   name: 'kemu-portmap',
+  confFields: PORTMAP_FIELDS,
 
   async add(ctx) {
     if (!ctx.prevResult) {

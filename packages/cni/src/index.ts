@@ -1,13 +1,23 @@
 export * from './datapath.js';
 export { MemoryDatapath } from './datapath-memory.js';
 export { CniError, CniErrorCode, invalidConfig, toCniError } from './errors.js';
+export {
+  type ConfField,
+  type ConfFields,
+  canonicalConf,
+  conf,
+  field,
+  foldKey,
+  mergeFields,
+  NETCONF_FIELDS,
+  RESULT_FIELDS,
+} from './conf-decode.js';
 export { withFileLock } from './file-lock.js';
 export * from './ip.js';
 export { datapathFromEnv, type MainOptions, main } from './plugin-main.js';
 export {
   type CniCommand,
   type CniPlugin,
-  conf,
   type Delegate,
   type InvocationInput,
   type InvocationOutput,
@@ -38,3 +48,12 @@ export {
   DEFAULT_DAEMON_SOCKET,
   serveCniDaemon,
 } from './daemon.js';
+export {
+  type BoundedRead,
+  READ_LIMITS,
+  readFdBounded,
+  readFileBounded,
+  readFileBoundedIfExists,
+  readTextBounded,
+  readTextBoundedIfExists,
+} from './read-bounded.js';

@@ -1,3 +1,4 @@
+import { type ConfFields, canonicalConf, mergeFields, NETCONF_FIELDS } from './conf-decode.js';
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode, invalidConfig, toCniError } from './errors.js';
 import {
@@ -67,6 +68,11 @@ export interface CniPlugin {
   name: string;
   /** Versions this plugin accepts (default: all supported). */
   versions?: readonly string[];
+  /**
+   * The config fields this plugin reads beyond the common ones, nested as in the config. Keys that name one
+   * case-insensitively (as the reference plugins' decoder matches them) reach the plugin spelled as here.
+   */
+  confFields?: ConfFields;
   add(ctx: PluginContext): Promise<CniResult>;
   del(ctx: PluginContext): Promise<void>;
   check?(ctx: PluginContext): Promise<void>;
@@ -113,6 +119,14 @@ export function parseCniArgs(s: string): Map<string, string> {
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+const fieldsOf = new WeakMap<CniPlugin, ConfFields>();
+function pluginFields(plugin: CniPlugin): ConfFields {
+  if (!plugin.confFields) return NETCONF_FIELDS;
+  let f = fieldsOf.get(plugin);
+  if (!f) fieldsOf.set(plugin, (f = mergeFields(NETCONF_FIELDS, plugin.confFields)));
+  return f;
+}
 
 function parseStdinJson(stdin: Buffer | string): Record<string, unknown> {
   const text = typeof stdin === 'string' ? stdin : stdin.toString('utf8');
@@ -168,7 +182,7 @@ export async function invokePlugin(plugin: CniPlugin, input: InvocationInput): P
     }
     const args = parseCniArgs(env.CNI_ARGS ?? '');
 
-    const raw = parseStdinJson(input.stdin);
+    const raw = canonicalConf(parseStdinJson(input.stdin), pluginFields(plugin)) as Record<string, unknown>;
     version = requireVersion(raw.cniVersion, supported);
     if (typeof raw.name !== 'string' || raw.name === '') throw invalidConfig('missing network name ("name")');
     if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(raw.name)) {
@@ -237,33 +251,3 @@ export async function invokePlugin(plugin: CniPlugin, input: InvocationInput): P
   }
   throw new Error('unreachable');
 }
-
-/** Helpers for plugins reading their config: each failure names the key (code 7). */
-export const conf = {
-  str(o: Record<string, unknown>, key: string, def?: string): string | undefined {
-    const v = o[key];
-    if (v === undefined || v === null) return def;
-    if (typeof v !== 'string') throw invalidConfig(`"${key}" must be a string, got ${JSON.stringify(v)}`);
-    return v;
-  },
-  bool(o: Record<string, unknown>, key: string, def = false): boolean {
-    const v = o[key];
-    if (v === undefined || v === null) return def;
-    if (typeof v !== 'boolean') throw invalidConfig(`"${key}" must be a boolean, got ${JSON.stringify(v)}`);
-    return v;
-  },
-  int(o: Record<string, unknown>, key: string, min: number, max: number, def?: number): number | undefined {
-    const v = o[key];
-    if (v === undefined || v === null) return def;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-      throw invalidConfig(`"${key}" must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
-    }
-    return v;
-  },
-  obj(o: Record<string, unknown>, key: string): Record<string, unknown> | undefined {
-    const v = o[key];
-    if (v === undefined || v === null) return undefined;
-    if (!isObj(v)) throw invalidConfig(`"${key}" must be an object`);
-    return v;
-  },
-};

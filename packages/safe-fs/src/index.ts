@@ -1,0 +1,12 @@
+export { FileTooLargeError, UnsafePathError, type UnsafePathReason } from './errors.js';
+export { mkdirWithin } from './mkdir-within.js';
+export { openFileWithin, type OpenedFile } from './open-within.js';
+export { readFileBounded } from './read-bounded.js';
+export {
+  checkPathSyntax,
+  isWithin,
+  realPathOfExisting,
+  resolveWithin,
+  type ResolvedPath,
+  type WithinOptions,
+} from './within-root.js';

@@ -1,0 +1,32 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { UnsafePathError } from './errors.js';
+import { resolveWithin } from './within-root.js';
+
+/**
+ * Creates directory `dir` (and its missing parents) under `root`, one component at a time: each component
+ * is made with a non-recursive mkdir and then lstat-checked, so a symbolic link met on the way (planted
+ * before or during the call) is refused instead of followed. Returns the directory's real path, which
+ * callers should use from then on rather than walking `dir` again.
+ */
+export function mkdirWithin(root: string, dir: string, mode = 0o755, what = 'directory'): string {
+  const r = resolveWithin(dir, [root], { allowRoot: true, what });
+  const rel = path.relative(r.realRoot, r.real);
+  let cur = r.realRoot;
+  for (const part of rel === '' ? [] : rel.split(path.sep)) {
+    cur = path.join(cur, part);
+    try {
+      fs.mkdirSync(cur, { mode });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const st = fs.lstatSync(cur);
+    if (st.isSymbolicLink()) {
+      throw new UnsafePathError('symlink', dir, `${what} ${JSON.stringify(dir)}: ${cur} is a symbolic link; refusing to follow it`);
+    }
+    if (!st.isDirectory()) {
+      throw new UnsafePathError('not-directory', dir, `${what} ${JSON.stringify(dir)}: ${cur} exists and is not a directory`);
+    }
+  }
+  return cur;
+}

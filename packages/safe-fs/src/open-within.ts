@@ -1,0 +1,40 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { UnsafePathError } from './errors.js';
+import { mkdirWithin } from './mkdir-within.js';
+
+export interface OpenedFile {
+  fd: number;
+  /** The real path of the opened file. */
+  path: string;
+}
+
+/**
+ * Opens (by default creates or appends to) regular file `file` under `root`: missing parent directories are
+ * made by mkdirWithin, and the file itself is opened with O_NOFOLLOW, so a symbolic link in its place is
+ * refused rather than followed. Anything but a regular file is refused too.
+ */
+export function openFileWithin(
+  root: string,
+  file: string,
+  opts: { flags?: number; mode?: number; dirMode?: number; what?: string } = {},
+): OpenedFile {
+  const what = opts.what ?? 'file';
+  const { O_APPEND, O_CREAT, O_WRONLY, O_NOFOLLOW } = fs.constants;
+  const dir = mkdirWithin(root, path.dirname(path.resolve(file)), opts.dirMode ?? 0o755, what);
+  const real = path.join(dir, path.basename(file));
+  let fd: number;
+  try {
+    fd = fs.openSync(real, (opts.flags ?? O_WRONLY | O_APPEND | O_CREAT) | O_NOFOLLOW, opts.mode ?? 0o640);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ELOOP') {
+      throw new UnsafePathError('symlink', file, `${what} ${JSON.stringify(file)} is a symbolic link; refusing to follow it`);
+    }
+    throw e;
+  }
+  if (!fs.fstatSync(fd).isFile()) {
+    fs.closeSync(fd);
+    throw new UnsafePathError('not-directory', file, `${what} ${JSON.stringify(file)} is not a regular file`);
+  }
+  return { fd, path: real };
+}

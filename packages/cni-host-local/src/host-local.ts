@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   broadcastOf,
   type Cidr,
@@ -17,6 +16,8 @@ import {
   type PluginContext,
   parseCidr,
   parseIP,
+  READ_LIMITS,
+  readTextBounded,
 } from '@kemu/cni';
 import { type IpamStore, type IpamStoreProvider, LINE_BREAK } from './store.js';
 import { DiskStore } from './store-disk.js';
@@ -163,11 +164,13 @@ export async function loadConfig(ctx: PluginContext): Promise<HostLocalConfig> {
   }
   let dns: CniDNS | undefined;
   if (typeof ipam.resolvConf === 'string' && ipam.resolvConf) {
-    try {
-      dns = parseResolvConf(readFileSync(ipam.resolvConf, 'utf8'));
-    } catch (e) {
-      throw new CniError(CniErrorCode.IOFailure, `could not read "resolvConf" ${ipam.resolvConf}: ${(e as Error).message}`);
-    }
+    dns = parseResolvConf(
+      readTextBounded(ipam.resolvConf, {
+        what: 'ipam "resolvConf"',
+        maxBytes: READ_LIMITS.small,
+        badFileCode: CniErrorCode.InvalidNetworkConfig,
+      }),
+    );
   }
   return {
     network: ctx.conf.name,

@@ -1,19 +1,15 @@
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseIP, withFileLock } from '@kemu/cni';
+import { parseIP, READ_LIMITS, readTextBoundedIfExists, withFileLock } from '@kemu/cni';
 import { type IpamStore, ownedBy, ownerRecord } from './store.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';
 /** Our per-attachment index lives beside the network directories; network names cannot start with '.'. */
 const INDEX_DIR = '.kemu-index';
 
-const readText = (path: string): string | undefined => {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-};
+/** A state file's text, or undefined if it does not exist; devices, FIFOs and oversized files are errors. */
+const readText = (path: string): string | undefined =>
+  readTextBoundedIfExists(path, { what: 'host-local state', maxBytes: READ_LIMITS.small });
 
 /**
  * The reference plugin's directory layout (`<dataDir>/<network>/<ip>` = `<id>\r\n<ifname>`,

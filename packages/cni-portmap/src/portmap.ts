@@ -4,6 +4,8 @@ import {
   type CniPlugin,
   type ConfFields,
   conf,
+  contains,
+  type Datapath,
   type DnatRule,
   HOST_NETNS,
   invalidConfig,
@@ -92,6 +94,31 @@ function containerIPs(ctx: PluginContext): { v4?: string; v6?: string } {
   return out;
 }
 
+/** The node interface whose route reaches `ip` (longest prefix in the main table), as the kernel would pick it. */
+async function routableHostIf(dp: Datapath, ip: string): Promise<string | undefined> {
+  const p = parseIP(ip)!;
+  let best: { dev: string; prefix: number } | undefined;
+  for (const r of await dp.listRoutes(HOST_NETNS, { family: p.family })) {
+    if (!r.dev || (r.table !== undefined && r.table !== 254) || (r.type !== undefined && r.type !== 'unicast')) continue;
+    const c = parseCidr(r.dst);
+    if (c && contains(c, p.family, p.value) && (!best || c.prefix > best.prefix)) best = { dev: r.dev, prefix: c.prefix };
+  }
+  return best?.dev;
+}
+
+/**
+ * Lets 127.0.0.1 cross into the pod network: DNAT rewrites only the destination of a node-local connection
+ * to 127.0.0.1:hostPort, and the kernel drops a packet with a 127/8 source routed out of any interface
+ * without `route_localnet` (the reference sets it on the same interface; the SNAT rule replaces the source).
+ */
+async function enableLocalnetRouting(dp: Datapath, podIP: string): Promise<void> {
+  const dev = await routableHostIf(dp, podIP);
+  if (!dev) return;
+  // The slash form keeps an interface name with a dot (eth0.100) in one path segment.
+  const key = dev.includes('.') ? `net/ipv4/conf/${dev}/route_localnet` : `net.ipv4.conf.${dev}.route_localnet`;
+  if ((await dp.getSysctl(HOST_NETNS, key)) !== '1') await dp.setSysctl(HOST_NETNS, key, '1');
+}
+
 export const portmap: CniPlugin = {
   name: 'kemu-portmap',
   confFields: PORTMAP_FIELDS,
@@ -139,6 +166,7 @@ export const portmap: CniPlugin = {
     const dp = await ctx.datapath();
     try {
       await dp.addNatRules(HOST_NETNS, rules);
+      if (snat && ips.v4) await enableLocalnetRouting(dp, ips.v4);
     } catch (e) {
       await dp.delNatRules(HOST_NETNS, owner(ctx)).catch(() => undefined);
       throw e;

@@ -884,6 +884,13 @@ export class LinuxDatapath implements Datapath {
               lines.push(
                 `-A ${sn} -s ${r.toIP} -d ${r.toIP} -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
               );
+              // Node-local clients of 127.0.0.1:hostPort: the pod cannot answer 127.0.0.1, so the node's address
+              // on the way out replaces it (the packet leaves 127/8 only where route_localnet allows it).
+              if (!r.toIP.includes(':')) {
+                lines.push(
+                  `-A ${sn} -s 127.0.0.1/32 -d ${r.toIP}/32 -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
+                );
+              }
             }
           }
           jumps.push(`-A KEMU-HOSTPORT-DNAT -m comment --comment "${comment}" -j ${dn}`);

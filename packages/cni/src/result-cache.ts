@@ -1,5 +1,6 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { READ_LIMITS, readTextBoundedIfExists } from './read-bounded.js';
 import type { NetworkConfigList, RuntimeConf } from './runtime.js';
 import { type CniResult, convertResult, parseResult } from './types.js';
 
@@ -51,6 +52,8 @@ const attachmentOf = (e: Partial<CacheEntry>): RuntimeConf => ({
   capabilityArgs: e.capabilityArgs,
 });
 
+const CACHE_READ = { what: 'cached result', maxBytes: READ_LIMITS.cacheEntry };
+
 /**
  * libcni's layout: `<cacheDir>/results/<network>-<containerID>-<ifname>` holding a `cniCacheV1` JSON
  * entry, written to a temporary name and renamed so a reader never sees half of one.
@@ -70,13 +73,10 @@ export class DiskResultCache implements ResultCache {
     renameSync(tmp, path);
   }
 
+  /** An entry that is missing or not JSON is no result; one that cannot be read (a device, too large) is an error. */
   async get(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined> {
-    let text: string;
-    try {
-      text = readFileSync(this.path(list.name, rt.containerId, rt.ifname), 'utf8');
-    } catch {
-      return undefined;
-    }
+    const text = readTextBoundedIfExists(this.path(list.name, rt.containerId, rt.ifname), CACHE_READ);
+    if (text === undefined) return undefined;
     try {
       const entry = JSON.parse(text) as { result?: unknown };
       return entry.result ? parseResult(entry.result) : undefined;
@@ -101,7 +101,7 @@ export class DiskResultCache implements ResultCache {
     for (const n of names) {
       if (!n.startsWith(`${list.name}-`) || n.includes('.tmp-')) continue;
       try {
-        const e = JSON.parse(readFileSync(join(dir, n), 'utf8')) as Partial<CacheEntry>;
+        const e = JSON.parse(readTextBoundedIfExists(join(dir, n), CACHE_READ) ?? '') as Partial<CacheEntry>;
         if (e.networkName !== list.name || !e.containerId || !e.ifName) continue;
         out.push(attachmentOf(e));
       } catch {

@@ -1,8 +1,9 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { CniError, CniErrorCode, invalidConfig } from './errors.js';
 import { ExecInvoker, type Invoker } from './invoke-inprocess.js';
 import { interpretOutput } from './invoke-exec.js';
+import { READ_LIMITS, readFileBounded } from './read-bounded.js';
 import { DiskResultCache, MemoryResultCache, type ResultCache } from './result-cache.js';
 import { validateIfname } from './skeleton.js';
 import { type CniResult, compareVersions, convertResult, requireVersion } from './types.js';
@@ -133,7 +134,11 @@ export class CniRuntime {
   async listConfLists(): Promise<NetworkConfigList[]> {
     let names: string[];
     try {
-      names = (await readdir(this.confDir)).sort();
+      // Directories are skipped, as libcni skips them; any other non-regular file is refused when read.
+      names = (await readdir(this.confDir, { withFileTypes: true }))
+        .filter((d) => !d.isDirectory())
+        .map((d) => d.name)
+        .sort();
     } catch (e) {
       throw new CniError(CniErrorCode.IOFailure, `cannot read conf dir ${this.confDir}: ${(e as Error).message}`);
     }
@@ -142,7 +147,7 @@ export class CniRuntime {
     const out: NetworkConfigList[] = [];
     for (const n of [...lists, ...singles]) {
       const file = join(this.confDir, n);
-      out.push(parseConfList(await readFile(file), file));
+      out.push(parseConfList(readFileBounded(file, { what: 'conf file', maxBytes: READ_LIMITS.config }), file));
     }
     return out;
   }

@@ -204,6 +204,27 @@ describe.runIf(canRun)('process backend', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
   });
 
+  it('has the log file when StartContainer returns, and reports stats for created and exited containers', async () => {
+    const pod = await runPod();
+    const quiet = await runContainer(pod, { metadata: { name: 'quiet' }, logPath: 'quiet/0.log', command: ['sleep', '3600'] });
+    const { logPath } = await status(quiet);
+    expect(fs.statSync(logPath!).isFile()).toBe(true);
+    const { containerId: created } = await shim.call('CreateContainer', {
+      podSandboxId: pod.id,
+      config: containerConfig({ metadata: { name: 'created' }, logPath: 'created/0.log', image: { image: IMAGE } }),
+    });
+    const exited = await runContainer(pod, { metadata: { name: 'exited' }, logPath: 'exited/0.log', command: ['true'] });
+    await waitFor(async () => ((await status(exited)).state === cri.ContainerState.CONTAINER_EXITED ? true : undefined));
+    for (const id of [created!, exited]) {
+      const s = (await shim.call('ContainerStats', { containerId: id })).stats!;
+      expect(s.attributes!.id).toBe(id);
+      expect(s.memory!.workingSetBytes!.value).toBe(0);
+    }
+    const list = await shim.call('ListContainerStats', { filter: { podSandboxId: pod.id } });
+    expect(list.stats!.map((x) => x.attributes!.id).sort()).toEqual([quiet, created!, exited].sort());
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
   it('shares the pause PID namespace when the pod asks for it', async () => {
     const pod = await runPod();
     const cid = await runContainer(pod);

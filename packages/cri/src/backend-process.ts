@@ -308,7 +308,7 @@ export class ProcessBackend implements Backend {
     cgroup?.create();
     const l = this.liveOf(c.id);
     l.cgroup = cgroup;
-    if (c.logPath) l.log = new CriLogWriter(c.logPath);
+    if (c.logPath) l.log = new CriLogWriter(c.logPath, c.logRoot);
     const spawned = c.config.tty ? this.spawnMainOnPty(sb, c, args, spec, l) : this.spawnMainOnFifos(sb, c, args, spec, l);
     const { pid: wrapperPid, spawnError, outputsEnded } = spawned;
     if (wrapperPid) cgroup?.addProcess(wrapperPid);
@@ -761,7 +761,7 @@ export class ProcessBackend implements Backend {
       const l = this.liveOf(c.id);
       const fifos = c.backend.fifos as string[] | undefined;
       if (fifos?.every((f) => fs.existsSync(f))) {
-        if (c.logPath) l.log = new CriLogWriter(c.logPath);
+        if (c.logPath) l.log = new CriLogWriter(c.logPath, c.logRoot);
         const socks = fifos.map((f) => openFifoReader(f));
         socks.forEach((sock, i) => {
           const stream = i === 0 ? 'stdout' : 'stderr';

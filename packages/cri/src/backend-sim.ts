@@ -189,7 +189,7 @@ export class SimBackend implements Backend {
     const s = this.sim(c);
     const lines = script.log ?? (c.config.command?.[0] === 'echo' ? `${[...(c.config.command.slice(1) ?? []), ...(c.config.args ?? [])].join(' ')}\n` : undefined);
     if (lines && c.logPath) {
-      s.log = new CriLogWriter(c.logPath);
+      s.log = new CriLogWriter(c.logPath, c.logRoot);
       s.log.write('stdout', lines.endsWith('\n') ? lines : `${lines}\n`);
     }
     this.schedule(c, sb, c.startedAt);

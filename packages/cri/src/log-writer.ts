@@ -2,6 +2,7 @@
 // A line longer than the kubelet's 16 KiB limit is split into partial (P) records; the final piece is F.
 import fs from 'node:fs';
 import path from 'node:path';
+import { openFileWithin } from '@kemu/safe-fs';
 import { rfc3339Nano } from './time.js';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -12,17 +13,28 @@ export function formatLogRecord(stream: LogStream, tag: 'P' | 'F', text: string 
   return `${ts ?? rfc3339Nano()} ${stream} ${tag} ${text.toString()}\n`;
 }
 
+/**
+ * Opens a container log for appending, creating it and its directories under `root` (the allowed log root
+ * it was checked against) without following a symbolic link; kubelet reads the file as soon as the
+ * container starts, so the runtime calls this at StartContainer even before any output.
+ */
+export function openLogFile(logPath: string, root: string | undefined): number {
+  // A record persisted before log roots were kept names none: its own directory is then the bound.
+  return openFileWithin(root ?? path.dirname(logPath), logPath, { mode: 0o640, what: 'container log' }).fd;
+}
+
 export class CriLogWriter {
   private fd: number | undefined;
   private readonly pending: Record<LogStream, Buffer> = { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) };
 
-  constructor(readonly logPath: string) {}
+  /** `root` is the allowed log root the path lies under; the file is never opened through a link. */
+  constructor(
+    readonly logPath: string,
+    readonly root?: string,
+  ) {}
 
   private open(): number {
-    if (this.fd === undefined) {
-      fs.mkdirSync(path.dirname(this.logPath), { recursive: true });
-      this.fd = fs.openSync(this.logPath, 'a', 0o640);
-    }
+    if (this.fd === undefined) this.fd = openLogFile(this.logPath, this.root);
     return this.fd;
   }
 

@@ -417,6 +417,23 @@ describe('stats, metrics and streams', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
   });
 
+  it('reports stats for created and exited containers too, with zero usage, as containerd does', async () => {
+    const pod = await runPod();
+    const created = await runContainer(pod, { metadata: { name: 'created' } }, false);
+    const exited = await runContainer(pod, { metadata: { name: 'exited' }, annotations: { 'kemu.io/sim-memory-mib': '10' } });
+    await shim.call('StopContainer', { containerId: exited, timeout: 0 });
+    expect((await status(exited)).state).toBe(cri.ContainerState.CONTAINER_EXITED);
+    for (const id of [created, exited]) {
+      const s = (await shim.call('ContainerStats', { containerId: id })).stats!;
+      expect(s.attributes!.id).toBe(id);
+      expect(s.cpu!.usageCoreNanoSeconds!.value).toBe(0);
+      expect(s.memory!.workingSetBytes!.value).toBe(0);
+    }
+    const list = await shim.call('ListContainerStats', { filter: { podSandboxId: pod.id } });
+    expect(list.stats!.map((x) => x.attributes!.id).sort()).toEqual([created, exited].sort());
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
   it('streams container events in order', async () => {
     const stream = shim.rt.GetContainerEvents({});
     const events: cri.ContainerEventResponse[] = [];

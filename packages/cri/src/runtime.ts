@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cri } from '@kemu/proto';
+import { isWithin, resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import {
   containerStateEnum,
   toContainer,
@@ -25,7 +26,8 @@ import { checkIdSyntax, IdIndex, newId } from './ids.js';
 import type { ImageStore } from './image-store.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { matchesLabels } from './labels.js';
-import { containerName, NameIndex, sandboxName } from './names.js';
+import { openLogFile } from './log-writer.js';
+import { checkContainerMetadata, checkSandboxMetadata, containerName, NameIndex, sandboxName } from './names.js';
 import { type StateStore, writeFileAtomicSync } from './state-store.js';
 import { nowNs } from './time.js';
 import type {
@@ -80,11 +82,6 @@ function checkMap(m: Record<string, string> | undefined, what: string) {
   for (const [k, v] of Object.entries(m ?? {})) {
     if (!k || k.includes('\0') || v.includes('\0')) throw invalidArgument(`${what} key/value ${JSON.stringify(k)} is invalid`);
   }
-}
-
-function isUnder(child: string, parent: string): boolean {
-  const rel = path.relative(parent, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 export class CriRuntime {
@@ -296,24 +293,14 @@ export class CriRuntime {
     if (!config) throw invalidArgument('sandbox config must not be empty');
     const m = config.metadata;
     if (!m) throw invalidArgument('sandbox config must include metadata');
-    checkText(m.name, 'sandbox metadata name', true);
-    checkText(m.namespace, 'sandbox metadata namespace', true);
-    checkText(m.uid, 'sandbox metadata uid', true);
+    checkSandboxMetadata(m);
     checkText(config.hostname, 'hostname', false);
     checkMap(config.labels, 'label');
     checkMap(config.annotations, 'annotation');
     if (!this.handlers.has(handler)) {
       throw invalidArgument(`no runtime for ${JSON.stringify(handler)} is configured (known: ${[...this.handlers].map((h) => JSON.stringify(h)).join(', ')})`);
     }
-    if (config.logDirectory) {
-      const dir = config.logDirectory;
-      if (dir.includes('\0') || !path.isAbsolute(dir) || dir.split('/').includes('..')) {
-        throw invalidArgument(`log directory ${JSON.stringify(dir)} must be an absolute path without ".."`);
-      }
-      if (!this.logRoots.some((root) => isUnder(path.resolve(dir), root))) {
-        throw invalidArgument(`log directory ${JSON.stringify(dir)} is outside the allowed log roots (${this.logRoots.join(', ')})`);
-      }
-    }
+    if (config.logDirectory) this.logRootOf(config.logDirectory, 'log directory');
     for (const pm of config.portMappings ?? []) {
       const cp = pm.containerPort ?? 0;
       const hp = pm.hostPort ?? 0;
@@ -321,6 +308,18 @@ export class CriRuntime {
       if (hp < 0 || hp > 65535) throw invalidArgument(`port mapping host port ${hp} is out of range 0-65535`);
     }
     return config;
+  }
+
+  /** The allowed log root a log directory or file lies under, following the links of what exists. */
+  private logRootOf(p: string, what: string): string {
+    try {
+      return resolveWithin(p, this.logRoots, { allowRoot: true, what }).root;
+    } catch (err) {
+      if (err instanceof UnsafePathError) {
+        throw invalidArgument(err.reason === 'outside-root' ? `${what} ${JSON.stringify(p)} is outside the allowed log roots (${this.logRoots.join(', ')})` : err.message);
+      }
+      throw err;
+    }
   }
 
   async runPodSandbox(req: cri.RunPodSandboxRequest): Promise<cri.RunPodSandboxResponse> {
@@ -470,7 +469,7 @@ export class CriRuntime {
     const config = req.config;
     if (!config) throw invalidArgument('container config must not be empty');
     if (!config.metadata) throw invalidArgument('container config must include metadata');
-    checkText(config.metadata.name, 'container metadata name', true);
+    checkContainerMetadata(config.metadata);
     if (!config.image?.image) throw invalidArgument('container config must name an image');
     checkMap(config.labels, 'label');
     checkMap(config.annotations, 'annotation');
@@ -492,14 +491,16 @@ export class CriRuntime {
       throw failedPrecondition(`sandbox ${JSON.stringify(sb.id)} is not ready (state SANDBOX_NOTREADY): cannot create containers in it`);
     }
     let logPath = '';
+    let logRoot: string | undefined;
     if (config.logPath) {
       if (!sb.config.logDirectory) {
         throw invalidArgument(`container log path ${JSON.stringify(config.logPath)} needs a sandbox log directory, and sandbox ${sb.id} has none`);
       }
       const joined = path.resolve(sb.config.logDirectory, config.logPath);
-      if (config.logPath.includes('\0') || path.isAbsolute(config.logPath) || !isUnder(joined, path.resolve(sb.config.logDirectory))) {
+      if (config.logPath.includes('\0') || path.isAbsolute(config.logPath) || !isWithin(joined, path.resolve(sb.config.logDirectory))) {
         throw invalidArgument(`container log path ${JSON.stringify(config.logPath)} must be relative and stay inside the sandbox log directory`);
       }
+      logRoot = this.logRootOf(joined, 'container log path');
       logPath = joined;
     }
     const image = this.images.resolve(config.image.image);
@@ -522,6 +523,7 @@ export class CriRuntime {
       reason: '',
       message: '',
       logPath,
+      logRoot,
       resources: config.linux?.resources ?? {},
       backend: {},
     };
@@ -554,6 +556,8 @@ export class CriRuntime {
       const sb = this.getSandbox(c.sandboxId);
       if (sb.state !== 'ready') throw failedPrecondition(`sandbox ${JSON.stringify(sb.id)} of container ${c.id} is not ready`);
       try {
+        // Like containerd, the log file exists once StartContainer returns: kubelet reads it right away.
+        if (c.logPath) this.createLogFile(c);
         await this.backend.startContainer(sb, c);
       } catch (err) {
         // Like containerd: the container ends up exited with the start error recorded in its status.
@@ -575,6 +579,15 @@ export class CriRuntime {
     });
     this.emit(c, cri.ContainerEventType.CONTAINER_STARTED_EVENT);
     return {};
+  }
+
+  private createLogFile(c: ContainerRecord): void {
+    try {
+      fs.closeSync(openLogFile(c.logPath, c.logRoot));
+    } catch (err) {
+      if (err instanceof UnsafePathError) throw invalidArgument(`failed to create container log: ${err.message}`);
+      throw err;
+    }
   }
 
   private onContainerExit(id: string, info: ExitInfo): void {
@@ -800,8 +813,8 @@ export class CriRuntime {
   }
 
   async listContainerStats(req: cri.ListContainerStatsRequest): Promise<cri.ListContainerStatsResponse> {
-    // Like containerd, only containers that are not exited report stats.
-    const items = this.filterContainers(req.filter).filter((c) => c.state === 'running' || c.state === 'created');
+    // Like containerd, every container in the store reports stats; one without a process reports zero usage.
+    const items = this.filterContainers(req.filter);
     return { stats: await Promise.all(items.map((c) => this.statsOf(c))) };
   }
 

@@ -37,6 +37,8 @@ export interface ContainerRecord {
   message: string;
   /** Absolute log path (sandbox log directory + container log path), '' when logging is off. */
   logPath: string;
+  /** The allowed log root `logPath` was checked against; the log is only ever created below it. */
+  logRoot?: string;
   resources: cri.LinuxContainerResources;
   backend: Record<string, unknown>;
 }

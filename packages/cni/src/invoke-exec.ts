@@ -2,6 +2,7 @@ import { accessSync, constants } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CniError, CniErrorCode } from './errors.js';
+import { READ_LIMITS } from './read-bounded.js';
 import type { Delegate } from './skeleton.js';
 import { type CniResult, parseResult } from './types.js';
 
@@ -46,12 +47,24 @@ export function execPlugin(
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timedOut = false;
+    let overflow = '';
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill('SIGKILL');
     }, timeoutMs);
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    // A plugin's answer is a config-sized JSON document: one that writes without end is stopped, not buffered.
+    const sizes = { stdout: 0, stderr: 0 };
+    const collect = (which: 'stdout' | 'stderr', into: Buffer[]) => (b: Buffer) => {
+      sizes[which] += b.length;
+      if (sizes[which] > READ_LIMITS.config) {
+        if (!overflow) child.kill('SIGKILL');
+        overflow ||= which;
+        return;
+      }
+      into.push(b);
+    };
+    child.stdout.on('data', collect('stdout', out));
+    child.stderr.on('data', collect('stderr', err));
     child.on('error', (e) => {
       clearTimeout(timer);
       reject(new CniError(CniErrorCode.IOFailure, `failed to run plugin ${file}: ${e.message}`));
@@ -60,6 +73,10 @@ export function execPlugin(
       clearTimeout(timer);
       if (timedOut) {
         reject(new CniError(CniErrorCode.TryAgainLater, `plugin ${file} timed out after ${timeoutMs} ms`));
+        return;
+      }
+      if (overflow) {
+        reject(new CniError(CniErrorCode.IOFailure, `plugin ${file} wrote more than ${READ_LIMITS.config} bytes to ${overflow}; stopped`));
         return;
       }
       resolve({ exitCode: code ?? 1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });

@@ -17,6 +17,8 @@ import type * as ModuleT from 'node:module';
 import type * as PathT from 'node:path';
 import type * as UrlT from 'node:url';
 import type * as VmT from 'node:vm';
+import { CniError } from './errors.js';
+import { READ_LIMITS, readFdBounded } from './read-bounded.js';
 
 type Compile = (this: NodeModule, content: string, filename: string) => unknown;
 type ModuleInternals = typeof ModuleT & {
@@ -169,28 +171,29 @@ export const DEFAULT_DAEMON_SOCKET = '/run/kemu/cni.sock';
 /** Where launchPlugin leaves stdin it already read for the bundle (fd 0 is then at its end). */
 export const STDIN_HANDOVER = Symbol.for('kemu.cni.stdin');
 
+/** Stdin read whole for the daemon; undefined when it is a terminal or a non-blocking pipe (the plugin reads it). */
 function readAllStdin(fs: typeof FsT): Buffer | undefined {
   try {
     if (fs.fstatSync(0).isCharacterDevice()) return undefined;
   } catch {
     return undefined;
   }
-  const chunks: Buffer[] = [];
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  for (;;) {
-    let n: number;
-    try {
-      n = fs.readSync(0, buf, 0, buf.length, null);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EOF' || code === 'EBADF') return Buffer.concat(chunks);
-      // A non-blocking pipe or a terminal: let the plugin read it the usual way.
-      if (chunks.length === 0) return undefined;
-      throw e;
+  let r: { data: Buffer; eof: boolean };
+  try {
+    r = readFdBounded(0, { what: 'network config on stdin', maxBytes: READ_LIMITS.config });
+  } catch (e) {
+    if (e instanceof CniError) {
+      fs.writeSync(1, JSON.stringify(e.toJSON('1.1.0')));
+      process.exit(1);
     }
-    if (n === 0) return Buffer.concat(chunks);
-    chunks.push(Buffer.from(buf.subarray(0, n)));
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EBADF') return Buffer.alloc(0);
+    throw e;
   }
+  if (r.eof) return r.data;
+  // A non-blocking pipe: let the plugin read it the usual way.
+  if (r.data.length === 0) return undefined;
+  throw new Error('stdin is a non-blocking pipe that was read in part');
 }
 
 /**

@@ -1,8 +1,9 @@
-import { fstatSync, readSync, writeSync } from 'node:fs';
+import { fstatSync, writeSync } from 'node:fs';
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode, toCniError } from './errors.js';
 import { DYNAMIC_IMPORT, STDIN_HANDOVER } from './launcher.js';
 import { execDelegate, findInPath } from './invoke-exec.js';
+import { READ_LIMITS, readFdBounded, tooLarge } from './read-bounded.js';
 import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
 import { CURRENT_VERSION } from './types.js';
 
@@ -72,32 +73,37 @@ function writeStdout(text: string): void {
 }
 
 
+const STDIN_READ = { what: 'network config on stdin', maxBytes: READ_LIMITS.config };
+
 async function readStdin(): Promise<Buffer> {
   const handed = (globalThis as Record<symbol, unknown>)[STDIN_HANDOVER];
   if (Buffer.isBuffer(handed)) return handed;
   // Blocking reads of a pipe or file on fd 0 avoid building process.stdin (a net.Socket for a pipe, with
   // node:net and the stream machinery behind it) on every plugin start. Terminals and other character
   // devices take the stream path, and so does the rest of a non-blocking pipe (what was read is kept).
+  // Either way at most READ_LIMITS.config bytes are taken: stdin from /dev/zero is an error, not a hang.
   const chunks: Buffer[] = [];
+  let total = 0;
   if (!stdinIsCharDevice()) {
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    for (;;) {
-      let n: number;
-      try {
-        n = readSync(0, buf, 0, buf.length, null);
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'EAGAIN' || code === 'EWOULDBLOCK') break;
-        if (code === 'EOF' || code === 'EBADF') return Buffer.concat(chunks);
-        throw e;
-      }
-      if (n === 0) return Buffer.concat(chunks);
-      chunks.push(Buffer.from(buf.subarray(0, n)));
+    let r: { data: Buffer; eof: boolean };
+    try {
+      r = readFdBounded(0, STDIN_READ);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EBADF') return Buffer.alloc(0);
+      throw e;
     }
+    if (r.eof) return r.data;
+    chunks.push(r.data);
+    total = r.data.length;
   } else if (process.stdin.isTTY) {
     return Buffer.alloc(0);
   }
-  for await (const c of process.stdin) chunks.push(c as Buffer);
+  for await (const c of process.stdin) {
+    total += (c as Buffer).length;
+    if (total > STDIN_READ.maxBytes) throw tooLarge(STDIN_READ);
+    chunks.push(c as Buffer);
+  }
   return Buffer.concat(chunks);
 }
 

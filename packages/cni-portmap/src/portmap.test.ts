@@ -97,6 +97,21 @@ describe('kemu-portmap', () => {
     expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);
   });
 
+  it('takes the exact stdin containerd 1.6 (Debian 1.6.20) sent for ADD and DEL', async () => {
+    // Captured from containerd's CRI plugin running a pod with one hostPort (a tee in front of the plugin).
+    const add = String.raw`{"capabilities":{"portMappings":true},"cniVersion":"1.0.0","name":"ref","prevResult":{"cniVersion":"1.0.0","dns":{},"interfaces":[{"mac":"ee:c1:1e:c7:96:98","name":"kcd0"},{"mac":"72:1d:fc:50:c1:ec","name":"veth715eacaa"},{"mac":"8e:a2:6b:86:c9:63","name":"eth0","sandbox":"/var/run/netns/cni-f077abea-269a-43cd-52fa-45909a924155"}],"ips":[{"address":"10.63.0.2/24","gateway":"10.63.0.1","interface":2}],"routes":[{"dst":"0.0.0.0/0","gw":"10.63.0.1"}]},"runtimeConfig":{"portMappings":[{"HostPort":18080,"ContainerPort":80,"Protocol":"tcp","HostIP":""}]},"type":"portmap"}`;
+    const del = String.raw`{"capabilities":{"portMappings":true},"cniVersion":"1.0.0","name":"ref","runtimeConfig":{"portMappings":[{"HostPort":18080,"ContainerPort":80,"Protocol":"tcp","HostIP":""}]},"type":"portmap"}`;
+    const dp = new MemoryDatapath();
+    const netns = JSON.parse(add).prevResult.interfaces[2].sandbox;
+    const r = await callPlugin(portmap, 'ADD', add.replace('"type":"portmap"', '"type":"kemu-portmap"'), { ...env, netns }, dp);
+    expect(r.exitCode, r.stdout).toBe(0);
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([
+      { kind: 'dnat', owner: 'portmap ref ctr', protocol: 'tcp', hostPort: 18080, toIP: '10.63.0.2', toPort: 80, snat: true },
+    ]);
+    expect((await callPlugin(portmap, 'DEL', del, { ...env, netns }, dp)).exitCode).toBe(0);
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);
+  });
+
   it('top-level keys in another case are read too (SNAT, RuntimeConfig), the last spelling wins', async () => {
     const dp = new MemoryDatapath();
     const c = conf({ SNAT: false });

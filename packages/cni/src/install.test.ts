@@ -55,6 +55,20 @@ describe('kemu-cni install', () => {
   });
 });
 
+describe('kemu-cni install --names reference', () => {
+  it('links the executables under the reference plugins\' names; refuses an unknown style', () => {
+    const bad = install(['install', '--bin-dir', join(tmp, 'x'), '--names', 'other']);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/--names must be kemu or reference/);
+    if (!built) return;
+    const dir = join(tmp, 'refbin');
+    const r = install(['install', '--bin-dir', dir, '--names', 'reference']);
+    expect(r.status, r.stderr).toBe(0);
+    for (const p of plugins) expect(readlinkSync(join(dir, p))).toBe(binOf(p));
+    expect(existsSync(join(dir, 'kemu-bridge'))).toBe(false);
+  });
+});
+
 describe('kemu-cni daemon', () => {
   const started: ReturnType<typeof spawn>[] = [];
   // A failed assertion must not leave a daemon running.

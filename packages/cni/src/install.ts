@@ -14,8 +14,12 @@ interface InstalledPlugin {
   link: string;
 }
 
-/** Links every installed plugin package's executable into `binDir` (a CNI_PATH directory). */
-function installPlugins(binDir: string, opts: { force?: boolean } = {}): InstalledPlugin[] {
+/**
+ * Links every installed plugin package's executable into `binDir` (a CNI_PATH directory). `names:
+ * 'reference'` links them under the reference plugins' names instead (`kemu-bridge` as `bridge`, ...), so
+ * existing network configs (`"type": "bridge"`) run kemu's plugins unchanged.
+ */
+function installPlugins(binDir: string, opts: { force?: boolean; names?: 'kemu' | 'reference' } = {}): InstalledPlugin[] {
   const require = createRequire(import.meta.url);
   const found: InstalledPlugin[] = [];
   const missing: string[] = [];
@@ -31,7 +35,8 @@ function installPlugins(binDir: string, opts: { force?: boolean } = {}): Install
     for (const [name, rel] of Object.entries(manifest.bin ?? {})) {
       const target = resolve(dirname(pkgJson), rel);
       if (!existsSync(target)) throw new Error(`${pkg} is not built (${target} missing): run "npm run build" first`);
-      found.push({ name, target, link: join(binDir, name) });
+      const linkName = opts.names === 'reference' ? name.replace(/^kemu-/, '') : name;
+      found.push({ name, target, link: join(binDir, linkName) });
     }
   }
   if (found.length === 0) throw new Error(`no plugin packages found; install them: npm install ${missing.join(' ')}`);
@@ -59,9 +64,11 @@ program
   .description('install the kemu CNI plugin executables into a CNI bin directory')
   .requiredOption('--bin-dir <dir>', 'directory on CNI_PATH, e.g. /opt/cni/bin')
   .option('--force', 'replace existing files of the same name', false)
-  .action((o: { binDir: string; force: boolean }) => {
+  .option('--names <style>', 'kemu (kemu-bridge, ...) or reference (bridge, host-local, portmap, loopback)', 'kemu')
+  .action((o: { binDir: string; force: boolean; names: string }) => {
     try {
-      for (const p of installPlugins(resolve(o.binDir), { force: o.force })) process.stdout.write(`${p.link} -> ${p.target}\n`);
+      if (o.names !== 'kemu' && o.names !== 'reference') throw new Error(`--names must be kemu or reference, got ${JSON.stringify(o.names)}`);
+      for (const p of installPlugins(resolve(o.binDir), { force: o.force, names: o.names })) process.stdout.write(`${p.link} -> ${p.target}\n`);
     } catch (e) {
       process.stderr.write(`kemu-cni: ${(e as Error).message}\n`);
       process.exitCode = 1;

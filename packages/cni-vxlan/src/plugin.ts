@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   CniError,
@@ -9,6 +9,8 @@ import {
   type PluginContext,
   parseCidr,
   parseResult,
+  READ_LIMITS,
+  readTextBoundedIfExists,
 } from '@kemu/cni';
 
 export const PLUGIN_NAME = 'kemu-vxlan';
@@ -135,23 +137,32 @@ async function saveDelegate(dir: string, containerId: string, conf: Record<strin
 
 async function loadDelegate(dir: string, containerId: string): Promise<Record<string, unknown> | undefined> {
   if (!CID_RE.test(containerId)) return undefined;
+  const text = readTextBoundedIfExists(join(dir, containerId), { what: 'saved delegate config', maxBytes: READ_LIMITS.config });
+  if (text === undefined) return undefined;
   try {
-    return JSON.parse(await readFile(join(dir, containerId), 'utf8'));
+    return JSON.parse(text) as Record<string, unknown>;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
+    throw new CniError(CniErrorCode.DecodingFailure, `saved delegate config ${join(dir, containerId)}: ${(e as Error).message}`);
   }
 }
 
 async function readSubnetEnv(file: string): Promise<SubnetEnv> {
-  let text: string;
+  let text: string | undefined;
+  let failure = 'ENOENT';
   try {
-    text = await readFile(file, 'utf8');
+    // Not a regular file, or too large: the config names the wrong file (code 7).
+    text = readTextBoundedIfExists(file, {
+      what: '"subnetFile"',
+      maxBytes: READ_LIMITS.small,
+      badFileCode: CniErrorCode.InvalidNetworkConfig,
+    });
   } catch (e) {
-    throw new CniError(
-      CniErrorCode.TryAgainLater,
-      `cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (is the kemu-vxlan agent running on this node?)`,
-    );
+    if (e instanceof CniError && e.code === CniErrorCode.InvalidNetworkConfig) throw e;
+    failure = (e instanceof CniError && e.details) || (e as Error).message;
+  }
+  if (text === undefined) {
+    // Missing or unreadable: the agent has not written it (yet).
+    throw new CniError(CniErrorCode.TryAgainLater, `cannot read ${file}: ${failure} (is the kemu-vxlan agent running on this node?)`);
   }
   return parseSubnetEnv(text, file);
 }

@@ -13,7 +13,7 @@
  * Errors follow the linux datapath's mapping of kernel errnos (ENODEV/ESRCH/EADDRNOTAVAIL -> ENOENT,
  * ENETUNREACH/ERANGE -> EINVAL, ...) and keep the kernel's text in the message.
  */
-import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   type NatRule as SimNatRule,
@@ -44,6 +44,7 @@ import {
   type RouteSpec,
 } from './datapath.js';
 import { withFileLock } from './file-lock.js';
+import { READ_LIMITS, readTextBounded } from './read-bounded.js';
 
 export const SIM_STATE_FORMAT = 'kemu-netsim-state';
 
@@ -242,9 +243,9 @@ export class SimDatapath implements Datapath {
     if (this.cache?.key === key) return this.cache.state;
     let text: string;
     try {
-      text = readFileSync(path, 'utf8');
+      text = readTextBounded(path, { what: 'netsim state file', maxBytes: READ_LIMITS.simState });
     } catch (e) {
-      throw new DatapathError('EIO', `netsim state file ${path}: ${(e as Error).message}`);
+      throw new DatapathError('EIO', (e as Error).message);
     }
     const broken = (why: string) =>
       new DatapathError(

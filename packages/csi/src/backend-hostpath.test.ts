@@ -82,7 +82,7 @@ describe('HostPathBackend', () => {
     await fs.writeFile(path.join(b.dataPath(v), 'keep.txt'), 'data');
     const target = path.join(dir, 'pods', 'p', 'mount');
     await fs.mkdir(target, { recursive: true });
-    await b.publish(v, { targetPath: target, readonly: false, capability: cap });
+    await b.publish(v, { targetPath: target, pathRoot: dir, readonly: false, capability: cap });
     expect((await fs.lstat(target)).isSymbolicLink()).toBe(true);
     expect(await fs.readFile(path.join(target, 'keep.txt'), 'utf8')).toBe('data');
     expect(await b.condition(v, target)).toEqual({ abnormal: false, message: 'volume is healthy' });
@@ -98,10 +98,10 @@ describe('HostPathBackend', () => {
       await b.createVolume(v);
       const staging = path.join(dir, 'staging');
       const target = path.join(dir, 'pods', 'p', 'mount');
-      await b.stage(v, staging, cap);
+      await b.stage(v, staging, cap, dir);
       expect(await isMountPoint(staging)).toBe(true);
       const c: Capability = { ...cap, mountFlags: ['noexec', 'nosuid'], volumeMountGroup: '1234' };
-      await b.publish(v, { targetPath: target, stagingPath: staging, readonly: false, capability: c });
+      await b.publish(v, { targetPath: target, pathRoot: dir, stagingPath: staging, readonly: false, capability: c });
       expect(await isMountPoint(target)).toBe(true);
       const info = await fs.readFile('/proc/self/mountinfo', 'utf8');
       const line = info.split('\n').find((l) => l.split(' ')[4] === target)!;

@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
+import { closeSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { mkdirWithin, openFileWithin } from '@kemu/safe-fs';
 import * as tar from 'tar';
 import type { Backend, BackendVolume, PublishSpec, VolumeUsage } from './backend.js';
 import { bindMount, canMount, isMountPoint, unmount } from './mount.js';
@@ -148,12 +150,12 @@ export class HostPathBackend implements Backend {
     await fs.rm(this.snapshotFile(snapshotId), { force: true });
   }
 
-  async stage(vol: BackendVolume, stagingPath: string, _cap: Capability): Promise<void> {
+  async stage(vol: BackendVolume, stagingPath: string, _cap: Capability, pathRoot: string): Promise<void> {
     // block volumes are published straight from their image file; the staging directory stays empty
     if (vol.accessType !== 'mount') return;
-    await fs.mkdir(stagingPath, { recursive: true, mode: 0o750 });
-    if (this.useMounts && !(await isMountPoint(stagingPath)))
-      await bindMount(this.dataPath(vol), stagingPath, []);
+    // mount onto the resolved directory, never through a link planted on the way
+    const dir = mkdirWithin(pathRoot, stagingPath, 0o750, 'staging_target_path');
+    if (this.useMounts && !(await isMountPoint(dir))) await bindMount(this.dataPath(vol), dir, []);
   }
 
   async unstage(vol: BackendVolume, stagingPath: string): Promise<void> {
@@ -174,26 +176,32 @@ export class HostPathBackend implements Backend {
       await fs.chown(this.dataPath(vol), st.uid, gid);
       await fs.chmod(this.dataPath(vol), 0o2775);
     }
-    await fs.mkdir(path.dirname(targetPath), { recursive: true, mode: 0o750 });
-    const created = !(await exists(targetPath));
+    // Everything below works on the resolved target: created component by component under the allowed
+    // root, so a symbolic link planted on the way is refused instead of followed by mkdir or mount.
+    const parent = mkdirWithin(spec.pathRoot, path.dirname(targetPath), 0o750, 'target_path');
+    const target = path.join(parent, path.basename(targetPath));
+    const created = !(await exists(target));
     if (!this.useMounts) {
       // fallback without mount privileges: the target becomes a link to the data
-      const st = await fs.lstat(targetPath).catch(() => null);
+      const st = await fs.lstat(target).catch(() => null);
       if (st?.isSymbolicLink()) return;
-      if (st?.isDirectory()) await fs.rmdir(targetPath);
-      else if (st) await fs.unlink(targetPath);
-      await fs.symlink(source, targetPath);
+      if (st?.isDirectory()) await fs.rmdir(target);
+      else if (st) await fs.unlink(target);
+      await fs.symlink(source, target);
       return;
     }
-    if (await isMountPoint(targetPath)) return;
-    if (vol.accessType === 'mount') await fs.mkdir(targetPath, { recursive: true, mode: 0o750 });
-    else if (created) await fs.writeFile(targetPath, '', { mode: 0o660 });
+    if (!created && (await fs.lstat(target)).isSymbolicLink()) {
+      throw new Error(`target_path ${targetPath} is a symbolic link; refusing to mount through it`);
+    }
+    if (await isMountPoint(target)) return;
+    if (vol.accessType === 'mount') mkdirWithin(spec.pathRoot, target, 0o750, 'target_path');
+    else if (created) closeSync(openFileWithin(spec.pathRoot, target, { mode: 0o660, what: 'target_path' }).fd);
     const flags = [...(spec.capability.mountFlags ?? [])];
     if (spec.readonly && !flags.includes('ro')) flags.push('ro');
     try {
-      await bindMount(source, targetPath, flags);
+      await bindMount(source, target, flags);
     } catch (e) {
-      if (created) await fs.rm(targetPath, { recursive: false, force: true }).catch(() => {});
+      if (created) await fs.rm(target, { recursive: false, force: true }).catch(() => {});
       throw e;
     }
   }

@@ -8,6 +8,8 @@ export interface BackendVolume {
 
 export interface PublishSpec {
   targetPath: string;
+  /** The allowed root targetPath lies under: whatever the backend creates for it stays below this root. */
+  pathRoot: string;
   /** set when the volume was staged; publish binds from there */
   stagingPath?: string;
   readonly: boolean;
@@ -35,9 +37,12 @@ export interface Backend {
   expandVolume(vol: BackendVolume, newBytes: number): Promise<void>;
   createSnapshot(snapshotId: string, vol: BackendVolume): Promise<void>;
   deleteSnapshot(snapshotId: string): Promise<void>;
-  stage(vol: BackendVolume, stagingPath: string, cap: Capability): Promise<void>;
+  /** `pathRoot` is the allowed root stagingPath lies under; nothing is created outside it. */
+  stage(vol: BackendVolume, stagingPath: string, cap: Capability, pathRoot: string): Promise<void>;
   unstage(vol: BackendVolume, stagingPath: string): Promise<void>;
+  /** Creates targetPath (a directory for mount volumes, a file for block ones), as the spec asks of the SP. */
   publish(vol: BackendVolume, spec: PublishSpec): Promise<void>;
+  /** Removes what publish created at targetPath. */
   unpublish(vol: BackendVolume, targetPath: string): Promise<void>;
   usage(vol: BackendVolume, path: string): Promise<VolumeUsage>;
   condition(vol: BackendVolume, path?: string): Promise<VolumeCondition>;

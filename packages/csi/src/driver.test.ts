@@ -2,7 +2,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { csi } from '@kemu/proto';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SimBackend } from './backend-sim.js';
 import { Driver, type DriverOptions } from './driver.js';
 import { CsiError } from './errors.js';
@@ -12,10 +12,12 @@ import { AccessMode, type Capability } from './types.js';
 import { MiB, tmpDir } from './test-support.js';
 
 const cap: Capability = { accessType: 'mount', accessMode: AccessMode.SINGLE_NODE_WRITER };
-const ROOT = '/var/lib/kubelet';
+// The sim backend creates target paths as a real driver does: they go below a temporary kubelet root.
+const ROOT = tmpDir('driver-root');
+afterAll(() => fs.rm(ROOT, { recursive: true, force: true }));
 
 async function driver(opts: Partial<DriverOptions> = {}, sim = new SimBackend()) {
-  const d = new Driver({ nodeId: 'n1', backend: sim, ...opts });
+  const d = new Driver({ nodeId: 'n1', backend: sim, pathRoots: [ROOT], ...opts });
   await d.start();
   return { d, sim };
 }
@@ -178,7 +180,7 @@ describe('CreateVolume repeats', () => {
 
 describe('in-process service objects', () => {
   it('serve the same answers without a socket, and refuse attach RPCs honestly when attach is off', async () => {
-    const d = await createCsiDriver({ nodeId: 'n1', backend: 'sim' });
+    const d = await createCsiDriver({ nodeId: 'n1', backend: 'sim', pathRoots: [ROOT] });
     const caps = await d.controller.ControllerGetCapabilities({});
     expect(caps.capabilities!.map((c) => c.rpc!.type)).not.toContain(
       csi.ControllerServiceCapability_RPC_Type.PUBLISH_UNPUBLISH_VOLUME,
@@ -260,6 +262,7 @@ describe('one driver serving several nodes (in-process clusters)', () => {
       backend: 'sim',
       enableAttach: true,
       capacityBytes: 10 * GiB,
+      pathRoots: [ROOT],
     });
     const seg = (n: string) => ({ segments: { 'topology.kemu.csi.k8s.io/node': n } });
     const mount = { mount: {}, accessMode: { mode: 1 } };

@@ -32,6 +32,7 @@ import {
   checkIdentifier,
   checkMountFlags,
   checkNodePath,
+  nodePathIn,
   requireField,
   requireId,
 } from './validate.js';
@@ -860,7 +861,7 @@ export class Driver {
     publishContext?: Record<string, string>;
   }): Promise<void> {
     const id = requireId('volume_id', args.volumeId);
-    const staging = checkNodePath(
+    const { path: staging, root: stagingRoot } = nodePathIn(
       'staging_target_path',
       requireField('staging_target_path', args.stagingPath),
       this.pathRoots,
@@ -881,7 +882,7 @@ export class Driver {
           throw alreadyExists(`volume ${id} is already staged at ${staging} with a different capability`);
         }
         // the backend call is idempotent; repeating it restores a mount lost to a reboot or a manual umount
-        await this.backend.stage(bv(v), staging, cap);
+        await this.backend.stage(bv(v), staging, cap, stagingRoot);
         return;
       }
       if (this.enableAttach && !v.published[node]) {
@@ -895,7 +896,7 @@ export class Driver {
           throw exhausted(`node ${node} already has the maximum of ${this.maxVolumesPerNode} volumes staged`);
         }
       }
-      await this.backend.stage(bv(v), staging, cap);
+      await this.backend.stage(bv(v), staging, cap, stagingRoot);
       v.staged = { path: staging, capability: cap };
       try {
         await this.persist();
@@ -939,7 +940,11 @@ export class Driver {
     readonly?: boolean;
   }): Promise<void> {
     const id = requireId('volume_id', args.volumeId);
-    const target = checkNodePath('target_path', requireField('target_path', args.targetPath), this.pathRoots);
+    const { path: target, root: targetRoot } = nodePathIn(
+      'target_path',
+      requireField('target_path', args.targetPath),
+      this.pathRoots,
+    );
     const cap = this.checkCapability(args.capability);
     const staging = checkNodePath(
       'staging_target_path',
@@ -966,6 +971,7 @@ export class Driver {
         }
         await this.backend.publish(bv(v), {
           targetPath: target,
+          pathRoot: targetRoot,
           stagingPath: staging,
           readonly,
           capability: cap,
@@ -984,6 +990,7 @@ export class Driver {
       const pub: NodePublication = { readonly, capability: cap, stagingPath: staging };
       await this.backend.publish(bv(v), {
         targetPath: target,
+        pathRoot: targetRoot,
         stagingPath: staging,
         readonly,
         capability: cap,

@@ -1,4 +1,4 @@
-import path from 'node:path';
+import { resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import { invalid } from './errors.js';
 
 /** Longest name or id the driver accepts; the spec asks plugins to support at least 128 bytes. */
@@ -30,26 +30,35 @@ export function requireId(kind: string, value: string | undefined | null): strin
   return v;
 }
 
+export interface NodePath {
+  /** The path as requested, normalised: the key the driver keeps its records under. */
+  path: string;
+  /** The allowed root it lies under; the backends create what is missing below it and nowhere else. */
+  root: string;
+}
+
 /**
- * Check a node-side path (staging or target): absolute, normalised (no ".." segments), no NUL, and under
- * one of the allowed roots. Returns the normalised path.
+ * Check a node-side path (staging or target): absolute, no ".." segments, no NUL, strictly under one of the
+ * allowed roots, and still under it once the symbolic links of its existing part are followed.
  */
-export function checkNodePath(kind: string, value: string, roots: readonly string[]): string {
-  if (value.includes('\0')) throw invalid(`${kind} must not contain a NUL byte`);
-  if (!path.isAbsolute(value)) throw invalid(`${kind} "${value}" must be an absolute path`);
-  if (value.split('/').includes('..')) throw invalid(`${kind} "${value}" must not contain ".." segments`);
-  const norm = path.resolve(value);
-  if (norm === '/') throw invalid(`${kind} must not be "/"`);
-  const ok = roots.some((r) => {
-    const root = path.resolve(r);
-    return norm !== root && (norm.startsWith(root.endsWith('/') ? root : `${root}/`) || root === '/');
-  });
-  if (!ok) {
-    throw invalid(
-      `${kind} "${value}" is outside the allowed roots (${roots.join(', ')}); start the driver with --path-root to allow another root`,
-    );
+export function nodePathIn(kind: string, value: string, roots: readonly string[]): NodePath {
+  try {
+    const r = resolveWithin(value, roots, { what: kind });
+    return { path: r.path, root: r.root };
+  } catch (e) {
+    if (!(e instanceof UnsafePathError)) throw e;
+    if (e.reason === 'outside-root') {
+      throw invalid(
+        `${kind} "${value}" is outside the allowed roots (${roots.join(', ')}); start the driver with --path-root to allow another root`,
+      );
+    }
+    throw invalid(e.message);
   }
-  return norm;
+}
+
+/** nodePathIn for callers that need only the normalised path. */
+export function checkNodePath(kind: string, value: string, roots: readonly string[]): string {
+  return nodePathIn(kind, value, roots).path;
 }
 
 /** Mount flags a bind mount can honour; anything else is refused instead of silently ignored. */

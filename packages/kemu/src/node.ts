@@ -77,7 +77,8 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
   };
   try {
     const hostpath = s.storage === 'hostpath';
-    const kubeletRoot = hostpath ? path.join(dir, 'kubelet') : '/var/lib/kubelet';
+    // Both CSI backends create target paths for real (the SP's duty), so every node gets its own kubelet root.
+    const kubeletRoot = path.join(dir, 'kubelet');
     const driverOpts = {
       backend: hostpath ? ('hostpath' as const) : ('sim' as const),
       nodeId: s.name,
@@ -141,7 +142,7 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       containerEvents: () =>
         runtime.runtimeService.GetContainerEvents!({}, undefined as never) as AsyncIterable<cri.ContainerEventResponse>,
       csi: new StaticPluginRegistry(new Map([[DEFAULT_DRIVER_NAME, csiApi.node]])),
-      rootDir: hostpath ? kubeletRoot : undefined,
+      rootDir: kubeletRoot,
       podLogsDir,
       relistPeriodMs: fast ? 200 : 1000,
       leaseRenewMs: fast ? 500 : 10_000,

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createCsiDriver } from '@kemu/csi';
 import { createCri, type CriInstance } from '@kemu/cri';
 import { createMemoryStore, type Node, type Pod, type Store } from '@kemu/core';
@@ -295,10 +298,18 @@ describe('pod lifecycle', () => {
 });
 
 describe('volumes through CSI', () => {
+  const roots: string[] = [];
+  afterEach(() => {
+    for (const r of roots.splice(0)) fs.rmSync(r, { recursive: true, force: true });
+  });
+
   async function withDriver(attachRequired: boolean) {
-    const driver = await createCsiDriver({ backend: 'sim', nodeId: 'node-a', pathRoots: ['/var/lib/kubelet'] });
+    // The driver creates target paths for real: kubelet's root is a temporary directory, not the host's.
+    const rootDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-kubelet-root-'));
+    roots.push(rootDir);
+    const driver = await createCsiDriver({ backend: 'sim', nodeId: 'node-a', pathRoots: [rootDir] });
     const node = inProcessApi(csi.NodeService, driver.node as never);
-    const env = await setup({ csi: new StaticPluginRegistry(new Map([['kemu.csi.k8s.io', node]])) });
+    const env = await setup({ csi: new StaticPluginRegistry(new Map([['kemu.csi.k8s.io', node]])), rootDir });
     const { store } = env;
     await store.create({ apiVersion: 'storage.k8s.io/v1', kind: 'CSIDriver', metadata: { name: 'kemu.csi.k8s.io' }, spec: { attachRequired } });
     const vol = await driver.controller.CreateVolume({
@@ -325,7 +336,7 @@ describe('volumes through CSI', () => {
       spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, volumeName: 'pv-1' },
     });
     await store.updateStatus({ ...pvc, status: { phase: 'Bound' } });
-    return { ...env, driver, handle };
+    return { ...env, driver, handle, rootDir };
   }
 
   const withClaim = (name: string) =>
@@ -335,7 +346,7 @@ describe('volumes through CSI', () => {
     });
 
   it('stages and publishes the volume, then unpublishes and unstages it when the pod goes', async () => {
-    const { store, driver, handle } = await withDriver(false);
+    const { store, driver, handle, rootDir } = await withDriver(false);
     await store.create(withClaim('db'));
     const p = await until('Running with volume', async () => {
       const x = await getPod(store, 'db');
@@ -343,7 +354,7 @@ describe('volumes through CSI', () => {
     });
     const stats = await driver.node.NodeGetVolumeStats({
       volumeId: handle,
-      volumePath: `/var/lib/kubelet/pods/${p.metadata.uid}/volumes/kubernetes.io~csi/pv-1/mount`,
+      volumePath: `${rootDir}/pods/${p.metadata.uid}/volumes/kubernetes.io~csi/pv-1/mount`,
     });
     expect(stats.usage?.length).toBeGreaterThan(0);
     const node = await until('volumesInUse', async () => {
@@ -359,7 +370,7 @@ describe('volumes through CSI', () => {
     expect((await store.get('Node', '', 'node-a')).metadata.labels?.[topologyKey]).toBe('node-a');
     await store.delete('Pod', 'default', 'db');
     await until('pod gone', async () => !(await store.list('Pod', { namespace: 'default' })).items.length);
-    await expect(driver.node.NodeGetVolumeStats({ volumeId: handle, volumePath: `/var/lib/kubelet/pods/${p.metadata.uid}/volumes/kubernetes.io~csi/pv-1/mount` })).rejects.toMatchObject({ code: 5 });
+    await expect(driver.node.NodeGetVolumeStats({ volumeId: handle, volumePath: `${rootDir}/pods/${p.metadata.uid}/volumes/kubernetes.io~csi/pv-1/mount` })).rejects.toMatchObject({ code: 5 });
   });
 
   it('waits for the VolumeAttachment when the driver requires attach', async () => {

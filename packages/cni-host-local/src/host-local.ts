@@ -61,12 +61,25 @@ const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object
 
 function parseRange(raw: unknown, where: string): Range {
   if (!isObj(raw)) throw invalidConfig(`${where} must be an object`);
-  if (typeof raw.subnet !== 'string') throw invalidConfig(`${where}: missing "subnet"`);
+  if (raw.subnet === undefined || raw.subnet === null || raw.subnet === '') throw invalidConfig(`${where}: missing "subnet"`);
+  if (typeof raw.subnet !== 'string') throw invalidConfig(`${where}: "subnet" must be a string, got ${JSON.stringify(raw.subnet)}`);
   const subnet = parseCidr(raw.subnet);
   if (!subnet) throw invalidConfig(`${where}: invalid "subnet" ${JSON.stringify(raw.subnet)}`);
   const bits = subnet.family === 4 ? 32 : 128;
+  if (subnet.family === 6 && subnet.ip >> 32n === 0xffffn) {
+    // The reference refuses these too (Go reads the address as IPv4 and the mask as IPv6).
+    throw invalidConfig(`${where}: "subnet" ${raw.subnet} is an IPv4-mapped IPv6 network; write the IPv4 network instead`);
+  }
+  if (subnet.prefix === 0) {
+    throw invalidConfig(`${where}: "subnet" ${raw.subnet} is the whole address space; give the pods' network`);
+  }
   if (subnet.prefix > bits - 2) throw invalidConfig(`${where}: network ${raw.subnet} too small to allocate from`);
   const net = networkOf(subnet);
+  if (net !== subnet.ip) {
+    throw invalidConfig(
+      `${where}: "subnet" ${raw.subnet} has host bits set; for a /${subnet.prefix} the network address is ${formatIP(subnet.family, net)}`,
+    );
+  }
   const ipField = (key: string): bigint | undefined => {
     const v = raw[key];
     if (v === undefined || v === null || v === '') return undefined;
@@ -124,6 +137,9 @@ export async function loadConfig(ctx: PluginContext): Promise<HostLocalConfig> {
   if (isObj(rc) && Array.isArray(rc.ipRanges) && rc.ipRanges.length > 0) rawSets = rc.ipRanges;
   if (rawSets === undefined && ipam.subnet !== undefined) {
     rawSets = [[{ subnet: ipam.subnet, rangeStart: ipam.rangeStart, rangeEnd: ipam.rangeEnd, gateway: ipam.gateway }]];
+  }
+  if (rawSets !== undefined && !Array.isArray(rawSets)) {
+    throw invalidConfig(`ipam "ranges" must be a list of range sets, got ${JSON.stringify(rawSets)}`);
   }
   if (!Array.isArray(rawSets) || rawSets.length === 0) {
     throw invalidConfig('ipam: no IP ranges specified ("ranges" or "subnet")');

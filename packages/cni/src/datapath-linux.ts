@@ -842,10 +842,12 @@ export class LinuxDatapath implements Datapath {
       const lines: string[] = ['*nat'];
       const haveChain = (c: string) => existing.includes(`-N ${c}\n`) || lines.includes(`:${c} - [0:0]`);
       const jumps: string[] = [];
-      if (list.some((r) => r.kind === 'dnat') && !haveChain('KEMU-HOSTPORT-DNAT')) {
-        lines.push(':KEMU-HOSTPORT-DNAT - [0:0]');
-        jumps.push('-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT');
-        jumps.push('-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT');
+      if (list.some((r) => r.kind === 'dnat')) {
+        if (!haveChain('KEMU-HOSTPORT-DNAT')) lines.push(':KEMU-HOSTPORT-DNAT - [0:0]');
+        // The jumps are checked on their own: a flush of the built-in chains (a firewall reload) keeps ours.
+        for (const j of ['-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT', '-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT']) {
+          if (!existing.split('\n').includes(j)) jumps.push(j);
+        }
       }
       for (const owner of new Set(list.map((r) => r.owner))) {
         const comment = LinuxDatapath.ownerComment(owner);

@@ -1,0 +1,134 @@
+// The Linux bridge: ports, MTU following the smallest port, and the forwarding database that
+// `bridge fdb` manages (net/bridge). VXLAN devices keep their own FDB, reached through the same commands.
+import {
+  bytesEqual,
+  formatIp,
+  formatMac,
+  isMulticastMac,
+  macKeyAt,
+  macKeyToBytes,
+  mustParseIp,
+  mustParseMac,
+} from './addr.js';
+import { NetsimError } from './errors.js';
+import type { FdbInfo, FdbSpec } from './types.js';
+import type { Link } from './world-model.js';
+import { linkByName, nsByName, type WorldState } from './world-state.js';
+
+export function release(port: Link): void {
+  const br = port.master;
+  if (!br) return;
+  br.ports!.delete(port);
+  for (const [k, e] of br.fdb!) if (e.port === port) br.fdb!.delete(k);
+  port.master = null;
+  port.port = null;
+  bridgeMtuAdjust(br);
+}
+
+export function bridgeMtuAdjust(br: Link): void {
+  if (br.mtuSetByUser || br.ports!.size === 0) return;
+  let min = Number.POSITIVE_INFINITY;
+  for (const p of br.ports!) min = Math.min(min, p.mtu);
+  br.mtu = min;
+}
+
+export function addFdb(w: WorldState, nsName: string, dev: string, spec: FdbSpec, mode: 'add' | 'replace' | 'append' = 'add'): void {
+  const ns = nsByName(w, nsName);
+  const l = linkByName(ns, dev);
+  const mac = mustParseMac(spec.mac);
+  const mk = macKeyAt(mac, 0);
+  const groupMac = mk === 0 || isMulticastMac(mac);
+  if (l.kind === 'vxlan') {
+    if (spec.dst === undefined) throw new NetsimError('EINVAL', 'vxlan fdb entry needs a remote dst');
+    const dst = mustParseIp(spec.dst, 'remote');
+    const cur = l.vxFdb!.get(mk);
+    const same = cur?.dsts.some(
+      (d) => d.family === dst.family && bytesEqual(d.bytes, 0, dst.bytes, 0, d.bytes.length),
+    );
+    if (mode === 'append' && !groupMac)
+      throw new NetsimError('EINVAL', 'append is only for all-zeros or multicast entries');
+    // The kernel never lets "replace" create or change a flood (all-zeros / multicast) entry.
+    if (mode === 'replace' && groupMac)
+      throw new NetsimError('ENOTSUP', 'Cannot replace an existing non-unicast fdb entry');
+    if (cur) {
+      if (mode === 'add' || (mode === 'append' && same))
+        throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
+      if (mode === 'append') {
+        cur.dsts.push(dst);
+        return;
+      }
+    }
+    l.vxFdb!.set(mk, { mac, dsts: [dst], permanent: spec.permanent ?? true, updatedUs: w.clockUs });
+    return;
+  }
+  const br = l.kind === 'bridge' ? l : l.master;
+  if (!br) throw new NetsimError('EINVAL', `${dev} is not a bridge port`);
+  if (mode === 'append') throw new NetsimError('EINVAL', 'append is only for VXLAN devices');
+  const cur = br.fdb!.get(mk);
+  if (cur && mode === 'add') throw new NetsimError('EEXIST', `fdb ${spec.mac} dev ${dev}`);
+  br.fdb!.set(mk, { port: l, updatedUs: w.clockUs, permanent: spec.permanent ?? true, local: l === br });
+}
+
+export function deleteFdb(w: WorldState, nsName: string, dev: string, macStr: string, dst?: string): void {
+  const ns = nsByName(w, nsName);
+  const l = linkByName(ns, dev);
+  const mk = macKeyAt(mustParseMac(macStr), 0);
+  if (l.kind === 'vxlan') {
+    const cur = l.vxFdb!.get(mk);
+    if (!cur) throw new NetsimError('ENOENT', `fdb ${macStr} dev ${dev}`);
+    if (dst !== undefined) {
+      const d = mustParseIp(dst, 'remote');
+      const rest = cur.dsts.filter(
+        (x) => !(x.family === d.family && bytesEqual(x.bytes, 0, d.bytes, 0, d.bytes.length)),
+      );
+      if (rest.length === cur.dsts.length)
+        throw new NetsimError('ENOENT', `fdb ${macStr} dst ${dst} dev ${dev}`);
+      if (rest.length) cur.dsts = rest;
+      else l.vxFdb!.delete(mk);
+    } else l.vxFdb!.delete(mk);
+    return;
+  }
+  const br = l.kind === 'bridge' ? l : l.master;
+  const cur = br ? br.fdb!.get(mk) : undefined;
+  if (!br || !cur || (cur.port !== l && l !== br))
+    throw new NetsimError('ENOENT', `fdb ${macStr} dev ${dev}`);
+  br.fdb!.delete(mk);
+}
+
+export function fdb(w: WorldState, nsName: string, dev: string): FdbInfo[] {
+  const ns = nsByName(w, nsName);
+  const l = linkByName(ns, dev);
+  const out: FdbInfo[] = [];
+  if (l.vxFdb) {
+    for (const e of l.vxFdb.values()) {
+      for (const d of e.dsts) {
+        out.push({
+          mac: formatMac(e.mac),
+          dev: l.name,
+          dst: formatIp(d),
+          master: null,
+          permanent: e.permanent,
+          local: false,
+          ageMs: e.permanent ? null : Math.floor((w.clockUs - e.updatedUs) / 1000),
+        });
+      }
+    }
+  }
+  const br = l.kind === 'bridge' ? l : l.master;
+  if (br) {
+    for (const [k, e] of br.fdb!) {
+      if (l !== br && e.port !== l) continue;
+      if (!e.permanent && w.clockUs - e.updatedUs > br.ageingMs * 1000) continue;
+      out.push({
+        mac: formatMac(macKeyToBytes(k)),
+        dev: e.port.name,
+        dst: null,
+        master: e.port === br ? null : br.name,
+        permanent: e.permanent,
+        local: e.local,
+        ageMs: e.permanent ? null : Math.floor((w.clockUs - e.updatedUs) / 1000),
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+// Connection tracking: tuples of the packets NAT sees, their original/reply entries, confirmation and
+// idle timeouts (net/netfilter/nf_conntrack_*).
+import { type Family, formatIpBytes } from './addr.js';
+import { IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP } from './packet.js';
+import type { Conn, Ns, Tuple } from './world-model.js';
+import { nsByName, type WorldState } from './world-state.js';
+
+export function tupleKey(proto: number, src: Uint8Array, sport: number, dst: Uint8Array, dport: number): string {
+  return `${proto}|${Buffer.from(src).toString('hex')}|${sport}|${Buffer.from(dst).toString('hex')}|${dport}`;
+}
+
+/** Idle timeouts in ms (the kernel's defaults for ICMP, UDP "stream", TCP established). */
+export const CT_TIMEOUT_MS: Record<number, number> = { 1: 30_000, 58: 30_000, 17: 120_000, 6: 432_000_000 };
+
+export function tupleOf(p: Buffer, family: Family): Tuple | null {
+  const proto = family === 4 ? p[9]! : p[6]!;
+  const l4 = family === 4 ? (p[0]! & 0xf) * 4 : 40;
+  const alen = family === 4 ? 4 : 16;
+  const sOff = family === 4 ? 12 : 8;
+  const dOff = family === 4 ? 16 : 24;
+  let sport: number;
+  let dport: number;
+  if (proto === IPPROTO_TCP || proto === IPPROTO_UDP) {
+    sport = p.readUInt16BE(l4);
+    dport = p.readUInt16BE(l4 + 2);
+  } else if (proto === (family === 4 ? IPPROTO_ICMP : IPPROTO_ICMPV6)) {
+    const t = p[l4]!;
+    const echo = family === 4 ? t === 8 || t === 0 : t === 128 || t === 129;
+    if (!echo) return null;
+    sport = dport = p.readUInt16BE(l4 + 4);
+  } else return null;
+  return { proto, src: p.subarray(sOff, sOff + alen), sport, dst: p.subarray(dOff, dOff + alen), dport };
+}
+
+export function ctConfirm(ns: Ns, c: Conn): void {
+  if (c.confirmed) return;
+  c.confirmed = true;
+  ns.ct.set(tupleKey(c.reply.proto, c.reply.src, c.reply.sport, c.reply.dst, c.reply.dport), {
+    conn: c,
+    dir: 'reply',
+  });
+}
+
+export function conntrack(w: WorldState, nsName: string): { proto: number; orig: string; reply: string; nat: ('dnat' | 'snat')[] }[] {
+  const ns = nsByName(w, nsName);
+  const t = (x: Tuple, f: Family) =>
+    `${formatIpBytes(x.src, 0, f)}:${x.sport} -> ${formatIpBytes(x.dst, 0, f)}:${x.dport}`;
+  const out = [];
+  for (const e of ns.ct.values()) {
+    if (e.dir !== 'orig') continue;
+    const c = e.conn;
+    const nat: ('dnat' | 'snat')[] = [];
+    if (c.dnat) nat.push('dnat');
+    if (c.snat) nat.push('snat');
+    out.push({ proto: c.orig.proto, orig: t(c.orig, c.family), reply: t(c.reply, c.family), nat });
+  }
+  return out;
+}
+
+export function flushConntrack(w: WorldState, nsName: string): void {
+  nsByName(w, nsName).ct.clear();
+}

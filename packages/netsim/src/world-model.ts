@@ -1,0 +1,217 @@
+// The internal model of the simulated datapath: devices, addresses, routes, neighbour and FDB entries,
+// connection-tracking tuples and the per-namespace tables. Plain data shared by the world-*.ts modules;
+// none of it is part of the package's public surface.
+import { type Family, type IpAddr, type IpKey, macKeyAt, type Prefix } from './addr.js';
+import { VXLAN_PORT } from './packet.js';
+import type { LinkKind, Listener, NatRule, NeighState, RouteType } from './types.js';
+
+export const RT_TABLE_MAIN = 254;
+export const RT_TABLE_LOCAL = 255;
+export const DEFAULT_AGEING_MS = 300_000;
+
+export interface FdbEntry {
+  port: Link;
+  updatedUs: number;
+  permanent: boolean;
+  local: boolean;
+}
+
+export interface VxFdbEntry {
+  mac: Uint8Array;
+  dsts: IpAddr[];
+  permanent: boolean;
+  updatedUs: number;
+}
+
+export interface QueuedPacket {
+  p: Buffer;
+  family: Family;
+  /** Forwarded packets get an ICMP "host unreachable" back when resolution fails. */
+  forwarded: boolean;
+}
+
+export interface NeighEntry {
+  ip: IpAddr;
+  key: IpKey;
+  mac: Uint8Array | null;
+  state: NeighState;
+  updatedUs: number;
+  queue: QueuedPacket[];
+}
+
+export interface Addr {
+  ip: IpAddr;
+  key: IpKey;
+  len: number;
+  /** The address's subnet, precomputed for the per-packet checks. */
+  prefix: Prefix;
+  dev: Link;
+  scope: 'global' | 'link' | 'host';
+}
+
+export interface Route {
+  family: Family;
+  dst: Prefix;
+  type: RouteType;
+  dev: Link | null;
+  via: IpAddr | null;
+  onlink: boolean;
+  src: IpAddr | null;
+  metric: number;
+  table: number;
+  proto: string;
+  scope: 'global' | 'link' | 'host';
+  // IPv4 fast path
+  net4: number;
+  mask4: number;
+}
+
+export interface RouteTable {
+  v4: Route[];
+  v6: Route[];
+}
+
+export interface PortFlags {
+  hairpin: boolean;
+  learning: boolean;
+  flood: boolean;
+  mcastFlood: boolean;
+  isolated: boolean;
+}
+
+export class Link {
+  index: number;
+  name: string;
+  ns: Ns;
+  readonly kind: LinkKind;
+  mac: Uint8Array;
+  macKey: number;
+  mtu: number;
+  up = false;
+  master: Link | null = null;
+  port: PortFlags | null = null;
+  peer: Link | null = null;
+  proxyArp = false;
+  promisc = false;
+  /** Bridges follow their smallest port's MTU until someone sets one explicitly. */
+  mtuSetByUser = false;
+  /** Cleared when the device is destroyed, so frames already in flight to it are dropped. */
+  alive = true;
+  // bridge
+  ports: Set<Link> | null = null;
+  fdb: Map<number, FdbEntry> | null = null;
+  ageingMs = DEFAULT_AGEING_MS;
+  // vxlan
+  vni = 0;
+  vxPort = VXLAN_PORT;
+  vxLocal: IpAddr | null = null;
+  vxDev: string | null = null;
+  vxLinkNs: Ns | null = null;
+  vxLearning = true;
+  vxTtl = 64;
+  vxFdb: Map<number, VxFdbEntry> | null = null;
+  neigh = new Map<IpKey, NeighEntry>();
+  stats = { rxPackets: 0, txPackets: 0, rxBytes: 0, txBytes: 0, dropped: 0 };
+
+  constructor(ns: Ns, index: number, name: string, kind: LinkKind, mac: Uint8Array, mtu: number) {
+    this.ns = ns;
+    this.index = index;
+    this.name = name;
+    this.kind = kind;
+    this.mac = mac;
+    this.macKey = macKeyAt(mac, 0);
+    this.mtu = mtu;
+  }
+
+  /** Operational state: a veth only passes traffic when both ends are up. */
+  get carrier(): boolean {
+    if (!this.up) return false;
+    if (this.kind === 'veth') return this.peer !== null && this.peer.up;
+    return true;
+  }
+}
+
+export interface CompiledNat {
+  id: number;
+  rule: NatRule;
+  family: Family | 0;
+  dst?: Prefix;
+  src?: Prefix;
+  notDst?: Prefix[];
+  to?: IpAddr;
+  toPort?: number;
+}
+
+export interface Tuple {
+  proto: number;
+  src: Uint8Array;
+  sport: number;
+  dst: Uint8Array;
+  dport: number;
+}
+
+export interface Conn {
+  family: Family;
+  orig: Tuple;
+  reply: Tuple;
+  dnat: boolean;
+  snat: boolean;
+  confirmed: boolean;
+  /** Virtual time of the last packet, for conntrack timeouts. */
+  lastUs: number;
+}
+
+export interface CtRef {
+  conn: Conn;
+  dir: 'orig' | 'reply';
+  isNew: boolean;
+}
+
+export class Ns {
+  readonly name: string;
+  links = new Map<string, Link>();
+  local = new Map<IpKey, Addr>();
+  addrs: Addr[] = [];
+  tables = new Map<number, RouteTable>();
+  fwd4 = false;
+  fwd6 = false;
+  nat: CompiledNat[] = [];
+  natSeq = 0;
+  sysctls = new Map<string, string>();
+  ct = new Map<string, { conn: Conn; dir: 'orig' | 'reply' }>();
+  listeners: Listener[] = [];
+  vxSock = new Map<number, Link[]>();
+  nextEphemeral = 32768;
+  nextIfindex = 1;
+  echoId = 0;
+
+  constructor(name: string) {
+    this.name = name;
+  }
+
+  table(id: number): RouteTable {
+    let t = this.tables.get(id);
+    if (!t) {
+      t = { v4: [], v6: [] };
+      this.tables.set(id, t);
+    }
+    return t;
+  }
+}
+
+export const NAME_RE = /^[^\s/:]{1,15}$/;
+
+export function validIfname(name: unknown): name is string {
+  return typeof name === 'string' && NAME_RE.test(name) && name !== '.' && name !== '..';
+}
+
+export function validNsName(name: unknown): name is string {
+  return (
+    typeof name === 'string' &&
+    name.length > 0 &&
+    name.length <= 255 &&
+    !name.includes('\0') &&
+    name !== '.' &&
+    name !== '..'
+  );
+}

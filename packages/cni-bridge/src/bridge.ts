@@ -19,6 +19,7 @@ import {
   type PluginContext,
   parseCidr,
   parseResult,
+  requireNetns,
   validateIfname,
 } from '@kemu/cni';
 
@@ -150,11 +151,10 @@ export const bridge: CniPlugin = {
 
   async add(ctx) {
     const cfg = loadBridgeConfig(ctx);
-    if (!cfg.ipamType) throw invalidConfig('missing "ipam" section with a "type"');
+    // Without an IPAM type the bridge works at layer 2 only, as the reference does: links, no addresses.
+    const ipamType = cfg.ipamType;
     const dp = await ctx.datapath();
-    if (!(await dp.netnsExists(ctx.netns))) {
-      throw new CniError(CniErrorCode.InvalidEnvironment, `failed to open netns "${ctx.netns}": no such file or directory`);
-    }
+    await requireNetns(dp, ctx.netns);
     if (await dp.getLink(ctx.netns, ctx.ifname)) {
       throw new CniError(CniErrorCode.Datapath, `container veth name "${ctx.ifname}" already exists`, 'EEXIST');
     }
@@ -173,14 +173,18 @@ export const bridge: CniPlugin = {
       await dp.setLink(HOST_NETNS, hostVeth, { master: cfg.bridge, up: true });
       if (cfg.hairpinMode) await dp.setLink(HOST_NETNS, hostVeth, { hairpin: true });
 
-      const ipamRes = await ctx.delegate(cfg.ipamType, 'ADD', ipamConf(ctx), ctx);
-      ipamDone = true;
-      const r = parseResult(ipamRes ?? { cniVersion: ctx.version });
-      if (!r.ips || r.ips.length === 0) throw new CniError(CniErrorCode.Internal, 'IPAM plugin returned missing IP config');
+      let r: CniResult = { cniVersion: ctx.version, ips: [] };
+      if (ipamType) {
+        const ipamRes = await ctx.delegate(ipamType, 'ADD', ipamConf(ctx), ctx);
+        ipamDone = true;
+        r = parseResult(ipamRes ?? { cniVersion: ctx.version });
+        if (!r.ips || r.ips.length === 0) throw new CniError(CniErrorCode.Internal, 'IPAM plugin returned missing IP config');
+      }
+      const ips = r.ips ?? [];
 
       const routes: CniRoute[] = [...(r.routes ?? [])];
       const gws = new Map<4 | 6, string>();
-      for (const ip of r.ips) {
+      for (const ip of ips) {
         ip.interface = 2;
         const fam = ip.address.includes(':') ? 6 : 4;
         if (ip.gateway && !gws.has(fam)) gws.set(fam, ip.gateway);
@@ -194,7 +198,7 @@ export const bridge: CniPlugin = {
 
       // Container side: addresses, link up, routes (a route without gw goes via the family's gateway).
       const c = ctx.netns;
-      for (const ip of r.ips) await dp.addAddr(c, ctx.ifname, ip.address);
+      for (const ip of ips) await dp.addAddr(c, ctx.ifname, ip.address);
       await dp.setLink(c, ctx.ifname, { up: true });
       for (const rt of routes) {
         const fam = rt.dst.includes(':') ? 6 : 4;
@@ -203,7 +207,7 @@ export const bridge: CniPlugin = {
       }
 
       if (cfg.isGateway) {
-        for (const ip of r.ips) {
+        for (const ip of ips) {
           if (!ip.gateway) continue;
           const prefix = ip.address.slice(ip.address.indexOf('/'));
           await ensureBridgeAddr(dp, cfg, `${ip.gateway}${prefix}`);
@@ -213,8 +217,8 @@ export const bridge: CniPlugin = {
           if ((await dp.getSysctl(HOST_NETNS, key)) !== '1') await dp.setSysctl(HOST_NETNS, key, '1');
         }
       }
-      if (cfg.ipMasq) {
-        const rules: NatRule[] = r.ips.map((ip) => {
+      if (cfg.ipMasq && ips.length > 0) {
+        const rules: NatRule[] = ips.map((ip) => {
           const net = canonicalNetwork(parseCidr(ip.address)!);
           const v6 = ip.address.includes(':');
           const addr = ip.address.slice(0, ip.address.indexOf('/'));
@@ -237,12 +241,13 @@ export const bridge: CniPlugin = {
         { name: hostVeth, mac: hv?.mac },
         { name: ctx.ifname, mac: cv?.mac, sandbox: ctx.netns },
       ];
-      const result: CniResult = { cniVersion: ctx.version, interfaces, ips: r.ips, dns: ctx.conf.dns ?? {} };
+      const result: CniResult = { cniVersion: ctx.version, interfaces, dns: ctx.conf.dns ?? {} };
+      if (ipamType) result.ips = ips;
       if (routes.length > 0) result.routes = routes;
       return result;
     } catch (e) {
       // Leave nothing behind: the address goes back to IPAM, the veth pair and NAT rules go away.
-      if (ipamDone) await ctx.delegate(cfg.ipamType, 'DEL', ipamConf(ctx), ctx).catch(() => undefined);
+      if (ipamDone && ipamType) await ctx.delegate(ipamType, 'DEL', ipamConf(ctx), ctx).catch(() => undefined);
       if (vethDone) await ignoreNotFound(() => dp.delLink(HOST_NETNS, hostVeth)).catch(() => undefined);
       if (cfg.ipMasq) await dp.delNatRules(HOST_NETNS, natOwner(ctx)).catch(() => undefined);
       throw e;

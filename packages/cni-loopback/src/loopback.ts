@@ -1,13 +1,11 @@
-import { CniError, CniErrorCode, type CniPlugin, ignoreNotFound } from '@kemu/cni';
+import { CniError, CniErrorCode, type CniPlugin, ignoreNotFound, requireNetns } from '@kemu/cni';
 
 export const loopback: CniPlugin = {
   name: 'kemu-loopback',
 
   async add(ctx) {
     const dp = await ctx.datapath();
-    if (!(await dp.netnsExists(ctx.netns))) {
-      throw new CniError(CniErrorCode.InvalidEnvironment, `failed to open netns "${ctx.netns}": no such file or directory`);
-    }
+    await requireNetns(dp, ctx.netns);
     await dp.setLink(ctx.netns, 'lo', { up: true });
     const lo = await dp.getLink(ctx.netns, 'lo');
     const addrs = (await dp.listAddrs(ctx.netns, 'lo')).filter((a) => a.scope === 'host');

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
@@ -11,6 +11,7 @@ import {
   type DatapathOptions,
   type FdbSpec,
   HOST_NETNS,
+  isDatapathError,
   type LinkChanges,
   type LinkInfo,
   type LinkKind,
@@ -253,6 +254,10 @@ function familyOf(ip: string): 4 | 6 {
   return ip.includes(':') ? 6 : 4;
 }
 
+/** statfs(2) file system types of a network namespace file: nsfs, or procfs for /proc/<pid>/ns/net. */
+const NSFS_MAGIC = 0x6e736673;
+const PROC_SUPER_MAGIC = 0x9fa0;
+
 interface Resolved {
   /** null: the calling process's own namespace. */
   path: string | null;
@@ -281,6 +286,12 @@ export class LinuxDatapath implements Datapath {
       st = statSync(path);
     } catch {
       throw new DatapathError('ENOENT', `network namespace ${path} does not exist`);
+    }
+    // What setns(2) accepts: a bind-mounted namespace (nsfs) or /proc/<pid>/ns/net. Anything else (a device,
+    // a directory, a plain file) is refused here with its reason instead of failing later as EPERM.
+    const fsType = statfsSync(path).type;
+    if (fsType !== NSFS_MAGIC && fsType !== PROC_SUPER_MAGIC) {
+      throw new DatapathError('EINVAL', `${path} is not a network namespace (file system type 0x${fsType.toString(16)})`);
     }
     const key = `${st.dev}:${st.ino}`;
     if (key === this.selfIno) return { path: null, key: 'self' };
@@ -358,8 +369,9 @@ export class LinuxDatapath implements Datapath {
     try {
       this.resolve(netns);
       return true;
-    } catch {
-      return false;
+    } catch (e) {
+      if (isDatapathError(e, 'ENOENT')) return false;
+      throw e;
     }
   }
 

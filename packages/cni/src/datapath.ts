@@ -226,7 +226,10 @@ export interface Datapath {
   /** 'linux', 'sim', 'memory', ... — for logs and error messages. */
   readonly kind: string;
 
-  /** Whether the namespace exists (for CNI DEL after the netns is gone, CHECK, STATUS). */
+  /**
+   * Whether the namespace exists (for CNI DEL after the netns is gone, CHECK, STATUS); EINVAL when the path
+   * names something that is not a network namespace.
+   */
   netnsExists(netns: NetnsRef): Promise<boolean>;
 
   getLink(netns: NetnsRef, name: string): Promise<LinkInfo | undefined>;

@@ -57,3 +57,4 @@ export {
   readTextBounded,
   readTextBoundedIfExists,
 } from './read-bounded.js';
+export { requireNetns } from './netns-check.js';

@@ -4,8 +4,10 @@
 // metadata machinery; this engine does only what the gRPC-over-HTTP/2 protocol needs.
 import { EventEmitter } from 'node:events';
 import http2 from 'node:http2';
+import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
+import { AuthorityRewriter } from './server-authority';
 
 const { status } = grpc;
 
@@ -124,6 +126,7 @@ class Http2ServerCall extends EventEmitter {
     private readonly headers: http2.IncomingHttpHeaders,
     private readonly method: Method,
     private readonly maxSend: number,
+    private readonly rewriter: AuthorityRewriter | undefined,
   ) {
     super();
   }
@@ -175,8 +178,9 @@ class Http2ServerCall extends EventEmitter {
     return this.method.path;
   }
 
+  /** The authority the client sent, also where the unix-socket front end had to replace it. */
   getHost(): string {
-    return (this.headers[':authority'] as string | undefined) ?? 'localhost';
+    return this.rewriter?.originalAuthority ?? (this.headers[':authority'] as string | undefined) ?? 'localhost';
   }
 
   sendMetadata(md: grpc.Metadata): void {
@@ -285,6 +289,9 @@ function trailersOnly(stream: http2.ServerHttp2Stream, code: number, details: st
 export class Http2GrpcServer {
   private readonly methods = new Map<string, Method>();
   private readonly sessions = new Set<http2.ServerHttp2Session>();
+  /** Sessions whose connection runs through an authority rewriter (see server-front-end). */
+  private readonly rewriters = new WeakMap<http2.Http2Session, AuthorityRewriter>();
+  private injecting: Duplex | undefined;
   private readonly maxReceive: number;
   private readonly maxSend: number;
   private readonly server: http2.Http2Server;
@@ -303,6 +310,7 @@ export class Http2GrpcServer {
     });
     this.server.on('session', (session) => {
       this.sessions.add(session);
+      if (this.injecting instanceof AuthorityRewriter) this.rewriters.set(session, this.injecting);
       session.on('close', () => this.sessions.delete(session));
       session.on('error', () => {});
       if (this.shuttingDown) session.close();
@@ -347,6 +355,29 @@ export class Http2GrpcServer {
     }
   }
 
+  /**
+   * grpc-js's connection injector: serves connections accepted elsewhere (the unix-socket front end) as if
+   * this server had accepted them.
+   */
+  createConnectionInjector(_credentials: grpc.ServerCredentials): { injectConnection(connection: Duplex): void } {
+    this.bound = true;
+    return {
+      injectConnection: (connection) => {
+        if (this.shuttingDown) {
+          connection.destroy();
+          return;
+        }
+        // node:http2 creates the session (and emits 'session') synchronously.
+        this.injecting = connection;
+        try {
+          this.server.emit('connection', connection);
+        } finally {
+          this.injecting = undefined;
+        }
+      },
+    };
+  }
+
   /** Stops accepting connections and streams, lets in-flight calls finish, then calls back. */
   tryShutdown(callback: (err?: Error) => void): void {
     this.shuttingDown = true;
@@ -389,9 +420,10 @@ export class Http2GrpcServer {
       stream.resume();
       return;
     }
+    const rewriter = this.rewriters.get(stream.session!);
     const call = method.responseStream
-      ? new Http2ServerWritableCall(stream, headers, method, this.maxSend)
-      : new Http2ServerCall(stream, headers, method, this.maxSend);
+      ? new Http2ServerWritableCall(stream, headers, method, this.maxSend, rewriter)
+      : new Http2ServerCall(stream, headers, method, this.maxSend, rewriter);
     // Closed before the call was answered: the client went away or reset it.
     stream.on('close', () => {
       if (!call.done) call.cancel();

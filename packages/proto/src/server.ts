@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import { listenUnixFrontEnd, type UnixFrontEnd } from './server-front-end';
 import { Http2GrpcServer } from './server-http2';
 
 /**
@@ -58,6 +59,10 @@ export function socketPathFromEndpoint(endpoint: string): string {
  * file at that path is an error rather than something we delete. The socket is created under a tight
  * umask so it is never reachable by others, then given `mode`. Given services, resolves to the server it
  * built and bound.
+ *
+ * The socket is served through the front end of server-front-end.ts, so clients that send the socket path
+ * as `:authority` (grpc-go before 1.58, grpc-java, grpcio) are answered like any other; the server's
+ * `tryShutdown` and `forceShutdown` close that front end too.
  */
 export async function serveUnix(server: GrpcServer, socketPath: string, options?: ServeUnixOptions): Promise<void>;
 export async function serveUnix(
@@ -85,18 +90,37 @@ export async function serveUnix(
     if (!existing.isSocket()) throw new Error(`${socketPath} exists and is not a socket; refusing to replace it`);
     fs.unlinkSync(socketPath);
   }
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const previous = process.umask(0o177);
+  let frontEnd: UnixFrontEnd;
   try {
-    await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-        err ? reject(err) : resolve(),
-      ),
-    );
+    frontEnd = await listenUnixFrontEnd(socketPath, (connection) => injector.injectConnection(connection));
   } finally {
     process.umask(previous);
   }
   fs.chmodSync(socketPath, mode);
+  closeWithServer(server, frontEnd);
   return Array.isArray(target) ? server : undefined;
+}
+
+/** Makes the server's own shutdown methods close the front end in front of it as well. */
+function closeWithServer(server: GrpcServer, frontEnd: UnixFrontEnd): void {
+  const tryShutdown = server.tryShutdown.bind(server);
+  const forceShutdown = server.forceShutdown.bind(server);
+  server.tryShutdown = (callback: (err?: Error) => void) => {
+    let pending = 2;
+    let failure: Error | undefined;
+    const step = (err?: Error) => {
+      failure ??= err;
+      if (--pending === 0) callback(failure);
+    };
+    frontEnd.close(() => step());
+    tryShutdown(step);
+  };
+  server.forceShutdown = () => {
+    frontEnd.close();
+    forceShutdown();
+  };
 }
 
 /** Stops accepting calls and waits for in-flight ones, forcing shutdown after `graceMs`. */

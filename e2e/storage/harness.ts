@@ -80,6 +80,8 @@ export class Stack {
       stateDir: path.join(this.dir, 'state'),
       useMounts: false,
       enableAttach: this.opts.enableAttach ?? false,
+      // attach.test.ts reads published nodes through ControllerGetVolume, an alpha RPC
+      alphaCapabilities: ['get-volume'],
       pathRoots: [this.dir],
       capacityBytes: this.opts.capacityBytes ?? 2 ** 40,
       sim: this.opts.sim,

@@ -1,7 +1,9 @@
 // The kemu-csi command: CSI_ENDPOINT, socket mode, plugin registration, one-line errors, clean shutdown.
+import { spawnSync } from 'node:child_process';
 import { existsSync, promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
-import { grpc, pluginregistration, unaryCall } from '@kemu/proto';
+import { fileURLToPath } from 'node:url';
+import { csi, grpc, pluginregistration, unaryCall } from '@kemu/proto';
 import { describe, expect, it, vi } from 'vitest';
 import { call, connect, runCli, tmpDir, waitReady } from './test-support.js';
 
@@ -69,6 +71,62 @@ describe('kemu-csi', () => {
       expect(p.stderr()).toMatch(/serving kemu\.csi\.k8s\.io \(sim backend, node cli-node\)/);
     } finally {
       p.child.kill('SIGKILL');
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it('advertises no alpha capability by default, and each one only with its --enable flag, listed in --help', async () => {
+    const C = csi.ControllerServiceCapability_RPC_Type;
+    const N = csi.NodeServiceCapability_RPC_Type;
+    const root = tmpDir('cli-alpha');
+    const caps = async (name: string, flags: string[]) => {
+      const sock = path.join(root, `${name}.sock`);
+      const p = runCli(['--endpoint', sock, '--node-id', 'n', '--backend', 'sim', ...flags]);
+      try {
+        await waitReady(p, sock);
+        const c = connect(sock);
+        const controller = (await call(c.controller, 'ControllerGetCapabilities', {})).capabilities!.map((x) => x.rpc!.type!);
+        const node = (await call(c.node, 'NodeGetCapabilities', {})).capabilities!.map((x) => x.rpc!.type!);
+        const getSnapshot = await call(c.controller, 'GetSnapshot', { snapshotId: 'x' }).catch((e: { code: number; details: string }) => e);
+        c.close();
+        return { controller, node, getSnapshot };
+      } finally {
+        p.child.kill('SIGKILL');
+      }
+    };
+    try {
+      const alpha = [C.VOLUME_CONDITION, C.GET_VOLUME, C.SINGLE_NODE_MULTI_WRITER, C.GET_SNAPSHOT];
+      const plain = await caps('plain', []);
+      expect(plain.controller.filter((t) => alpha.includes(t))).toEqual([]);
+      // every value advertised by default was already in CSI spec 1.9 (MODIFY_VOLUME, 14, is the newest)
+      expect(Math.max(...plain.controller)).toBe(C.MODIFY_VOLUME);
+      expect(plain.node.filter((t) => t === N.VOLUME_CONDITION || t === N.SINGLE_NODE_MULTI_WRITER)).toEqual([]);
+      expect(plain.getSnapshot).toMatchObject({ code: 12, details: expect.stringContaining('--enable-get-snapshot') });
+
+      const one = await caps('one', ['--enable-get-snapshot']);
+      expect(one.controller.filter((t) => alpha.includes(t))).toEqual([C.GET_SNAPSHOT]);
+      expect(one.getSnapshot).toMatchObject({ code: 5 }); // served now: the snapshot does not exist
+
+      const all = await caps('all', [
+        '--enable-get-snapshot',
+        '--enable-get-volume',
+        '--enable-volume-condition',
+        '--enable-single-node-multi-writer',
+      ]);
+      expect(all.controller.filter((t) => alpha.includes(t)).sort()).toEqual([...alpha].sort());
+      expect(all.node.filter((t) => t === N.VOLUME_CONDITION || t === N.SINGLE_NODE_MULTI_WRITER).sort()).toEqual(
+        [N.VOLUME_CONDITION, N.SINGLE_NODE_MULTI_WRITER].sort(),
+      );
+
+      const help = spawnSync(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(new URL('./cli.ts', import.meta.url)), '--help'], {
+        encoding: 'utf8',
+      });
+      expect(help.status).toBe(0);
+      for (const flag of ['--enable-get-snapshot', '--enable-get-volume', '--enable-volume-condition', '--enable-single-node-multi-writer']) {
+        expect(help.stdout).toContain(flag);
+      }
+      expect(help.stdout).toMatch(/Alpha capabilities: CSI v1\.12 marks GET_SNAPSHOT/);
+    } finally {
       await fs.rm(root, { recursive: true, force: true });
     }
   });

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { SIM_OPERATIONS, type SimFailure, type SimOperation } from './backend-sim.js';
+import { ALPHA_CAPABILITIES, ALPHA_CAPABILITY_NAMES } from './capabilities.js';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY, DRIVER_VERSION } from './driver.js';
 import { parseCode } from './errors.js';
 import { stderrLogger } from './logging.js';
@@ -80,6 +81,20 @@ const program = new Command()
   // usage errors exit 2 like our own checks; --help and --version exit 0
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2));
 
+// One flag per alpha capability of CSI v1.12, each off by default: peers built for an older spec reject
+// capability values they do not know.
+const alphaOptions = ALPHA_CAPABILITY_NAMES.map((name) => {
+  const opt = new Option(`--enable-${name}`, `alpha, off by default: advertise and serve ${ALPHA_CAPABILITIES[name].help}`);
+  program.addOption(opt);
+  return { name, key: opt.attributeName() };
+});
+program.addHelpText(
+  'after',
+  '\nAlpha capabilities: CSI v1.12 marks GET_SNAPSHOT, GET_VOLUME, VOLUME_CONDITION and SINGLE_NODE_MULTI_WRITER\n' +
+    'alpha. None is advertised unless its --enable-* flag is given: sidecars and test suites built for an older\n' +
+    'spec reject capability values they do not know.\n',
+);
+
 function fail(msg: string): never {
   process.stderr.write(`kemu-csi: ${msg}\n`);
   process.exit(2);
@@ -129,6 +144,7 @@ async function main(): Promise<void> {
       maxVolumeSizeBytes: o.maxVolumeSize,
       maxVolumesPerNode: o.maxVolumesPerNode,
       enableAttach: o.enableAttach,
+      alphaCapabilities: alphaOptions.filter((a) => o[a.key] === true).map((a) => a.name),
       topologyKey: o.topologyKey,
       pathRoots: o.pathRoot,
       registrationDir: o.registrationDir,

@@ -9,6 +9,7 @@ import {
   toVolume,
   volumeContext,
 } from './convert.js';
+import { type AlphaCapability, controllerCapabilities } from './capabilities.js';
 import type { Driver } from './driver.js';
 import { unimplemented } from './errors.js';
 import { type CallLogger, wrapService } from './logging.js';
@@ -16,32 +17,19 @@ import type { UnaryService } from './service-types.js';
 
 export type ControllerServer = UnaryService<csi.ControllerMethods>;
 
-export function controllerCapabilities(driver: Driver): csi.ControllerServiceCapability_RPC_Type[] {
-  const T = csi.ControllerServiceCapability_RPC_Type;
-  const caps = [
-    T.CREATE_DELETE_VOLUME,
-    T.LIST_VOLUMES,
-    T.GET_CAPACITY,
-    T.CREATE_DELETE_SNAPSHOT,
-    T.LIST_SNAPSHOTS,
-    T.GET_SNAPSHOT,
-    T.CLONE_VOLUME,
-    T.EXPAND_VOLUME,
-    T.LIST_VOLUMES_PUBLISHED_NODES,
-    T.VOLUME_CONDITION,
-    T.GET_VOLUME,
-    T.SINGLE_NODE_MULTI_WRITER,
-    T.MODIFY_VOLUME,
-  ];
-  if (driver.enableAttach) caps.push(T.PUBLISH_UNPUBLISH_VOLUME, T.PUBLISH_READONLY);
-  return caps;
+/** An alpha RPC that was not enabled is not advertised, so it answers as the spec asks for those. */
+function requireAlpha(driver: Driver, name: AlphaCapability, rpc: string): void {
+  if (!driver.alphaEnabled(name)) {
+    throw unimplemented(`${rpc} is an alpha CSI capability; start the driver with --enable-${name} to serve it`);
+  }
 }
 
 export function createControllerServer(driver: Driver, logger?: CallLogger): ControllerServer {
   const backend = driver.backend.name;
+  const conditions = driver.alphaEnabled('volume-condition');
   const status = async (id: string) => {
     const { volume, condition } = await driver.controllerGetVolume(id);
-    return { publishedNodeIds: Object.keys(volume.published), volumeCondition: condition };
+    return { publishedNodeIds: Object.keys(volume.published), volumeCondition: conditions ? condition : null };
   };
   const server: ControllerServer = {
     async CreateVolume(req) {
@@ -143,6 +131,7 @@ export function createControllerServer(driver: Driver, logger?: CallLogger): Con
       return { entries: entries.map((s) => ({ snapshot: toSnapshot(s) })), nextToken };
     },
     async GetSnapshot(req) {
+      requireAlpha(driver, 'get-snapshot', 'GetSnapshot');
       return { snapshot: toSnapshot(driver.getSnapshot(req.snapshotId)) };
     },
     async ControllerExpandVolume(req) {
@@ -153,10 +142,11 @@ export function createControllerServer(driver: Driver, logger?: CallLogger): Con
       });
     },
     async ControllerGetVolume(req) {
+      requireAlpha(driver, 'get-volume', 'ControllerGetVolume');
       const { volume, condition } = await driver.controllerGetVolume(req.volumeId);
       return {
         volume: toVolume(volume, backend),
-        status: { publishedNodeIds: Object.keys(volume.published), volumeCondition: condition },
+        status: { publishedNodeIds: Object.keys(volume.published), volumeCondition: conditions ? condition : null },
       };
     },
     async ControllerModifyVolume(req) {

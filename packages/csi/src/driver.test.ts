@@ -263,6 +263,7 @@ describe('one driver serving several nodes (in-process clusters)', () => {
       enableAttach: true,
       capacityBytes: 10 * GiB,
       pathRoots: [ROOT],
+      alphaCapabilities: ['get-volume'],
     });
     const seg = (n: string) => ({ segments: { 'topology.kemu.csi.k8s.io/node': n } });
     const mount = { mount: {}, accessMode: { mode: 1 } };

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import type { AlphaCapability } from './capabilities.js';
 import type { Backend, BackendVolume } from './backend.js';
 import {
   aborted,
@@ -73,6 +74,8 @@ export interface DriverOptions {
   maxVolumesPerNode?: number;
   /** advertise and require ControllerPublishVolume */
   enableAttach?: boolean;
+  /** alpha capabilities of CSI v1.12 to advertise and serve; none by default (see capabilities.ts) */
+  alphaCapabilities?: readonly AlphaCapability[];
   topologyKey?: string;
   /** staging and target paths must lie below one of these (default /var/lib/kubelet) */
   pathRoots?: string[];
@@ -159,6 +162,7 @@ export class Driver {
   readonly maxVolumeSizeBytes: number;
   readonly maxVolumesPerNode: number;
   readonly enableAttach: boolean;
+  readonly alphaCapabilities: ReadonlySet<AlphaCapability>;
   readonly topologyKey: string;
   readonly pathRoots: string[];
   readonly defaultVolumeBytes: number;
@@ -183,6 +187,7 @@ export class Driver {
     this.maxVolumeSizeBytes = opts.maxVolumeSizeBytes ?? this.capacityBytes;
     this.maxVolumesPerNode = opts.maxVolumesPerNode ?? 0;
     this.enableAttach = opts.enableAttach ?? false;
+    this.alphaCapabilities = new Set(opts.alphaCapabilities ?? []);
     this.topologyKey = opts.topologyKey ?? DEFAULT_TOPOLOGY_KEY;
     this.pathRoots = (opts.pathRoots ?? ['/var/lib/kubelet']).map((r) => path.resolve(r));
     this.defaultVolumeBytes = Math.min(opts.defaultVolumeBytes ?? GiB, this.maxVolumeSizeBytes);
@@ -204,6 +209,10 @@ export class Driver {
       })),
     );
     this.ready = true;
+  }
+
+  alphaEnabled(name: AlphaCapability): boolean {
+    return this.alphaCapabilities.has(name);
   }
 
   get isReady(): boolean {

@@ -23,11 +23,15 @@ export { parseSize, formatSize } from './quantity.js';
 export { checkIdentifier, checkNodePath, MAX_NAME_BYTES } from './validate.js';
 export { stderrLogger, wrapService, type CallLog, type CallLogger } from './logging.js';
 export { createIdentityServer, type IdentityServer } from './identity-server.js';
+export { createControllerServer, type ControllerServer } from './controller-server.js';
 export {
-  createControllerServer,
+  ALPHA_CAPABILITIES,
+  ALPHA_CAPABILITY_NAMES,
   controllerCapabilities,
-  type ControllerServer,
-} from './controller-server.js';
+  isAlphaCapability,
+  nodeCapabilities,
+  type AlphaCapability,
+} from './capabilities.js';
 export { createNodeServer, type NodeServer } from './node-server.js';
 export { createGroupControllerServer, type GroupControllerServer } from './group-controller-server.js';
 export {

@@ -1,4 +1,5 @@
 import { csi } from '@kemu/proto';
+import { nodeCapabilities } from './capabilities.js';
 import { fromCapability, toTopology } from './convert.js';
 import type { Driver } from './driver.js';
 import { type CallLogger, wrapService } from './logging.js';
@@ -11,7 +12,6 @@ export type NodeServer = UnaryService<csi.NodeMethods>;
  * node; without `nodeId` it is the driver's own node.
  */
 export function createNodeServer(driver: Driver, logger?: CallLogger, nodeId = driver.nodeId): NodeServer {
-  const T = csi.NodeServiceCapability_RPC_Type;
   const U = csi.VolumeUsage_Unit;
   const server: NodeServer = {
     async NodeStageVolume(req) {
@@ -51,7 +51,7 @@ export function createNodeServer(driver: Driver, logger?: CallLogger, nodeId = d
       });
       const out: csi.VolumeUsage[] = [{ unit: U.BYTES, ...usage.bytes }];
       if (usage.inodes) out.push({ unit: U.INODES, ...usage.inodes });
-      return { usage: out, volumeCondition: condition };
+      return { usage: out, volumeCondition: driver.alphaEnabled('volume-condition') ? condition : null };
     },
     async NodeExpandVolume(req) {
       return driver.nodeExpand({
@@ -63,15 +63,7 @@ export function createNodeServer(driver: Driver, logger?: CallLogger, nodeId = d
       });
     },
     async NodeGetCapabilities() {
-      const types = [
-        T.STAGE_UNSTAGE_VOLUME,
-        T.GET_VOLUME_STATS,
-        T.EXPAND_VOLUME,
-        T.VOLUME_CONDITION,
-        T.SINGLE_NODE_MULTI_WRITER,
-        T.VOLUME_MOUNT_GROUP,
-      ];
-      return { capabilities: types.map((type) => ({ type: 'rpc' as const, rpc: { type } })) };
+      return { capabilities: nodeCapabilities(driver).map((type) => ({ type: 'rpc' as const, rpc: { type } })) };
     },
     async NodeGetInfo() {
       const info = driver.nodeInfo(nodeId);

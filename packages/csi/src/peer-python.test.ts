@@ -42,6 +42,7 @@ describe.runIf(canPython)('an independent Python gRPC client', () => {
         backend,
         stateDir: path.join(root, 'state'),
         enableAttach: true,
+        alphaCapabilities: ['volume-condition'],
         pathRoots: [kubelet],
         capacityBytes: 64 * 2 ** 20,
         registrationDir: path.join(root, 'registry'),

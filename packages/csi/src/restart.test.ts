@@ -36,6 +36,7 @@ describe.each(['hostpath', 'sim'] as const)('restart after SIGKILL (%s backend)'
       '--state-dir',
       path.join(root, 'state'),
       '--enable-attach',
+      '--enable-volume-condition',
       '--path-root',
       kubelet,
       '--capacity',

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { csi } from '@kemu/proto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { peers, requirePeers } from '@kemu/test-peers';
+import { ALPHA_CAPABILITY_NAMES } from './capabilities.js';
 import { canMount, isMountPoint, unmount } from './mount.js';
 import { type RunningCsiDriver, serveCsiDriver } from './server.js';
 import {
@@ -58,6 +59,8 @@ describe.each(['sim', 'hostpath'] as const)('sanity: %s backend over the socket'
       enableAttach: true,
       capacityBytes: 4 * 2 ** 30,
       pathRoots: [kubelet],
+      // the suite covers the alpha RPCs too
+      alphaCapabilities: ALPHA_CAPABILITY_NAMES,
     });
     c = connect(running.socketPath);
   });
@@ -161,6 +164,7 @@ describe.each(['sim', 'hostpath'] as const)('sanity: %s backend over the socket'
       for (const t of types) expect(csi.ControllerServiceCapability_RPC_Type[t]).toBeDefined();
       expect(types).toContain(csi.ControllerServiceCapability_RPC_Type.PUBLISH_UNPUBLISH_VOLUME);
       expect(types).toContain(csi.ControllerServiceCapability_RPC_Type.MODIFY_VOLUME);
+      expect(types).toContain(csi.ControllerServiceCapability_RPC_Type.GET_SNAPSHOT);
     });
 
     it('GetCapacity without arguments, per topology segment, and shrinking as volumes are created', async () => {

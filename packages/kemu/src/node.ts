@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Store } from '@kemu/core';
 import { createCri, type CriInstance, type CriRuntimeConfig, startCriServer } from '@kemu/cri';
-import { createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
+import { ALPHA_CAPABILITY_NAMES, createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
 import { VxlanAgent } from '@kemu/cni-vxlan';
 import { Kubelet, StaticPluginRegistry } from '@kemu/kubelet';
 import { cri, csi, inProcessApi, type PromiseApi } from '@kemu/proto';
@@ -84,6 +84,8 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       nodeId: s.name,
       stateDir: path.join(dir, 'csi'),
       enableAttach: true,
+      // the cluster's own sidecars and kubelet know CSI v1.12, alpha capabilities included
+      alphaCapabilities: ALPHA_CAPABILITY_NAMES,
       pathRoots: [kubeletRoot],
       useMounts: false,
       // A node process can be killed and started again: the simulated driver's volumes must survive it.

@@ -8,7 +8,7 @@ import * as grpc from '@grpc/grpc-js';
 import { collectStream } from '@kemu/proto';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { syntheticImage } from './image-store.js';
+import { MAX_IMAGE_METADATA_BYTES, syntheticImage } from './image-store.js';
 import { buildBusyboxLayout, grpcError, startTestShim, type TestShim, tempDir } from './test-util.js';
 
 const sha256sum = (file: string) => `sha256:${spawnSync('sha256sum', [file], { encoding: 'utf8' }).stdout.split(' ')[0]}`;
@@ -160,3 +160,46 @@ describe('kemu-cri import', () => {
     expect(missing.stderr).toBe('kemu-cri: /nonexistent/x.tar: no such file or directory\n');
   });
 });
+
+describe('image metadata bounds', () => {
+  it('skips an image whose manifest is over 4 MiB or whose archive names a file outside itself, and says why', async () => {
+    const root = tempDir('kemu-cri-big-');
+    const images = path.join(root, 'images');
+    const big = path.join(images, 'big');
+    fs.mkdirSync(path.join(big, 'blobs', 'sha256'), { recursive: true });
+    const blob = (data: string) => {
+      const hex = createHash('sha256').update(data).digest('hex');
+      fs.writeFileSync(path.join(big, 'blobs', 'sha256', hex), data);
+      return { digest: `sha256:${hex}`, size: Buffer.byteLength(data) };
+    };
+    const config = blob(JSON.stringify({ architecture: 'amd64', os: 'linux', config: {}, rootfs: { type: 'layers', diff_ids: [] } }));
+    // valid JSON, padded with whitespace past the bound
+    const manifestJson = JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config, layers: [] });
+    const manifest = blob(manifestJson + ' '.repeat(MAX_IMAGE_METADATA_BYTES + 1 - manifestJson.length));
+    fs.writeFileSync(path.join(big, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}');
+    fs.writeFileSync(
+      path.join(big, 'index.json'),
+      JSON.stringify({
+        schemaVersion: 2,
+        manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': 'kemu.test/big:1' } }],
+      }),
+    );
+    const work = tempDir('kemu-cri-escape-');
+    fs.writeFileSync(path.join(work, 'manifest.json'), JSON.stringify([{ Config: '../../../../../../etc/hostname', RepoTags: ['kemu.test/escape:1'], Layers: [] }]));
+    await tar.c({ cwd: work, file: path.join(images, 'escape.tar') }, ['manifest.json']);
+    await buildBusyboxLayout(path.join(images, 'fine'), 'kemu.test/fine:1');
+
+    const s = await startTestShim({ imageDir: images, syntheticImages: false, stateDir: path.join(root, 'state') }, root);
+    try {
+      const err = await grpcError(s.icall('PullImage', { image: { image: 'kemu.test/big:1' } }));
+      expect(err.code).toBe(grpc.status.NOT_FOUND);
+      expect(err.details).toContain(`image blob ${manifest.digest} at`);
+      expect(err.details).toContain(`is ${MAX_IMAGE_METADATA_BYTES + 1} bytes long; at most ${MAX_IMAGE_METADATA_BYTES} are read`);
+      expect(err.details).toMatch(/escape\.tar: file named by manifest\.json .* is outside the allowed roots/);
+      expect((await s.icall('PullImage', { image: { image: 'kemu.test/fine:1' } })).imageRef).toMatch(/^sha256:/);
+    } finally {
+      await s.close();
+    }
+  });
+});
+

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { readFileBounded, resolveWithin } from '@kemu/safe-fs';
 import * as tar from 'tar';
 import { invalidArgument, notFound, unavailable } from './errors.js';
 import { globMatch, isImageId, normalizeRef, parseImageRef } from './image-ref.js';
@@ -39,8 +40,16 @@ function blobPath(layoutDir: string, digest: string): string {
   return path.join(layoutDir, 'blobs', m[1], m[2]);
 }
 
+/**
+ * Image metadata (index, manifests, configs) is read whole into memory whenever a pull rescans the image
+ * dir, so each file is bounded: 4 MiB, the manifest size the OCI distribution spec asks registries to accept.
+ */
+export const MAX_IMAGE_METADATA_BYTES = 4 * 1024 * 1024;
+
+const readMetadata = (file: string, what: string) => readFileBounded(file, MAX_IMAGE_METADATA_BYTES, what);
+
 function readVerifiedBlob(layoutDir: string, digest: string): Buffer {
-  const data = fs.readFileSync(blobPath(layoutDir, digest));
+  const data = readMetadata(blobPath(layoutDir, digest), `image blob ${digest} at`);
   if (digest.startsWith('sha256:') && sha256(data) !== digest) {
     throw new Error(`blob ${digest} in ${layoutDir} does not match its digest`);
   }
@@ -97,7 +106,7 @@ function imageFromConfig(
 
 /** Reads every image of an OCI image layout directory. */
 export function loadOciLayout(dir: string, sourcePath = dir): ImageRecord[] {
-  const index = JSON.parse(fs.readFileSync(path.join(dir, 'index.json'), 'utf8'));
+  const index = JSON.parse(readMetadata(path.join(dir, 'index.json'), 'image index').toString('utf8'));
   const out: ImageRecord[] = [];
   for (const desc of index.manifests ?? []) {
     let manifestDesc = desc;
@@ -124,13 +133,19 @@ export function loadOciLayout(dir: string, sourcePath = dir): ImageRecord[] {
   return out;
 }
 
+/** A file named by an archive's manifest.json: it must stay inside the extracted archive, links included. */
+function inArchive(dir: string, name: unknown): string {
+  if (typeof name !== 'string' || name === '') throw new Error(`manifest.json in ${dir} names an empty file`);
+  return resolveWithin(path.join(dir, name), [dir], { what: 'file named by manifest.json' }).real;
+}
+
 /** Reads a `docker save` archive that has been extracted to `dir`. */
 export function loadDockerArchive(dir: string, sourcePath: string): ImageRecord[] {
-  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
+  const manifest = JSON.parse(readMetadata(path.join(dir, 'manifest.json'), 'image manifest').toString('utf8'));
   return manifest.map((entry: any) => {
-    const configBytes = fs.readFileSync(path.join(dir, entry.Config));
+    const configBytes = readMetadata(inArchive(dir, entry.Config), 'image config');
     const layers = (entry.Layers ?? []).map((l: string) => {
-      const file = path.join(dir, l);
+      const file = inArchive(dir, l);
       return { file, size: fs.statSync(file).size };
     });
     const names = (entry.RepoTags ?? []).map((t: string) => normalizeRef(t));
@@ -213,6 +228,8 @@ interface PersistedImages {
 
 export class ImageStore {
   private dirImages: ImageRecord[] = [];
+  /** Why the last scan skipped entries of the image dir, so a failed pull can say so. */
+  private skipped: string[] = [];
   private pulled = new Map<string, ImageRecord>();
   private removed = new Set<string>();
   private readonly stateFile?: string;
@@ -240,6 +257,7 @@ export class ImageStore {
     if (!dir || !fs.existsSync(dir)) return;
     const cache = this.cacheDir ?? path.join(dir, '.kemu-cache');
     const found: ImageRecord[] = [];
+    const skipped: string[] = [];
     for (const name of fs.readdirSync(dir).sort()) {
       if (name.startsWith('.')) continue;
       const full = path.join(dir, name);
@@ -248,10 +266,12 @@ export class ImageStore {
       try {
         found.push(...(await loadImageSource(full, cache)));
       } catch (err) {
+        skipped.push(`${full}: ${(err as Error).message}`);
         process.emitWarning(`skipping image ${full}: ${(err as Error).message}`);
       }
     }
     this.dirImages = mergeById(found);
+    this.skipped = skipped;
   }
 
   private persist(): void {
@@ -302,8 +322,11 @@ export class ImageStore {
       this.persist();
       return this.pulled.get(synthetic.id)!;
     }
+    const unreadable = this.skipped.length
+      ? ` (the image dir has ${this.skipped.length} unreadable image(s): ${this.skipped.slice(0, 3).join('; ')})`
+      : '';
     throw notFound(
-      `failed to pull and unpack image ${JSON.stringify(normalized)}: failed to resolve reference ${JSON.stringify(normalized)}: ${normalized}: not found`,
+      `failed to pull and unpack image ${JSON.stringify(normalized)}: failed to resolve reference ${JSON.stringify(normalized)}: ${normalized}: not found${unreadable}`,
     );
   }
 

@@ -14,7 +14,10 @@ const { status } = grpc;
 /** The subset of grpc-js channel options this engine honours (same keys, so callers can switch engines). */
 export type Http2GrpcServerOptions = Pick<
   grpc.ServerOptions,
-  'grpc.max_receive_message_length' | 'grpc.max_send_message_length' | 'grpc.max_concurrent_streams'
+  | 'grpc.max_receive_message_length'
+  | 'grpc.max_send_message_length'
+  | 'grpc.max_concurrent_streams'
+  | 'grpc-node.max_session_memory'
 >;
 
 const DEFAULT_MAX_RECEIVE = 4 * 1024 * 1024;
@@ -302,6 +305,11 @@ export class Http2GrpcServer {
     this.maxReceive = options['grpc.max_receive_message_length'] ?? DEFAULT_MAX_RECEIVE;
     this.maxSend = options['grpc.max_send_message_length'] ?? -1;
     this.server = http2.createServer({
+      // node:http2 counts a response's queued bytes against the session's memory and, when the client
+      // resets the stream before they are sent (a reply over its receive limit, a cancelled call), drops
+      // them without taking them off the count: a few such replies and the session refuses every later
+      // stream with ENHANCE_YOUR_CALM. grpc-js turns the limit off for the same reason; so does this engine.
+      maxSessionMemory: options['grpc-node.max_session_memory'] ?? Number.MAX_SAFE_INTEGER,
       settings: {
         maxConcurrentStreams: options['grpc.max_concurrent_streams'] ?? 2 ** 31 - 1,
         // Small RPCs never wait on flow control; a larger window avoids WINDOW_UPDATE chatter on big ones.

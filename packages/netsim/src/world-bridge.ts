@@ -1,5 +1,5 @@
-// The Linux bridge: ports, MTU following the smallest port, and the forwarding database that
-// `bridge fdb` manages (net/bridge). VXLAN devices keep their own FDB, reached through the same commands.
+// The Linux bridge (net/bridge): ports, MTU following the smallest port, FDB learning, ageing, flooding,
+// hairpin and isolation, and the `bridge fdb` commands (which also reach a VXLAN device's own FDB).
 import {
   bytesEqual,
   formatIp,
@@ -12,7 +12,9 @@ import {
 } from './addr.js';
 import { NetsimError } from './errors.js';
 import type { FdbInfo, FdbSpec } from './types.js';
-import type { Link } from './world-model.js';
+import { capture, rec } from './world-capture.js';
+import { devXmit, netifReceive, tick } from './world-dev.js';
+import type { FdbEntry, Link } from './world-model.js';
 import { linkByName, nsByName, type WorldState } from './world-state.js';
 
 export function release(port: Link): void {
@@ -32,7 +34,13 @@ export function bridgeMtuAdjust(br: Link): void {
   br.mtu = min;
 }
 
-export function addFdb(w: WorldState, nsName: string, dev: string, spec: FdbSpec, mode: 'add' | 'replace' | 'append' = 'add'): void {
+export function addFdb(
+  w: WorldState,
+  nsName: string,
+  dev: string,
+  spec: FdbSpec,
+  mode: 'add' | 'replace' | 'append' = 'add',
+): void {
   const ns = nsByName(w, nsName);
   const l = linkByName(ns, dev);
   const mac = mustParseMac(spec.mac);
@@ -131,4 +139,99 @@ export function fdb(w: WorldState, nsName: string, dev: string): FdbInfo[] {
     }
   }
   return out;
+}
+
+export function fdbLookup(w: WorldState, br: Link, mk: number): FdbEntry | null {
+  const e = br.fdb!.get(mk);
+  if (!e) return null;
+  if (!e.permanent && w.clockUs - e.updatedUs > br.ageingMs * 1000) {
+    br.fdb!.delete(mk);
+    if (w.tr) rec(w, 'fdb', br.ns, br, `entry ${formatMac(macKeyToBytes(mk))} aged out`);
+    return null;
+  }
+  return e;
+}
+
+export function bridgeInput(w: WorldState, br: Link, port: Link, frame: Buffer): void {
+  if (!br.up) {
+    rec(w, 'drop', br.ns, port, 'bridge input', frame, undefined, `bridge ${br.name} is down`);
+    return;
+  }
+  if (port.port!.learning && !isMulticastMac(frame, 6)) {
+    const sk = macKeyAt(frame, 6);
+    const cur = br.fdb!.get(sk);
+    if (!cur || (!cur.permanent && cur.port !== port)) {
+      br.fdb!.set(sk, { port, updatedUs: w.clockUs, permanent: false, local: false });
+      if (w.tr) rec(w, 'fdb', br.ns, br, `learn ${formatMac(frame, 6)} on ${port.name}`);
+    } else if (!cur.permanent) cur.updatedUs = w.clockUs;
+  }
+  bridgeForward(w, br, port, frame);
+}
+
+/** Forwarding decision for a frame entering the bridge from `ingress` (null: sent by the bridge device). */
+export function bridgeForward(w: WorldState, br: Link, ingress: Link | null, frame: Buffer): void {
+  const mcast = isMulticastMac(frame, 0);
+  if (!mcast) {
+    const e = fdbLookup(w, br, macKeyAt(frame, 0));
+    if (e) {
+      if (e.local) {
+        if (ingress === null) {
+          rec(w, 'drop', br.ns, br, 'bridge transmit', frame, undefined, 'destination is the bridge itself');
+          return;
+        }
+        if (w.tr) rec(w, 'fdb', br.ns, br, `local ${formatMac(frame, 0)} -> up to ${br.name}`);
+        bridgeLocalIn(w, br, frame);
+        return;
+      }
+      if (e.port === ingress && !ingress.port!.hairpin) {
+        rec(
+          w,
+          'drop',
+          br.ns,
+          ingress,
+          'bridge forward',
+          frame,
+          undefined,
+          `destination is behind the ingress port and hairpin is off`,
+        );
+        return;
+      }
+      if (ingress && ingress.port!.isolated && e.port.port!.isolated) {
+        rec(w, 'drop', br.ns, ingress, 'bridge forward', frame, undefined, 'both ports are isolated');
+        return;
+      }
+      if (w.tr) rec(w, 'fdb', br.ns, br, `hit ${formatMac(frame, 0)} -> port ${e.port.name}`);
+      devXmit(w, e.port, frame);
+      return;
+    }
+  }
+  // Flood: broadcast/multicast, or unknown unicast.
+  const out: Link[] = [];
+  for (const p of br.ports!) {
+    if (p === ingress && !p.port!.hairpin) continue;
+    if (mcast ? !p.port!.mcastFlood : !p.port!.flood) continue;
+    if (ingress && ingress.port!.isolated && p.port!.isolated) continue;
+    out.push(p);
+  }
+  if (w.tr) {
+    rec(
+      w,
+      'fdb',
+      br.ns,
+      br,
+      `${mcast ? 'flood' : `miss ${formatMac(frame, 0)}, flood`} to ${out.length ? out.map((p) => p.name).join(',') : '(no ports)'}${mcast && ingress ? ` + ${br.name}` : ''}`,
+    );
+  }
+  for (const p of out) devXmit(w, p, frame);
+  if (mcast && ingress) bridgeLocalIn(w, br, frame);
+}
+
+/** A frame passed up to the bridge device's own stack. */
+export function bridgeLocalIn(w: WorldState, br: Link, frame: Buffer): void {
+  tick(w);
+  br.stats.rxPackets++;
+  br.stats.rxBytes += frame.length;
+  capture(w, br, frame, 'rx');
+  if (w.tr) rec(w, 'rx', br.ns, br, 'bridge receive', frame);
+  netifReceive(w, br, frame);
 }

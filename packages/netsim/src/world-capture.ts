@@ -70,10 +70,7 @@ export function captured(w: WorldState, target: CaptureTarget): CapturedFrame[] 
   const n = nsByName(w, ns);
   const link = dev === undefined ? null : linkByName(n, dev);
   const out: CapturedFrame[] = [];
-  const ordered =
-    w.capHead === 0
-      ? w.caps
-      : [...w.caps.slice(w.capHead), ...w.caps.slice(0, w.capHead)];
+  const ordered = w.capHead === 0 ? w.caps : [...w.caps.slice(w.capHead), ...w.caps.slice(0, w.capHead)];
   for (const c of ordered) {
     if (link ? c.link !== link : c.ns !== ns) continue;
     out.push({ timeUs: c.timeUs, frame: c.frame, dir: c.dir, where: `${c.ns}/${c.dev}` });

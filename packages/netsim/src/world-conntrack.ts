@@ -5,7 +5,13 @@ import { IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP } from './packet
 import type { Conn, Ns, Tuple } from './world-model.js';
 import { nsByName, type WorldState } from './world-state.js';
 
-export function tupleKey(proto: number, src: Uint8Array, sport: number, dst: Uint8Array, dport: number): string {
+export function tupleKey(
+  proto: number,
+  src: Uint8Array,
+  sport: number,
+  dst: Uint8Array,
+  dport: number,
+): string {
   return `${proto}|${Buffer.from(src).toString('hex')}|${sport}|${Buffer.from(dst).toString('hex')}|${dport}`;
 }
 
@@ -41,7 +47,10 @@ export function ctConfirm(ns: Ns, c: Conn): void {
   });
 }
 
-export function conntrack(w: WorldState, nsName: string): { proto: number; orig: string; reply: string; nat: ('dnat' | 'snat')[] }[] {
+export function conntrack(
+  w: WorldState,
+  nsName: string,
+): { proto: number; orig: string; reply: string; nat: ('dnat' | 'snat')[] }[] {
   const ns = nsByName(w, nsName);
   const t = (x: Tuple, f: Family) =>
     `${formatIpBytes(x.src, 0, f)}:${x.sport} -> ${formatIpBytes(x.dst, 0, f)}:${x.dport}`;

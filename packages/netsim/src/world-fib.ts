@@ -150,7 +150,11 @@ export function dropRoute(ns: Ns, r: Route): void {
   else t.v6 = t.v6.filter((x) => x !== r);
 }
 
-export function routes(w: WorldState, nsName: string, opts: { table?: number; family?: 4 | 6 } = {}): RouteInfo[] {
+export function routes(
+  w: WorldState,
+  nsName: string,
+  opts: { table?: number; family?: 4 | 6 } = {},
+): RouteInfo[] {
   const ns = nsByName(w, nsName);
   const out: RouteInfo[] = [];
   const ids = opts.table === undefined ? [...ns.tables.keys()].sort((a, b) => a - b) : [opts.table];
@@ -203,7 +207,13 @@ export function lookupTable(t: RouteTable, b: Uint8Array, off: number, family: F
 }
 
 /** Local table first (own addresses go via lo), then main. */
-export function resolveRoute(w: WorldState, ns: Ns, b: Uint8Array, off: number, family: Family): Route | null {
+export function resolveRoute(
+  w: WorldState,
+  ns: Ns,
+  b: Uint8Array,
+  off: number,
+  family: Family,
+): Route | null {
   const k = ipKeyAt(b, off, family);
   if (ns.local.has(k) || (family === 4 && b[off] === 127)) {
     let pair = w.localRoutes.get(ns);

@@ -26,13 +26,7 @@ export function addAddress(w: WorldState, nsName: string, dev: string, cidr: str
   if (ip.family === 4 && ip.bytes[0] === 0) throw new NetsimError('EINVAL', `invalid address ${cidr}`);
   if (ip.family === 6 && ip.bytes[0] === 0xff) throw new NetsimError('EINVAL', `multicast address ${cidr}`);
   const scope =
-    ip.family === 4
-      ? ip.bytes[0] === 127
-        ? 'host'
-        : 'global'
-      : isLinkLocalV6(ip.bytes)
-        ? 'link'
-        : 'global';
+    ip.family === 4 ? (ip.bytes[0] === 127 ? 'host' : 'global') : isLinkLocalV6(ip.bytes) ? 'link' : 'global';
   insertAddr(ns, l, ip, len, scope);
 }
 

@@ -95,10 +95,7 @@ export function addLink(w: WorldState, nsName: string, spec: LinkSpec): void {
       if (spec.dev !== undefined) mtuDef = linkByName(ns, spec.dev).mtu - (local?.family === 6 ? 70 : 50);
       for (const other of ns.vxSock.get(port) ?? []) {
         if (other.vni === spec.vni)
-          throw new NetsimError(
-            'EEXIST',
-            `vxlan vni ${spec.vni} port ${port} already used by ${other.name}`,
-          );
+          throw new NetsimError('EEXIST', `vxlan vni ${spec.vni} port ${port} already used by ${other.name}`);
       }
       const l = new Link(
         ns,
@@ -209,15 +206,13 @@ export function setLink(w: WorldState, nsName: string, name: string, ch: LinkCha
   let target: Ns | undefined;
   if (ch.netns !== undefined) {
     target = nsByName(w, ch.netns);
-    if (l.kind === 'loopback')
-      throw new NetsimError('EINVAL', 'the loopback device cannot change namespace');
+    if (l.kind === 'loopback') throw new NetsimError('EINVAL', 'the loopback device cannot change namespace');
     const newName = ch.name ?? l.name;
     if (target !== ns && target.links.has(newName))
       throw new NetsimError('EEXIST', `link ${newName} in ${target.name}`);
   }
   if (ch.name !== undefined && ch.name !== l.name) {
-    if (!validIfname(ch.name))
-      throw new NetsimError('EINVAL', `"${String(ch.name)}" is not a valid ifname`);
+    if (!validIfname(ch.name)) throw new NetsimError('EINVAL', `"${String(ch.name)}" is not a valid ifname`);
     if ((target ?? ns).links.has(ch.name)) throw new NetsimError('EEXIST', `link ${ch.name}`);
     if (l.up && ch.up !== false && (!target || target === ns))
       throw new NetsimError('EBUSY', `cannot rename ${name} while it is up`);

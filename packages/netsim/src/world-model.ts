@@ -199,6 +199,14 @@ export class Ns {
   }
 }
 
+/** The ICMP errors the stack sends (icmp_send's type/code pairs, named). */
+export type IcmpErrorKind =
+  | 'net-unreachable'
+  | 'host-unreachable'
+  | 'port-unreachable'
+  | 'prohibited'
+  | 'ttl';
+
 export const NAME_RE = /^[^\s/:]{1,15}$/;
 
 export function validIfname(name: unknown): name is string {

@@ -86,7 +86,13 @@ export function compileNat(rule: NatRule): CompiledNat {
   throw new NetsimError('EINVAL', `unknown nat rule type "${String((rule as { type?: unknown }).type)}"`);
 }
 
-export function rewrite(p: Buffer, family: Family, which: 'src' | 'dst', addr: Uint8Array, port: number): void {
+export function rewrite(
+  p: Buffer,
+  family: Family,
+  which: 'src' | 'dst',
+  addr: Uint8Array,
+  port: number,
+): void {
   const off = which === 'src' ? (family === 4 ? 12 : 8) : family === 4 ? 16 : 24;
   p.set(addr, off);
   const proto = family === 4 ? p[9]! : p[6]!;
@@ -106,7 +112,8 @@ export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: 
     if (hit.dir === 'orig' && c.dnat) {
       rewrite(p, family, 'dst', c.reply.src, c.reply.sport);
       if (w.tr)
-        rec(w, 
+        rec(
+          w,
           'nat',
           ns,
           inDev,
@@ -117,7 +124,8 @@ export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: 
     } else if (hit.dir === 'reply' && c.snat) {
       rewrite(p, family, 'dst', c.orig.src, c.orig.sport);
       if (w.tr)
-        rec(w, 
+        rec(
+          w,
           'nat',
           ns,
           inDev,
@@ -163,7 +171,8 @@ export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: 
       conn.reply = { proto: t.proto, src: r.to!.bytes, sport: port, dst: orig.src, dport: orig.sport };
       rewrite(p, family, 'dst', r.to!.bytes, port);
       if (w.tr)
-        rec(w, 
+        rec(
+          w,
           'nat',
           ns,
           inDev,
@@ -184,18 +193,12 @@ export function natPost(w: WorldState, ns: Ns, p: Buffer, family: Family, out: L
     if (ref.dir === 'orig' && c.snat) {
       rewrite(p, family, 'src', c.reply.dst, c.reply.dport);
       if (w.tr)
-        rec(w, 
-          'nat',
-          ns,
-          out,
-          `SNAT (established) to ${formatIpBytes(c.reply.dst, 0, family)}`,
-          p,
-          family,
-        );
+        rec(w, 'nat', ns, out, `SNAT (established) to ${formatIpBytes(c.reply.dst, 0, family)}`, p, family);
     } else if (ref.dir === 'reply' && c.dnat) {
       rewrite(p, family, 'src', c.orig.dst, c.orig.dport);
       if (w.tr)
-        rec(w, 
+        rec(
+          w,
           'nat',
           ns,
           out,
@@ -230,7 +233,8 @@ export function natPost(w: WorldState, ns: Ns, p: Buffer, family: Family, out: L
     c.reply = { ...c.reply, dst: Uint8Array.from(to) };
     rewrite(p, family, 'src', to, c.reply.dport);
     if (w.tr)
-      rec(w, 
+      rec(
+        w,
         'nat',
         ns,
         out,

@@ -6,8 +6,7 @@ import { nsByName, type WorldState } from './world-state.js';
 
 export function addNamespace(w: WorldState, name: string): void {
   if (!validNsName(name)) throw new NetsimError('EINVAL', `invalid namespace name "${String(name)}"`);
-  if (w.nss.has(name))
-    throw new NetsimError('EEXIST', `Cannot create namespace file "/run/netns/${name}"`);
+  if (w.nss.has(name)) throw new NetsimError('EEXIST', `Cannot create namespace file "/run/netns/${name}"`);
   const ns = new Ns(name);
   w.nss.set(name, ns);
   const lo = new Link(ns, ns.nextIfindex++, 'lo', 'loopback', new Uint8Array(6), 65536);

@@ -80,8 +80,7 @@ export function toJSON(w: WorldState): WorldJSON {
         return j;
       });
     const routes: RouteJSON[] = [];
-    for (const t of ns.tables.values())
-      for (const r of [...t.v4, ...t.v6]) routes.push({ ...routeInfo(r) });
+    for (const t of ns.tables.values()) for (const r of [...t.v4, ...t.v6]) routes.push({ ...routeInfo(r) });
     namespaces.push({
       name: ns.name,
       nextIfindex: ns.nextIfindex,
@@ -107,8 +106,7 @@ export function toJSON(w: WorldState): WorldJSON {
 export function restore(w: WorldState, j: WorldJSON): void {
   for (const n of j.namespaces) {
     const ns = new Ns(n.name);
-    if (!validNsName(n.name) || w.nss.has(n.name))
-      throw new NetsimError('EINVAL', `namespace ${n.name}`);
+    if (!validNsName(n.name) || w.nss.has(n.name)) throw new NetsimError('EINVAL', `namespace ${n.name}`);
     w.nss.set(n.name, ns);
   }
   // Links first (veth pairs span namespaces), then masters, then addresses and routes.
@@ -174,16 +172,12 @@ export function restore(w: WorldState, j: WorldJSON): void {
         const pns = w.nss.get(lj.peer.ns);
         const p = pns?.links.get(lj.peer.name);
         if (!p || p.kind !== 'veth')
-          throw new NetsimError(
-            'ENODEV',
-            `veth peer ${lj.peer.ns}/${lj.peer.name} of ${n.name}/${lj.name}`,
-          );
+          throw new NetsimError('ENODEV', `veth peer ${lj.peer.ns}/${lj.peer.name} of ${n.name}/${lj.name}`);
         l.peer = p;
       }
       if (lj.master) {
         const br = ns.links.get(lj.master);
-        if (!br || br.kind !== 'bridge')
-          throw new NetsimError('ENODEV', `master ${lj.master} of ${lj.name}`);
+        if (!br || br.kind !== 'bridge') throw new NetsimError('ENODEV', `master ${lj.master} of ${lj.name}`);
         l.master = br;
         l.port = {
           hairpin: false,

@@ -62,8 +62,7 @@ export function sysctlKey(ns: Ns, key: string): string {
   else {
     const d = key.split('.');
     // net.ipv4.conf.<dev>.<name>: the device name may itself contain dots.
-    parts =
-      d.length > 5 && d[2] === 'conf' ? [d[0]!, d[1]!, d[2]!, d.slice(3, -1).join('.'), d.at(-1)!] : d;
+    parts = d.length > 5 && d[2] === 'conf' ? [d[0]!, d[1]!, d[2]!, d.slice(3, -1).join('.'), d.at(-1)!] : d;
   }
   if (parts.some((x) => x === '') || parts[0] !== 'net' || !SYSCTL_ROOTS.has(parts[1] ?? '')) {
     throw new NetsimError('ENOENT', `/proc/sys/${parts.join('/')}`);

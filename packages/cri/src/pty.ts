@@ -5,8 +5,23 @@ import { createRequire } from 'node:module';
 import { PassThrough, Writable } from 'node:stream';
 import { osSignals } from './proc-util.js';
 
-type NodePty = typeof import('node-pty');
-type IPty = import('node-pty').IPty;
+// The part of node-pty's API used here, declared locally: node-pty is an optional dependency whose install
+// compiles a native addon, so a machine without a compiler still installs, builds and typechecks @kemu/cri.
+interface IPty {
+  readonly pid: number;
+  onData(listener: (data: string | Buffer) => void): unknown;
+  onExit(listener: (e: { exitCode: number; signal?: number }) => void): unknown;
+  resize(columns: number, rows: number): void;
+  write(data: string | Buffer): void;
+  kill(signal?: string): void;
+}
+interface NodePty {
+  spawn(
+    file: string,
+    args: string[],
+    options: { name: string; cols: number; rows: number; cwd: string; env: Record<string, string>; encoding: null },
+  ): IPty;
+}
 
 let loaded: NodePty | undefined;
 let loadError: Error | undefined;

@@ -8,11 +8,10 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { peers, probe, requirePeers } from '@kemu/test-peers';
-import { PtyProcess, ptyAvailable } from './pty.js';
-import { containerConfig, startEchoPod, type TestShim, tempDir, waitFor } from './test-util.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { PtyProcess } from './pty.js';
+import { containerConfig, nodePty, startEchoPod, tempDir, type TestShim, waitFor } from './test-util.js';
 
-const nodePty = probe('node-pty', 'the optional npm dependency node-pty (npm ci installs it)', ptyAvailable);
 const canRun = requirePeers('the kubectl peer tests', [peers.kubectl, peers.netns, peers.unshare, peers.referenceCni, nodePty]);
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((p) => fs.existsSync(p)) ?? 'kubectl';
 

@@ -9,9 +9,8 @@ import type { Duplex } from 'node:stream';
 import zlib from 'node:zlib';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { peers, probe, requirePeers } from '@kemu/test-peers';
-import { ptyAvailable } from './pty.js';
-import { startCatPod, startEchoPod, type TestShim, waitFor } from './test-util.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { nodePty, startCatPod, startEchoPod, type TestShim, waitFor } from './test-util.js';
 
 interface ClientStream extends Duplex {
   /** Resolves with the reason when the server resets the stream. */
@@ -334,7 +333,6 @@ function cmdline(pid: string): string {
   }
 }
 
-const nodePty = probe('node-pty', 'the optional npm dependency node-pty (npm ci installs it)', ptyAvailable);
 const canRun = requirePeers('the SPDY process-backend tests', [peers.netns, peers.unshare, peers.referenceCni, nodePty]);
 
 describe.runIf(canRun)('SPDY on the process backend', () => {

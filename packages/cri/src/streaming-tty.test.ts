@@ -5,11 +5,9 @@ import path from 'node:path';
 import { cri } from '@kemu/proto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { peers, probe, requirePeers } from '@kemu/test-peers';
-import { ptyAvailable } from './pty.js';
-import { containerConfig, podConfig, startTestShim, type TestShim, tempDir, waitFor } from './test-util.js';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { containerConfig, nodePty, podConfig, startTestShim, tempDir, type TestShim, waitFor } from './test-util.js';
 
-const nodePty = probe('node-pty', 'the optional npm dependency node-pty (npm ci installs it)', ptyAvailable);
 const canRun = requirePeers('the process-backend tty tests', [peers.netns, peers.nsenter, peers.unshare, nodePty]);
 
 interface TtyResult {

@@ -4,9 +4,18 @@ import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { cri, unaryCall } from '@kemu/proto';
+import { probe } from '@kemu/test-peers';
 import { afterAll } from 'vitest';
 import WebSocket from 'ws';
+import { ptyAvailable } from './pty.js';
 import { type CriRuntimeConfig, type CriServer, startCriServer } from './server.js';
+
+/** node-pty, for tty exec/attach: optional, and its install compiles a native addon. */
+export const nodePty = probe(
+  'node-pty',
+  "the optional npm dependency node-pty, which npm ci builds with build-essential, python3 and Node's headers",
+  ptyAvailable,
+);
 
 export interface TestShim {
   server: CriServer;

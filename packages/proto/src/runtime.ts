@@ -3,6 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { Http2GrpcChannel } from './client-http2';
+import { checkWireFormat } from './protobuf-wire';
 
 /** One RPC as the generated `<Service>Methods` interfaces describe it. */
 export interface MethodShape {
@@ -139,8 +140,13 @@ export function encode(type: protobuf.Type, value: object): Buffer {
   return Buffer.from(type.encode(message).finish());
 }
 
-/** Decodes bytes into a plain object with every field present (proto3 defaults). */
+/**
+ * Decodes bytes into a plain object with every field present (proto3 defaults). Malformed wire data (a
+ * length past the end of its message, a bad tag, invalid UTF-8 in a string) throws; a server answers
+ * such a request INTERNAL, as grpc-go and grpc-js do for a request that fails to deserialize.
+ */
 export function decode<T>(type: protobuf.Type, bytes: Uint8Array): T {
+  checkWireFormat(type, bytes);
   return type.toObject(type.decode(bytes), toObjectOptions) as T;
 }
 

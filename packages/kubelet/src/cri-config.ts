@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { type Container, type Pod, parseQuantity, podQOSClass } from '@kemu/core';
 import { cri } from '@kemu/proto';
+import { resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import {
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_KIND_ANNOTATION,
@@ -105,6 +106,28 @@ export interface ContainerContext {
   kind: 'init' | 'regular';
 }
 
+/** A container that cannot be configured (kubelet's CreateContainerConfigError); the pod worker retries it. */
+export class ContainerConfigError extends Error {
+  override readonly name = 'ContainerConfigError';
+}
+
+/**
+ * The host path of a volume mount with a subPath. A container can put a symbolic link into a volume it
+ * shares, so the subPath is resolved on the node and must stay inside the volume (what kubelet's subpath
+ * package guards against); the resolved path is what gets mounted.
+ */
+export function subPathHostPath(volumePath: string, subPath: string, volumeName: string): string {
+  if (path.isAbsolute(subPath) || subPath.split('/').includes('..')) {
+    throw new ContainerConfigError(`subPath ${JSON.stringify(subPath)} of volume ${volumeName} must be a relative path without ".."`);
+  }
+  try {
+    return resolveWithin(path.join(volumePath, subPath), [volumePath], { allowRoot: true, what: `subPath ${JSON.stringify(subPath)} of volume ${volumeName}` }).real;
+  } catch (err) {
+    if (err instanceof UnsafePathError) throw new ContainerConfigError(err.message);
+    throw err;
+  }
+}
+
 export function containerConfig(pod: Pod, container: Container, attempt: number, ctx: ContainerContext): cri.ContainerConfig {
   const { metadata } = pod;
   const mounts: cri.Mount[] = [];
@@ -113,7 +136,7 @@ export function containerConfig(pod: Pod, container: Container, attempt: number,
     if (!hostPath) continue;
     mounts.push({
       containerPath: m.mountPath,
-      hostPath: m.subPath ? path.join(hostPath, m.subPath) : hostPath,
+      hostPath: m.subPath ? subPathHostPath(hostPath, m.subPath, m.name) : hostPath,
       readonly: m.readOnly ?? false,
       propagation:
         m.mountPropagation === 'Bidirectional'

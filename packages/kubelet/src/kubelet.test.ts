@@ -54,6 +54,8 @@ async function setup(extra: Partial<KubeletOptions> = {}, criCfg: Partial<Parame
     statusUpdateMs: 100,
     backoff: { initialMs: 300, maxMs: 1200, resetAfterMs: 60_000 },
     labels: { 'topology.kubernetes.io/zone': 'z1' },
+    // the runtime creates container logs at start: they go to a temporary directory, not the host's /var/log/pods
+    podLogsDir: fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-kubelet-logs-')),
     ...extra,
   };
   const kubelet = new Kubelet(opts);
@@ -69,6 +71,7 @@ afterEach(async () => {
     await e.kubelet.stop();
     await e.cri.close();
     await e.store.close();
+    if (e.opts.podLogsDir) fs.rmSync(e.opts.podLogsDir, { recursive: true, force: true });
   }
 });
 
@@ -259,6 +262,35 @@ describe('pod lifecycle', () => {
       return (r === 'ErrImagePull' || r === 'ImagePullBackOff') && x;
     });
     expect(p.status?.phase).toBe('Pending');
+  });
+
+  it('a subPath that a symbolic link in the volume leads outside leaves the container waiting with CreateContainerConfigError', async () => {
+    const { store, cri: c } = await setup();
+    const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-kubelet-subpath-')));
+    try {
+      fs.mkdirSync(path.join(base, 'vol', 'ok'), { recursive: true });
+      fs.mkdirSync(path.join(base, 'outside'));
+      fs.symlinkSync(path.join(base, 'outside'), path.join(base, 'vol', 'link'));
+      const withSubPath = (name: string, subPath: string) =>
+        pod(name, {
+          volumes: [{ name: 'data', hostPath: { path: path.join(base, 'vol') } }],
+          containers: [{ name: 'app', image: 'registry.example/app:1', volumeMounts: [{ name: 'data', mountPath: '/data', subPath }] }],
+        });
+      await store.create(withSubPath('escapes', 'link/x'));
+      await store.create(withSubPath('stays', 'ok'));
+      const p = await until('config error', async () => {
+        const x = await getPod(store, 'escapes');
+        return x.status?.containerStatuses?.[0].state?.waiting?.reason === 'CreateContainerConfigError' && x;
+      });
+      expect(p.status?.containerStatuses?.[0].state?.waiting?.message).toContain('outside the allowed root');
+      await until('the other pod runs', async () => (await getPod(store, 'stays')).status?.phase === 'Running');
+      const list = await c.runtimeService.ListContainers!({} as never, {} as never);
+      const pods = (list.containers ?? []).map((x) => x.labels?.['io.kubernetes.pod.name']);
+      expect(pods).not.toContain('escapes');
+      expect(pods).toContain('stays');
+    } finally {
+      fs.rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('graceful deletion stops containers and sandbox, removes them, and deletes the pod', async () => {

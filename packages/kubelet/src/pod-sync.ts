@@ -5,7 +5,7 @@ import { type Container, isNotFound, type Pod, type PodStatus, type Store } from
 import type { EventRecorder } from '@kemu/core/controllers';
 import { cri } from '@kemu/proto';
 import { type Backoff, goDuration } from './backoff.js';
-import { containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
+import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
 import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
 import type { ProbeManager } from './prober.js';
 import { isReadySandbox, type PodRuntime, type RuntimeCache } from './runtime-cache.js';
@@ -291,7 +291,15 @@ export class PodSyncer {
       this.d.events.event(pod, 'Warning', 'Failed', err.message);
       return this.d.pullBackoff.failed(pullKey, `${Date.now()}`, Date.now(), 0) || this.d.pullBackoff.settings.initialMs;
     }
-    const cfg = containerConfig(pod, c, attempt, { volumePaths, kind });
+    let cfg: cri.ContainerConfig;
+    try {
+      cfg = containerConfig(pod, c, attempt, { volumePaths, kind });
+    } catch (err) {
+      if (!(err instanceof ContainerConfigError)) throw err;
+      this.holdBack(uid, c.name, 'CreateContainerConfigError', err.message);
+      this.d.events.event(pod, 'Warning', 'Failed', `Error: ${err.message}`);
+      return this.d.pullBackoff.settings.initialMs;
+    }
     const created = await this.d.runtime.CreateContainer({ podSandboxId: sandboxId, config: cfg, sandboxConfig: config });
     this.d.events.event(pod, 'Normal', 'Created', `Created container ${c.name}`);
     await this.startExisting(pod, c, created.containerId!, podIPs);

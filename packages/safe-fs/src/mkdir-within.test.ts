@@ -25,6 +25,11 @@ describe('mkdirWithin', () => {
     expect(fs.statSync(path.join(root, 'a', 'b', 'c')).isDirectory()).toBe(true);
   });
 
+  it('creates a missing root itself (configuration, not request data)', () => {
+    const fresh = path.join(tmp, 'fresh', 'root');
+    expect(mkdirWithin(fresh, path.join(fresh, 'a'))).toBe(path.join(fresh, 'a'));
+  });
+
   it('creates nothing through a link that leads out of the root', () => {
     fs.symlinkSync(outside, path.join(root, 'link'));
     expect(() => mkdirWithin(root, path.join(root, 'link', 'x', 'y'))).toThrow(/outside the allowed root/);

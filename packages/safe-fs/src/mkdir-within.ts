@@ -4,13 +4,15 @@ import { UnsafePathError } from './errors.js';
 import { resolveWithin } from './within-root.js';
 
 /**
- * Creates directory `dir` (and its missing parents) under `root`, one component at a time: each component
- * is made with a non-recursive mkdir and then lstat-checked, so a symbolic link met on the way (planted
- * before or during the call) is refused instead of followed. Returns the directory's real path, which
+ * Creates directory `dir` (and its missing parents) under `root` (made too if missing), one component at a
+ * time below the root: each component is made with a non-recursive mkdir and then lstat-checked, so a
+ * symbolic link met on the way (planted before or during the call) is refused instead of followed. Returns the directory's real path, which
  * callers should use from then on rather than walking `dir` again.
  */
 export function mkdirWithin(root: string, dir: string, mode = 0o755, what = 'directory'): string {
   const r = resolveWithin(dir, [root], { allowRoot: true, what });
+  // The root is configuration, not request data: a missing one is made as a plain `mkdir -p`.
+  fs.mkdirSync(r.realRoot, { recursive: true, mode });
   const rel = path.relative(r.realRoot, r.real);
   let cur = r.realRoot;
   for (const part of rel === '' ? [] : rel.split(path.sep)) {

@@ -2,6 +2,7 @@ import { accessSync, constants } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CniError, CniErrorCode } from './errors.js';
+import { parseJson } from './parse-json.js';
 import { READ_LIMITS } from './read-bounded.js';
 import type { Delegate } from './skeleton.js';
 import { type CniResult, parseResult } from './types.js';
@@ -93,7 +94,7 @@ export function interpretOutput(file: string, o: ExecOutput, expectResult: boole
   if (o.exitCode !== 0) {
     let parsed: { code?: unknown; msg?: unknown; details?: unknown } | undefined;
     try {
-      parsed = JSON.parse(o.stdout);
+      parsed = parseJson(o.stdout, `the error of plugin ${file}`) as typeof parsed;
     } catch {
       parsed = undefined;
     }
@@ -104,13 +105,7 @@ export function interpretOutput(file: string, o: ExecOutput, expectResult: boole
     throw new CniError(CniErrorCode.Internal, `plugin ${file} failed with exit code ${o.exitCode}: ${text}`);
   }
   if (!expectResult) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(o.stdout);
-  } catch {
-    throw new CniError(CniErrorCode.DecodingFailure, `plugin ${file} returned invalid JSON`);
-  }
-  return parseResult(json);
+  return parseResult(parseJson(o.stdout, `the result of plugin ${file}`));
 }
 
 /** Delegation by exec (how the reference plugins call IPAM): the same env, another CNI_COMMAND maybe. */

@@ -3,6 +3,7 @@ import { extname, join } from 'node:path';
 import { CniError, CniErrorCode, invalidConfig } from './errors.js';
 import { ExecInvoker, type Invoker } from './invoke-inprocess.js';
 import { interpretOutput } from './invoke-exec.js';
+import { parseJson } from './parse-json.js';
 import { READ_LIMITS, readFileBounded } from './read-bounded.js';
 import { DiskResultCache, MemoryResultCache, type ResultCache } from './result-cache.js';
 import { validateIfname } from './skeleton.js';
@@ -62,12 +63,7 @@ const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object
 const NAME_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 export function parseConfList(bytes: Buffer, file?: string): NetworkConfigList {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(bytes.toString('utf8'));
-  } catch (e) {
-    throw new CniError(CniErrorCode.DecodingFailure, `error parsing ${file ?? 'configuration list'}: ${(e as Error).message}`);
-  }
+  const raw = parseJson(bytes.toString('utf8'), file ?? 'configuration list');
   if (!isObj(raw)) throw new CniError(CniErrorCode.DecodingFailure, `${file ?? 'configuration list'} is not a JSON object`);
   const where = file ?? 'configuration list';
   if (!Array.isArray(raw.plugins)) {

@@ -1,6 +1,7 @@
 import { type ConfFields, canonicalConf, mergeFields, NETCONF_FIELDS } from './conf-decode.js';
 import type { Datapath } from './datapath.js';
 import { CniError, CniErrorCode, invalidConfig, toCniError } from './errors.js';
+import { parseJson } from './parse-json.js';
 import {
   type CniResult,
   CURRENT_VERSION,
@@ -130,14 +131,30 @@ function pluginFields(plugin: CniPlugin): ConfFields {
 
 function parseStdinJson(stdin: Buffer | string): Record<string, unknown> {
   const text = typeof stdin === 'string' ? stdin : stdin.toString('utf8');
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new CniError(CniErrorCode.DecodingFailure, `error parsing network config: ${(e as Error).message}`);
-  }
+  const v = parseJson(text, 'network config');
   if (!isObj(v)) throw new CniError(CniErrorCode.DecodingFailure, 'error parsing network config: not a JSON object');
   return v;
+}
+
+const isStringList = (x: unknown): boolean => Array.isArray(x) && x.every((v) => typeof v === 'string');
+
+/**
+ * The types of the config fields every plugin may read or pass on (the spec's `dns`, `capabilities`, `args`,
+ * `runtimeConfig`): a wrong type is a config error naming the key (code 7), not something a plugin copies
+ * into its result.
+ */
+function checkCommonFields(raw: Record<string, unknown>): void {
+  for (const key of ['capabilities', 'args', 'runtimeConfig', 'ipam'] as const) {
+    const v = raw[key];
+    if (v !== undefined && v !== null && !isObj(v)) throw invalidConfig(`"${key}" must be an object, got ${JSON.stringify(v)?.slice(0, 100)}`);
+  }
+  const dns = raw.dns;
+  if (dns === undefined || dns === null) return;
+  if (!isObj(dns)) throw invalidConfig(`"dns" must be an object, got ${JSON.stringify(dns)?.slice(0, 100)}`);
+  if (dns.domain !== undefined && typeof dns.domain !== 'string') throw invalidConfig('"dns.domain" must be a string');
+  for (const k of ['nameservers', 'search', 'options'] as const) {
+    if (dns[k] !== undefined && !isStringList(dns[k])) throw invalidConfig(`"dns.${k}" must be a list of strings`);
+  }
 }
 
 /**
@@ -189,6 +206,7 @@ export async function invokePlugin(plugin: CniPlugin, input: InvocationInput): P
       throw invalidConfig(`invalid network name ("name"): ${JSON.stringify(raw.name)}`);
     }
     if (typeof raw.type !== 'string' || raw.type === '') throw invalidConfig('missing plugin type ("type")');
+    checkCommonFields(raw);
 
     if (command === 'CHECK' && compareVersions(version, '0.4.0') < 0) {
       throw new CniError(CniErrorCode.IncompatibleVersion, `config version ${version} does not allow CHECK`);

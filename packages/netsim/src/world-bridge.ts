@@ -235,3 +235,11 @@ export function bridgeLocalIn(w: WorldState, br: Link, frame: Buffer): void {
   if (w.tr) rec(w, 'rx', br.ns, br, 'bridge receive', frame);
   netifReceive(w, br, frame);
 }
+
+/** Ages out a bridge's learned entries (br_fdb_cleanup); other devices have no bridge FDB. */
+export function fdbExpire(w: WorldState, l: Link): void {
+  if (!l.fdb) return;
+  for (const [k, e] of l.fdb) {
+    if (!e.permanent && w.clockUs - e.updatedUs > l.ageingMs * 1000) l.fdb.delete(k);
+  }
+}

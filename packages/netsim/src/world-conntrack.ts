@@ -16,7 +16,7 @@ export function tupleKey(
 }
 
 /** Idle timeouts in ms (the kernel's defaults for ICMP, UDP "stream", TCP established). */
-export const CT_TIMEOUT_MS: Record<number, number> = { 1: 30_000, 58: 30_000, 17: 120_000, 6: 432_000_000 };
+const CT_TIMEOUT_MS: Record<number, number> = { 1: 30_000, 58: 30_000, 17: 120_000, 6: 432_000_000 };
 
 export function tupleOf(p: Buffer, family: Family): Tuple | null {
   const proto = family === 4 ? p[9]! : p[6]!;
@@ -68,4 +68,11 @@ export function conntrack(
 
 export function flushConntrack(w: WorldState, nsName: string): void {
   nsByName(w, nsName).ct.clear();
+}
+
+/** Drops connections idle for longer than their protocol's timeout. */
+export function ctExpire(w: WorldState, ns: Ns): void {
+  for (const [k, e] of ns.ct) {
+    if (w.clockUs - e.conn.lastUs > (CT_TIMEOUT_MS[e.conn.orig.proto] ?? 600_000) * 1000) ns.ct.delete(k);
+  }
 }

@@ -37,6 +37,9 @@ import { linkByName, nsByName, type WorldState } from './world-state.js';
 
 /** Packets queued on an unresolved neighbour (the kernel's unres_qlen default). */
 const UNRES_QLEN = 101;
+/** Neighbour timers: REACHABLE turns STALE, and STALE/FAILED entries are collected. */
+const NEIGH_REACHABLE_MS = 30_000;
+const NEIGH_GC_STALE_MS = 60_000;
 
 export function addNeighbour(w: WorldState, nsName: string, spec: NeighSpec, replace = false): void {
   const ns = nsByName(w, nsName);
@@ -361,4 +364,13 @@ export function neighFailed(w: WorldState, dev: Link, entry: NeighEntry): void {
 
 export function firstSource(ns: Ns, family: Family): IpAddr | null {
   return ns.addrs.find((a) => a.ip.family === family && a.scope !== 'host')?.ip ?? null;
+}
+
+/** The neighbour timers: REACHABLE turns STALE, and STALE/FAILED entries are collected. */
+export function neighExpire(w: WorldState, l: Link): void {
+  for (const [k, n] of l.neigh) {
+    const age = w.clockUs - n.updatedUs;
+    if (n.state === 'REACHABLE' && age > NEIGH_REACHABLE_MS * 1000) n.state = 'STALE';
+    if ((n.state === 'STALE' || n.state === 'FAILED') && age > NEIGH_GC_STALE_MS * 1000) l.neigh.delete(k);
+  }
 }

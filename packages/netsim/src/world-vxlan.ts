@@ -138,3 +138,11 @@ export function vxlanRcv(
   enqueue(w, l, inner);
   return true;
 }
+
+/** Ages out a VXLAN device's learned remotes; other devices have no VXLAN FDB. */
+export function vxlanFdbExpire(w: WorldState, l: Link): void {
+  if (!l.vxFdb) return;
+  for (const [k, e] of l.vxFdb) {
+    if (!e.permanent && w.clockUs - e.updatedUs > l.ageingMs * 1000) l.vxFdb.delete(k);
+  }
+}

@@ -3,12 +3,11 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CniRuntime } from '@kemu/cni';
-import { addNetns, buildPluginBins, canNetns, delAllNetns, delNetns, haveReference, inNetns, REFERENCE_BIN_DIR } from '@kemu/cni/testing';
+import { addNetns, buildPluginBins, delAllNetns, delNetns, inNetns, REFERENCE_BIN_DIR } from '@kemu/cni/testing';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Guarded as the other netns tests of the CNI packages are (root, ip netns, the reference plugins).
-const ok = canNetns && haveReference && spawnSync('iptables', ['--version']).status === 0;
-if (!ok) console.warn('skipping portmap netns tests: needs root, iproute2, iptables and containernetworking-plugins');
+const ok = requirePeers('the portmap netns tests', [peers.netns, peers.referenceCni, peers.iptables]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-pm-'));
 let bin = '';

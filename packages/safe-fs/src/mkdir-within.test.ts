@@ -3,8 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirWithin } from './mkdir-within.js';
-import { openFileWithin } from './open-within.js';
-import { readFileBounded } from './read-bounded.js';
 
 let tmp: string;
 let root: string;
@@ -46,32 +44,5 @@ describe('mkdirWithin', () => {
   it('refuses a component that is a file', () => {
     fs.writeFileSync(path.join(root, 'f'), '');
     expect(() => mkdirWithin(root, path.join(root, 'f', 'x'))).toThrow(/not a directory/);
-  });
-});
-
-describe('openFileWithin', () => {
-  it('creates the file and its directories', () => {
-    const f = openFileWithin(root, path.join(root, 'logs', '0.log'));
-    fs.writeSync(f.fd, 'x');
-    fs.closeSync(f.fd);
-    expect(fs.readFileSync(path.join(root, 'logs', '0.log'), 'utf8')).toBe('x');
-  });
-
-  it('refuses a symbolic link in the file\'s place, even one inside the root', () => {
-    fs.writeFileSync(path.join(outside, 'victim'), 'keep');
-    fs.symlinkSync(path.join(outside, 'victim'), path.join(root, '0.log'));
-    expect(() => openFileWithin(root, path.join(root, '0.log'))).toThrow(/symbolic link/);
-    expect(fs.readFileSync(path.join(outside, 'victim'), 'utf8')).toBe('keep');
-  });
-});
-
-describe('readFileBounded', () => {
-  it('reads a file up to the limit and refuses a larger one with its size', () => {
-    fs.writeFileSync(path.join(root, 'small'), 'abc');
-    fs.writeFileSync(path.join(root, 'big'), Buffer.alloc(2048));
-    expect(readFileBounded(path.join(root, 'small'), 3).toString()).toBe('abc');
-    expect(() => readFileBounded(path.join(root, 'big'), 1024, 'manifest')).toThrow(
-      /manifest .*big is 2048 bytes long; at most 1024 are read/,
-    );
   });
 });

@@ -218,7 +218,7 @@ describe.runIf(canRun)('process backend', () => {
     for (const id of [created!, exited]) {
       const s = (await shim.call('ContainerStats', { containerId: id })).stats!;
       expect(s.attributes!.id).toBe(id);
-      expect(s.memory!.workingSetBytes!.value).toBe(0);
+      expect(s.memory ?? null).toBeNull();
     }
     const list = await shim.call('ListContainerStats', { filter: { podSandboxId: pod.id } });
     expect(list.stats!.map((x) => x.attributes!.id).sort()).toEqual([quiet, created!, exited].sort());

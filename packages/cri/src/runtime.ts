@@ -784,21 +784,27 @@ export class CriRuntime {
 
   // ---------------------------------------------------------------- stats and metrics
 
+  /**
+   * A container without a process (created or exited) has no CPU or memory figures: like containerd 1.6's
+   * ListContainerStats, its entry carries the attributes and the writable layer only.
+   */
   private async statsOf(c: ContainerRecord): Promise<cri.ContainerStats> {
     const ts = nowNs();
     const u = c.state === 'running' ? await this.backend.containerUsage(c) : undefined;
     return {
       attributes: { id: c.id, metadata: c.config.metadata, labels: c.config.labels ?? {}, annotations: c.config.annotations ?? {} },
-      cpu: { timestamp: ts, usageCoreNanoSeconds: { value: u?.cpuCoreNanoSeconds ?? 0 }, usageNanoCores: { value: 0 } },
-      memory: {
-        timestamp: ts,
-        workingSetBytes: { value: u?.memoryWorkingSetBytes ?? 0 },
-        usageBytes: { value: u?.memoryUsageBytes ?? 0 },
-        rssBytes: { value: u?.rssBytes ?? 0 },
-        availableBytes: { value: 0 },
-        pageFaults: { value: 0 },
-        majorPageFaults: { value: 0 },
-      },
+      cpu: u ? { timestamp: ts, usageCoreNanoSeconds: { value: u.cpuCoreNanoSeconds }, usageNanoCores: { value: 0 } } : null,
+      memory: u
+        ? {
+            timestamp: ts,
+            workingSetBytes: { value: u.memoryWorkingSetBytes },
+            usageBytes: { value: u.memoryUsageBytes },
+            rssBytes: { value: u.rssBytes },
+            availableBytes: { value: 0 },
+            pageFaults: { value: 0 },
+            majorPageFaults: { value: 0 },
+          }
+        : null,
       writableLayer: {
         timestamp: ts,
         fsId: { mountpoint: this.images.fsInfo().mountpoint },
@@ -808,6 +814,8 @@ export class CriRuntime {
     };
   }
 
+  // containerd 1.6 fails ContainerStats for a container without a task ("unexpected metrics response: []");
+  // this shim answers it with the same entry ListContainerStats gives.
   async containerStats(req: cri.ContainerStatsRequest): Promise<cri.ContainerStatsResponse> {
     return { stats: await this.statsOf(this.getContainer(req.containerId)) };
   }

@@ -1,4 +1,4 @@
-import type { Datapath } from './datapath.js';
+import { type Datapath, isDatapathError } from './datapath.js';
 import { CniError, CniErrorCode } from './errors.js';
 
 /**
@@ -10,7 +10,11 @@ export async function requireNetns(dp: Datapath, netns: string): Promise<void> {
   try {
     exists = await dp.netnsExists(netns);
   } catch (e) {
-    throw new CniError(CniErrorCode.InvalidEnvironment, `failed to open netns "${netns}": ${(e as Error).message}`);
+    // Not a namespace at all; any other failure (the datapath's own state unreadable, ...) stays what it is.
+    if (isDatapathError(e, 'EINVAL')) {
+      throw new CniError(CniErrorCode.InvalidEnvironment, `failed to open netns "${netns}": ${e.message}`);
+    }
+    throw e;
   }
   if (!exists) throw new CniError(CniErrorCode.InvalidEnvironment, `failed to open netns "${netns}": no such file or directory`);
 }

@@ -173,10 +173,17 @@ export const vxlan: CniPlugin = {
     const cfg = loadVxlanConfig(ctx);
     const env = await readSubnetEnv(cfg.subnetFile);
     const conf = delegateConfig(ctx, env, cfg);
-    // Saved first, so a DEL after a half-finished ADD still knows what to undo.
+    // Saved first, so a DEL after an ADD that died half-way still knows what to undo.
     await saveDelegate(cfg.dataDir, ctx.containerId, conf);
-    const res = await ctx.delegate(conf.type as string, 'ADD', conf, ctx);
-    return parseResult(res ?? { cniVersion: ctx.version });
+    try {
+      const res = await ctx.delegate(conf.type as string, 'ADD', conf, ctx);
+      return parseResult(res ?? { cniVersion: ctx.version });
+    } catch (e) {
+      // The delegate failed and undid its own part (or its result was unusable: undo it here): nothing stays.
+      await ctx.delegate(conf.type as string, 'DEL', conf, ctx).catch(() => undefined);
+      await rm(join(cfg.dataDir, ctx.containerId), { force: true });
+      throw e;
+    }
   },
   async del(ctx): Promise<void> {
     const cfg = loadVxlanConfig(ctx);

@@ -3,7 +3,6 @@ import { CniError, CniErrorCode } from './errors.js';
 import { execDelegate, execPlugin, findInPath } from './invoke-exec.js';
 import { type CniPlugin, type Delegate, invokePlugin } from './skeleton.js';
 import { MemoryResultCache, type ResultCache } from './result-cache.js';
-import { convertResult } from './types.js';
 
 /** Runs a plugin for the runtime: `type` + env + stdin in, exit code + stdout out, whatever the mechanism. */
 export interface Invoker {
@@ -116,11 +115,7 @@ export class InProcessInvoker implements Invoker {
         }
       }
     }
-    // Keep the stdout contract identical to exec so the runtime treats both the same way.
-    if (out.result && out.exitCode === 0) {
-      const v = (JSON.parse(stdin) as { cniVersion: string }).cniVersion;
-      return { exitCode: 0, stdout: JSON.stringify(convertResult(out.result, v)) };
-    }
+    // The skeleton's stdout, exactly as an exec'd plugin prints it (a result in the config's version).
     return { exitCode: out.exitCode, stdout: out.stdout };
   }
 }

@@ -1,4 +1,5 @@
 import { CniError, CniErrorCode } from './errors.js';
+import { parseCidr, parseIP } from './ip.js';
 
 /** Versions this implementation reads and writes; results are converted between them. */
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;
@@ -87,20 +88,71 @@ export function requireVersion(v: unknown, supported: readonly string[] = SUPPOR
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
-/** Reads a result of any supported version (e.g. a prevResult or a delegate's stdout) into the current shape. */
+const resultError = (what: string): CniError => new CniError(CniErrorCode.DecodingFailure, `invalid result: ${what}`);
+const optional = (o: Record<string, unknown>, key: string, ok: (v: unknown) => boolean, where: string, want: string): void => {
+  if (o[key] !== undefined && !ok(o[key])) throw resultError(`${where}.${key} must be ${want}, got ${JSON.stringify(o[key])?.slice(0, 80)}`);
+};
+const isStr = (v: unknown) => typeof v === 'string';
+const isInt = (v: unknown) => Number.isInteger(v);
+const isIPText = (v: unknown) => typeof v === 'string' && parseIP(v) !== undefined;
+const isCidrText = (v: unknown) => typeof v === 'string' && parseCidr(v) !== undefined;
+const isStrList = (v: unknown) => Array.isArray(v) && v.every(isStr);
+
+function listOf(raw: Record<string, unknown>, key: string): Record<string, unknown>[] | undefined {
+  const v = raw[key];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw resultError(`${key} must be a list`);
+  return v.map((x, i) => {
+    if (!isObj(x)) throw resultError(`${key}[${i}] must be an object`);
+    return x;
+  });
+}
+
+/**
+ * Reads a result of any supported version (e.g. a prevResult or a delegate's stdout) into the current shape,
+ * checking each field's type and that addresses parse: code 6 naming the field otherwise.
+ */
 export function parseResult(raw: unknown): CniResult {
   if (!isObj(raw)) throw new CniError(CniErrorCode.DecodingFailure, 'result is not a JSON object');
   const version = requireVersion(raw.cniVersion ?? '', SUPPORTED_VERSIONS);
   const out: CniResult = { cniVersion: version };
-  if (Array.isArray(raw.interfaces)) out.interfaces = raw.interfaces.map((i) => ({ ...(i as CniInterface) }));
-  if (Array.isArray(raw.ips)) {
-    out.ips = raw.ips.map((ip) => {
-      const { version: _v, ...rest } = ip as CniIPConfig & { version?: string };
+  const interfaces = listOf(raw, 'interfaces');
+  if (interfaces) {
+    out.interfaces = interfaces.map((i, n) => {
+      const w = `interfaces[${n}]`;
+      if (typeof i.name !== 'string' || i.name === '') throw resultError(`${w}.name must be a non-empty string`);
+      for (const k of ['mac', 'sandbox', 'socketPath', 'pciID']) optional(i, k, isStr, w, 'a string');
+      optional(i, 'mtu', isInt, w, 'an integer');
+      return { ...(i as unknown as CniInterface) };
+    });
+  }
+  const ips = listOf(raw, 'ips');
+  if (ips) {
+    out.ips = ips.map((ip, n) => {
+      const w = `ips[${n}]`;
+      if (!isCidrText(ip.address)) throw resultError(`${w}.address must be an address with a prefix length, got ${JSON.stringify(ip.address)?.slice(0, 80)}`);
+      optional(ip, 'gateway', isIPText, w, 'an IP address');
+      optional(ip, 'interface', (v) => isInt(v) && (v as number) >= 0, w, 'an interface index');
+      const { version: _v, ...rest } = ip as unknown as CniIPConfig & { version?: string };
       return rest;
     });
   }
-  if (Array.isArray(raw.routes)) out.routes = raw.routes.map((r) => ({ ...(r as CniRoute) }));
-  if (isObj(raw.dns)) out.dns = { ...(raw.dns as CniDNS) };
+  const routes = listOf(raw, 'routes');
+  if (routes) {
+    out.routes = routes.map((r, n) => {
+      const w = `routes[${n}]`;
+      if (!isCidrText(r.dst)) throw resultError(`${w}.dst must be a network, got ${JSON.stringify(r.dst)?.slice(0, 80)}`);
+      optional(r, 'gw', isIPText, w, 'an IP address');
+      for (const k of ['mtu', 'advmss', 'priority', 'table', 'scope']) optional(r, k, isInt, w, 'an integer');
+      return { ...(r as unknown as CniRoute) };
+    });
+  }
+  if (raw.dns !== undefined && raw.dns !== null) {
+    if (!isObj(raw.dns)) throw resultError('dns must be an object');
+    optional(raw.dns, 'domain', isStr, 'dns', 'a string');
+    for (const k of ['nameservers', 'search', 'options']) optional(raw.dns, k, isStrList, 'dns', 'a list of strings');
+    out.dns = { ...(raw.dns as CniDNS) };
+  }
   return out;
 }
 

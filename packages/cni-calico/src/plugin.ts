@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import {
   CniError,
@@ -28,6 +29,19 @@ export interface CalicoIpamConfig {
   ensurePools: { name: string; spec: Record<string, unknown> }[];
 }
 
+/** A `file:` store is a directory the plugin may create; a path through `..` or to anything else is a config error. */
+function checkStoreDir(dir: string): void {
+  if (dir.split('/').includes('..')) throw invalidConfig(`ipam "kemu.store": ${JSON.stringify(dir)} must not contain ".."`);
+  let st: ReturnType<typeof statSync> | undefined;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new CniError(CniErrorCode.IOFailure, `ipam "kemu.store": cannot use ${dir}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  if (!st.isDirectory()) throw invalidConfig(`ipam "kemu.store": ${dir} is not a directory`);
+}
+
 export function loadCalicoConfig(ctx: PluginContext): CalicoIpamConfig {
   const ipam = ctx.conf.ipam;
   if (!isObj(ipam)) throw invalidConfig('missing "ipam" section');
@@ -53,6 +67,7 @@ export function loadCalicoConfig(ctx: PluginContext): CalicoIpamConfig {
       `ipam "kemu.store" must be "etcd://host:port" or "file:/path", got ${JSON.stringify(storeUrl)}`,
     );
   }
+  if (typeof storeUrl === 'string' && storeUrl.startsWith('file:')) checkStoreDir(storeUrl.slice('file:'.length));
   if (kemu.blackholes !== undefined && typeof kemu.blackholes !== 'boolean') {
     throw invalidConfig('ipam "kemu.blackholes" must be true or false');
   }

@@ -4,6 +4,8 @@
 // handler runs. This module is the judge of an authority and, for a connection that sends one node:http2
 // refuses, the client->server rewriter that replaces it: every header block is HPACK-decoded with the
 // peer's dynamic table state and re-encoded without the dynamic table, with `localhost` in its place.
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- an ambient module declaration: packages that compile this file from source need it too
+/// <reference path="./hpack-js.d.ts" />
 import { Duplex } from 'node:stream';
 import hpack, { type Compressor, type Decompressor, type HpackHeader } from 'hpack.js';
 import {

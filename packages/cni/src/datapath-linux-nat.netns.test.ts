@@ -1,0 +1,60 @@
+import { spawnSync } from 'node:child_process';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createLinuxDatapath } from './datapath-linux.js';
+import { type DnatRule, HOST_NETNS } from './datapath.js';
+import { addNetns, delNetns } from './testing.js';
+
+const ok = requirePeers('the linux datapath NAT tests', [peers.netns, peers.iptables]);
+
+describe.runIf(ok)('linux datapath NAT rules (read back with iptables -S)', () => {
+  const node = addNetns('dpnat');
+  const dp = createLinuxDatapath({ hostNetns: node.path });
+  afterAll(async () => {
+    await dp.close();
+    delNetns(node.name);
+  });
+  const nat = (bin = 'iptables') =>
+    spawnSync('ip', ['netns', 'exec', node.name, bin, '-w', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout.split('\n');
+  const dnat = (hostPort: number, toIP = '10.1.0.2'): DnatRule => ({
+    kind: 'dnat',
+    owner: 'portmap n c1',
+    protocol: 'tcp',
+    hostPort,
+    toIP,
+    toPort: 80,
+    snat: true,
+  });
+
+  it('an ADD for an owner replaces its earlier rules; DEL removes them in both families', async () => {
+    await dp.addNatRules(HOST_NETNS, [dnat(8080), dnat(8080, 'fd00::2')]);
+    await dp.addNatRules(HOST_NETNS, [dnat(8081)]);
+    expect((await dp.listNatRules(HOST_NETNS, 'portmap n c1')).map((r) => r.kind === 'dnat' && `${r.toIP}:${r.hostPort}`)).toEqual([
+      '10.1.0.2:8081',
+      // The ADD programs IPv4 only and, like the reference, leaves the other family to DEL.
+      'fd00::2:8080',
+    ]);
+    expect(nat().filter((l) => l.startsWith('-A KEMU-HOSTPORT-DNAT'))).toHaveLength(1);
+    // Node-local clients of 127.0.0.1 are masqueraded towards the pod (IPv4 only: ::1 cannot leave lo).
+    expect(nat().some((l) => /-s 127\.0\.0\.1\/32 -d 10\.1\.0\.2\/32 -p tcp .*--dport 80 .*-j MASQUERADE/.test(l))).toBe(true);
+    expect(nat('ip6tables').some((l) => l.includes('127.0.0.1') || l.includes('::1'))).toBe(false);
+    await dp.delNatRules(HOST_NETNS, 'portmap n c1');
+    await dp.delNatRules(HOST_NETNS, 'portmap n c1');
+    expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);
+    expect([...nat(), ...nat('ip6tables')].filter((l) => /KEMU-(DN|SN|MASQ)-/.test(l))).toEqual([]);
+  });
+
+  it('puts the jumps to KEMU-HOSTPORT-DNAT back after a flush of the built-in chains', async () => {
+    await dp.addNatRules(HOST_NETNS, [dnat(8082)]);
+    spawnSync('ip', ['netns', 'exec', node.name, 'iptables', '-w', '-t', 'nat', '-F', 'PREROUTING']);
+    spawnSync('ip', ['netns', 'exec', node.name, 'iptables', '-w', '-t', 'nat', '-F', 'OUTPUT']);
+    await dp.addNatRules(HOST_NETNS, [{ ...dnat(8083), owner: 'portmap n c2' }]);
+    const jumps = nat().filter((l) => l.endsWith('-j KEMU-HOSTPORT-DNAT'));
+    expect(jumps).toEqual([
+      '-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT',
+      '-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT',
+    ]);
+    await dp.addNatRules(HOST_NETNS, [{ ...dnat(8084), owner: 'portmap n c3' }]);
+    expect(nat().filter((l) => l.endsWith('-j KEMU-HOSTPORT-DNAT'))).toHaveLength(2);
+  });
+});

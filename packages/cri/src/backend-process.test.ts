@@ -225,6 +225,34 @@ describe.runIf(canRun)('process backend', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
   });
 
+  it('creates mount targets inside the image even where a container planted a link to a host path there', async () => {
+    const hostDir = tempDir('kemu-cri-host-');
+    // an image of its own: containers of one image share its unpacked root file system
+    const ref = 'kemu.test/linky:1';
+    await buildBusyboxLayout(path.join(dir, 'images', 'linky'), ref);
+    await shim.icall('PullImage', { image: { image: ref } });
+    const pod = await runPod();
+    const planter = await runContainer(pod, {
+      metadata: { name: 'planter' },
+      logPath: 'planter/0.log',
+      image: { image: ref },
+      command: ['sh', '-c', `ln -s ${hostDir} /data; exec sleep 3600`],
+    });
+    await waitFor(async () => ((await execOut(planter, ['ls', '-l', '/data'])).out.includes(hostDir) ? true : undefined));
+    const cid = await runContainer(pod, {
+      metadata: { name: 'victim' },
+      logPath: 'victim/0.log',
+      image: { image: ref },
+      command: ['sleep', '3600'],
+      mounts: [{ hostPath: www, containerPath: '/data/sub', readonly: true }],
+    });
+    // The container sees the mount through the link as it resolves inside its root; the host directory the
+    // link names got nothing.
+    expect((await execOut(cid, ['cat', '/data/sub/index.html'])).out).toBe('served from a host path\n');
+    expect(fs.readdirSync(hostDir)).toEqual([]);
+    await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+  });
+
   it('shares the pause PID namespace when the pod asks for it', async () => {
     const pod = await runPod();
     const cid = await runContainer(pod);

@@ -10,6 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
 import { cri } from '@kemu/proto';
+import { mkdirWithin, openFileWithin, secureJoin } from '@kemu/safe-fs';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition, invalidArgument } from './errors.js';
 import type { ImageStore } from './image-store.js';
@@ -249,15 +250,14 @@ export class ProcessBackend implements Backend {
     holder.unref();
     await this.waitExec(holder.pid!, 'sleep');
     const rootfs = c.backend.rootfs as string | null;
-    const target = (p: string) => (rootfs ? path.join(rootfs, p) : p);
+    // A mount target inside the image resolves as it will for the container: the image's symbolic links
+    // (absolute ones too) stay inside its root, so neither mkdir nor mount reaches the host through them.
+    const target = (p: string) => (rootfs ? secureJoin(rootfs, p) : p);
     const mnt = `--mount=/proc/${holder.pid}/ns/mnt`;
     const bind = async (src: string, dst: string, readonly: boolean) => {
       if (rootfs && !fs.existsSync(dst)) {
-        if (fs.statSync(src).isDirectory()) fs.mkdirSync(dst, { recursive: true });
-        else {
-          fs.mkdirSync(path.dirname(dst), { recursive: true });
-          fs.writeFileSync(dst, '');
-        }
+        if (fs.statSync(src).isDirectory()) mkdirWithin(rootfs, dst, 0o755, 'mount target');
+        else fs.closeSync(openFileWithin(rootfs, dst, { flags: fs.constants.O_WRONLY | fs.constants.O_CREAT, mode: 0o644, what: 'mount target' }).fd);
       }
       await runOk(NSENTER, [mnt, '--', 'mount', '--bind', src, dst]);
       if (readonly) await runOk(NSENTER, [mnt, '--', 'mount', '-o', 'remount,bind,ro', dst]);
@@ -265,7 +265,7 @@ export class ProcessBackend implements Backend {
     try {
       if (rootfs) {
         // A minimal /dev: a tmpfs with the few character devices programs expect, not the host's /dev.
-        for (const d of ['proc', 'dev', 'etc', 'tmp']) fs.mkdirSync(path.join(rootfs, d), { recursive: true });
+        for (const d of ['proc', 'dev', 'etc', 'tmp']) mkdirWithin(rootfs, target(`/${d}`), 0o755, 'image directory');
         await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=755,nosuid', 'tmpfs', target('/dev')]);
         for (const dev of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
           await runOk(NSENTER, [mnt, '--', 'touch', target(`/dev/${dev}`)]);

@@ -2,6 +2,7 @@ export { FileTooLargeError, UnsafePathError, type UnsafePathReason } from './err
 export { mkdirWithin } from './mkdir-within.js';
 export { openFileWithin, type OpenedFile } from './open-within.js';
 export { readFileBounded } from './read-bounded.js';
+export { secureJoin } from './secure-join.js';
 export {
   checkPathSyntax,
   isWithin,

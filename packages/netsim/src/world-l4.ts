@@ -1,5 +1,5 @@
-// Sockets: UDP and TCP listeners and receive, and the calls that drive the network from one namespace
-// (ping, UDP send, TCP connect) with their results.
+// Sockets: UDP and TCP listeners and what they receive, and the calls that drive the network from one
+// namespace (ping, UDP send, TCP connect).
 import { bytesEqual, type Family, formatIp, formatIpBytes, type IpAddr, ipKey, mustParseIp } from './addr.js';
 import { NetsimError } from './errors.js';
 import {

@@ -134,6 +134,7 @@ describe.runIf(ok)('kemu CNI plugins under containerd 1.6 (CRI)', () => {
               isGateway: true,
               isDefaultGateway: true,
               ipMasq: true,
+              hairpinMode: true,
               ipam: { type: v.types.ipam, ranges: [[{ subnet: '10.63.0.0/24' }]], dataDir },
             },
             { type: v.types.portmap, capabilities: { portMappings: true } },
@@ -192,6 +193,8 @@ describe.runIf(ok)('kemu CNI plugins under containerd 1.6 (CRI)', () => {
         expect(fetchFrom(NODE_NS, '192.168.79.1', 18080)).toBe('hello from web');
         expect(fetchFrom(NODE_NS, '127.0.0.1', 18080)).toBe('hello from web');
         expect(fetchFrom(client.netns, '192.168.79.1', 18080)).toBe('hello from web');
+        // Hairpin: the pod through its own hostPort.
+        expect(fetchFrom(web.netns, '192.168.79.1', 18080)).toBe('hello from web');
 
         for (const p of [web, client]) {
           await rt.StopPodSandbox({ podSandboxId: p.id }, { timeoutMs: 60_000 });

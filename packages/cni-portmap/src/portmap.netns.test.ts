@@ -38,7 +38,7 @@ function fetchFrom(ns: string, host: string, port: number): string {
 // a node-local client reaches the hostPort through 127.0.0.1 (route_localnet + SNAT) and the node address.
 describe.runIf(ok)('hostPort from the node itself', () => {
   for (const pm of ['portmap', 'kemu-portmap']) {
-    it(`${pm}: 127.0.0.1:hostPort and nodeIP:hostPort answer; DEL removes every rule`, async () => {
+    it(`${pm}: 127.0.0.1:hostPort, nodeIP:hostPort and the hairpin answer; DEL removes every rule`, async () => {
       const host = addNetns('host');
       const pod = addNetns('pod');
       let server: ReturnType<typeof spawn> | undefined;
@@ -62,6 +62,7 @@ describe.runIf(ok)('hostPort from the node itself', () => {
                 isGateway: true,
                 isDefaultGateway: true,
                 ipMasq: true,
+                hairpinMode: true,
                 ipam: { type: 'host-local', ranges: [[{ subnet: '10.62.0.0/24' }]], dataDir: join(tmp, `ipam-${pm}`) },
               },
               { type: pm, capabilities: { portMappings: true } },
@@ -99,6 +100,9 @@ describe.runIf(ok)('hostPort from the node itself', () => {
         expect(inNetns(host.name, 'cat', ['/proc/sys/net/ipv4/conf/kpm0/route_localnet']).stdout.trim()).toBe('1');
         expect(fetchFrom(host.name, '127.0.0.1', 18090)).toBe('hello from pod');
         expect(fetchFrom(host.name, '192.168.78.1', 18090)).toBe('hello from pod');
+        // Hairpin: the pod reaches itself through the node's hostPort; with the bridge's ipMasq chain in
+        // POSTROUTING too, the hostPort's masquerade must come first (the reference prepends its own).
+        expect(fetchFrom(pod.name, '192.168.78.1', 18090)).toBe('hello from pod');
 
         await rt.delNetworkList(list, att);
         const nat = inNetns(host.name, 'iptables', ['-w', '-t', 'nat', '-S']).stdout;

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readFileSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
@@ -363,6 +363,11 @@ export class LinuxDatapath implements Datapath {
     this.sockets.clear();
     if (this.selfFd !== undefined) closeSync(this.selfFd);
     this.selfFd = undefined;
+  }
+
+  /** Checks the node's namespace (HOST_NETNS) as every operation will; throws ENOENT or EINVAL otherwise. */
+  nodeNetnsKey(): string {
+    return this.resolve(HOST_NETNS).key;
   }
 
   async netnsExists(netns: NetnsRef): Promise<boolean> {
@@ -930,7 +935,9 @@ export class LinuxDatapath implements Datapath {
             }
           }
           jumps.push(`-A KEMU-HOSTPORT-DNAT -m comment --comment "${comment}" -j ${dn}`);
-          if (snat.length > 0) jumps.push(`-A POSTROUTING -m comment --comment "${comment}" -j ${sn}`);
+          // First in POSTROUTING, as the reference puts its own: a masquerade chain of the bridge (ipMasq) ACCEPTs
+          // traffic within the pod network, which would end the nat table's walk before the hairpin SNAT.
+          if (snat.length > 0) jumps.push(`-I POSTROUTING 1 -m comment --comment "${comment}" -j ${sn}`);
         }
       }
       lines.push(...jumps, 'COMMIT', '');
@@ -993,13 +1000,8 @@ export class LinuxDatapath implements Datapath {
 }
 
 export function createLinuxDatapath(opts: DatapathOptions = {}): LinuxDatapath {
-  if (opts.hostNetns !== undefined) {
-    const fd = openSync(opts.hostNetns, 'r');
-    try {
-      fstatSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return new LinuxDatapath(opts);
+  const dp = new LinuxDatapath(opts);
+  // The node's namespace must exist and be one: checked without opening it (a FIFO there would block).
+  if (opts.hostNetns !== undefined) void dp.nodeNetnsKey();
+  return dp;
 }

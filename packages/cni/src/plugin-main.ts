@@ -15,7 +15,11 @@ export async function datapathFromEnv(env: Record<string, string | undefined>): 
   const kind = env.KEMU_DATAPATH || 'linux';
   if (kind === 'linux') {
     const { createLinuxDatapath } = await import('./datapath-linux.js');
-    return createLinuxDatapath({ hostNetns: env.KEMU_HOST_NETNS || undefined });
+    try {
+      return createLinuxDatapath({ hostNetns: env.KEMU_HOST_NETNS || undefined });
+    } catch (e) {
+      throw new CniError(CniErrorCode.InvalidEnvironment, `KEMU_HOST_NETNS: ${(e as Error).message}`);
+    }
   }
   if (kind === 'sim') {
     const statePath = env.KEMU_NETSIM_STATE;

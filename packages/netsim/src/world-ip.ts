@@ -157,7 +157,7 @@ export function ipRouteOutput(
     rec(w, 'drop', ns, null, 'output', p, family, 'route has no device');
     return;
   }
-  if (ct) nfPostrouting(w, ns, p, family, dev, ct);
+  nfPostrouting(w, ns, p, family, dev, ct);
   if (dev.kind === 'loopback') {
     const f = ethFrame(new Uint8Array(6), new Uint8Array(6), family === 4 ? ETH_P_IP : ETH_P_IPV6, p);
     devXmit(w, dev, f);
@@ -202,7 +202,7 @@ export function localDeliver(
   family: Family,
   ct: CtRef | null,
 ): void {
-  if (ct) nfLocalIn(w, ns, l, p, family, ct);
+  nfLocalIn(w, ns, l, p, family, ct);
   const proto = family === 4 ? p[9]! : p[6]!;
   const l4 = family === 4 ? (p[0]! & 0xf) * 4 : 40;
   const end = family === 4 ? p.readUInt16BE(2) : 40 + p.readUInt16BE(4);

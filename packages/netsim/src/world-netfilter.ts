@@ -1,8 +1,9 @@
-// The netfilter hook points, named as the kernel names them (NF_INET_*). world-ip.ts calls these and
-// nothing else of netfilter: PRE_ROUTING on receive, LOCAL_OUT for locally generated packets, LOCAL_IN
-// before local delivery, POST_ROUTING once the output device is known. FORWARD has no rules yet, so
-// world-ip.ts only marks where it would run. Today every hook is conntrack plus NAT; filter tables and
-// chains belong here, in front of or behind those calls.
+// The netfilter hook points, named as the kernel names them (NF_INET_*). world-ip.ts calls these for
+// every packet and touches nothing else of netfilter: PRE_ROUTING on receive, LOCAL_OUT for locally
+// generated packets, LOCAL_IN before local delivery, POST_ROUTING once the output device is known.
+// FORWARD has no rules yet, so world-ip.ts only marks where it would run. Today every hook is conntrack
+// plus NAT (a packet no connection tracks carries a null CtRef); filter tables and chains belong here,
+// in front of or behind those calls.
 import { type Family, formatIpBytes } from './addr.js';
 import { rec } from './world-capture.js';
 import { ctConfirm } from './world-conntrack.js';
@@ -21,7 +22,8 @@ export function nfLocalOut(w: WorldState, ns: Ns, p: Buffer, family: Family): Ct
 }
 
 /** NF_INET_LOCAL_IN: a new connection is confirmed; replies of a DNATed one are de-DNATed. */
-export function nfLocalIn(w: WorldState, ns: Ns, l: Link, p: Buffer, family: Family, ct: CtRef): void {
+export function nfLocalIn(w: WorldState, ns: Ns, l: Link, p: Buffer, family: Family, ct: CtRef | null): void {
+  if (!ct) return;
   if (ct.isNew) ctConfirm(ns, ct.conn);
   // Replies of a DNATed connection that ends here are de-DNATed on input.
   else if (ct.dir === 'reply' && ct.conn.dnat) {
@@ -33,6 +35,13 @@ export function nfLocalIn(w: WorldState, ns: Ns, l: Link, p: Buffer, family: Fam
 }
 
 /** NF_INET_POST_ROUTING: SNAT/MASQUERADE of a new connection (or the established mapping), then confirm. */
-export function nfPostrouting(w: WorldState, ns: Ns, p: Buffer, family: Family, out: Link, ct: CtRef): void {
-  natPost(w, ns, p, family, out, ct);
+export function nfPostrouting(
+  w: WorldState,
+  ns: Ns,
+  p: Buffer,
+  family: Family,
+  out: Link,
+  ct: CtRef | null,
+): void {
+  if (ct) natPost(w, ns, p, family, out, ct);
 }

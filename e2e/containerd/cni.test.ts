@@ -102,6 +102,9 @@ beforeAll(() => {
   spawnSync('ip', ['-n', nsName, 'addr', 'add', '192.168.79.1/24', 'dev', 'node0']);
   spawnSync('ip', ['-n', nsName, 'link', 'set', 'node0', 'up']);
   spawnSync('ip', ['-n', nsName, 'link', 'set', 'node0p', 'up']);
+  // Bridged frames skip iptables here (no br_netfilter on the bridge): a pod's reply to another pod that came
+  // through a hostPort reaches the node's conntrack only if the hostPort masqueraded the pod network.
+  spawnSync('ip', ['netns', 'exec', nsName, 'sh', '-c', 'echo 0 > /proc/sys/net/bridge/bridge-nf-call-iptables || true']);
 }, 180_000);
 
 afterAll(() => {

@@ -33,8 +33,8 @@ describe('kemu-portmap', () => {
     expect(r.json.ips).toEqual(prevResult.ips);
     const rules = await dp.listNatRules(HOST_NETNS);
     expect(rules).toEqual([
-      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 8080, toIP: '10.5.0.7', toPort: 80, snat: true },
-      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 8080, toIP: 'fd05::7', toPort: 80, snat: true },
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 8080, toIP: '10.5.0.7', toPort: 80, snat: true, masqSrc: '10.5.0.0/24' },
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 8080, toIP: 'fd05::7', toPort: 80, snat: true, masqSrc: 'fd05::/64' },
       {
         kind: 'dnat',
         owner: 'portmap pmnet ctr',
@@ -43,6 +43,7 @@ describe('kemu-portmap', () => {
         toIP: '10.5.0.7',
         toPort: 53,
         snat: true,
+        masqSrc: '10.5.0.0/24',
         hostIP: '192.168.1.2',
       },
     ]);
@@ -89,8 +90,8 @@ describe('kemu-portmap', () => {
     const r = await callPlugin(portmap, 'ADD', stdinFrom(mapping), env, dp);
     expect(r.exitCode, r.stdout).toBe(0);
     expect(await dp.listNatRules(HOST_NETNS)).toEqual([
-      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 18080, toIP: '10.5.0.7', toPort: 80, snat: true },
-      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 18080, toIP: 'fd05::7', toPort: 80, snat: true },
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 18080, toIP: '10.5.0.7', toPort: 80, snat: true, masqSrc: '10.5.0.0/24' },
+      { kind: 'dnat', owner: 'portmap pmnet ctr', protocol: 'tcp', hostPort: 18080, toIP: 'fd05::7', toPort: 80, snat: true, masqSrc: 'fd05::/64' },
     ]);
     expect((await callPlugin(portmap, 'CHECK', stdinFrom(mapping), env, dp)).exitCode).toBe(0);
     expect((await callPlugin(portmap, 'DEL', stdinFrom(mapping), env, dp)).exitCode).toBe(0);
@@ -106,7 +107,7 @@ describe('kemu-portmap', () => {
     const r = await callPlugin(portmap, 'ADD', add.replace('"type":"portmap"', '"type":"kemu-portmap"'), { ...env, netns }, dp);
     expect(r.exitCode, r.stdout).toBe(0);
     expect(await dp.listNatRules(HOST_NETNS)).toEqual([
-      { kind: 'dnat', owner: 'portmap ref ctr', protocol: 'tcp', hostPort: 18080, toIP: '10.63.0.2', toPort: 80, snat: true },
+      { kind: 'dnat', owner: 'portmap ref ctr', protocol: 'tcp', hostPort: 18080, toIP: '10.63.0.2', toPort: 80, snat: true, masqSrc: '10.63.0.0/24' },
     ]);
     expect((await callPlugin(portmap, 'DEL', del, { ...env, netns }, dp)).exitCode).toBe(0);
     expect(await dp.listNatRules(HOST_NETNS)).toEqual([]);

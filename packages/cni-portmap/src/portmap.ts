@@ -3,6 +3,7 @@ import {
   CniErrorCode,
   type CniPlugin,
   type ConfFields,
+  canonicalNetwork,
   conf,
   contains,
   type Datapath,
@@ -81,15 +82,19 @@ function parseConditions(raw: unknown, key: string): Condition[] | undefined {
 
 const owner = (ctx: PluginContext): string => `portmap ${ctx.conf.name} ${ctx.containerId}`;
 
-function containerIPs(ctx: PluginContext): { v4?: string; v6?: string } {
+/** The pod's first address of each family, and its network (what the reference's hairpin rule matches). */
+function containerIPs(ctx: PluginContext): { v4?: string; v6?: string; net4?: string; net6?: string } {
   const r = ctx.prevResult!;
-  const out: { v4?: string; v6?: string } = {};
+  const out: { v4?: string; v6?: string; net4?: string; net6?: string } = {};
   for (const ip of r.ips ?? []) {
     const iface = ip.interface !== undefined ? r.interfaces?.[ip.interface] : undefined;
     if (ip.interface !== undefined && !iface?.sandbox) continue;
     const addr = ip.address.slice(0, ip.address.indexOf('/'));
-    if (addr.includes(':')) out.v6 ??= addr;
-    else out.v4 ??= addr;
+    const c = parseCidr(ip.address);
+    const net = c ? canonicalNetwork(c) : undefined;
+    if (addr.includes(':')) {
+      if (!out.v6) [out.v6, out.net6] = [addr, net];
+    } else if (!out.v4) [out.v4, out.net4] = [addr, net];
   }
   return out;
 }
@@ -157,6 +162,8 @@ export const portmap: CniPlugin = {
           toPort: m.containerPort,
           snat,
         };
+        const net = fam === 4 ? ips.net4 : ips.net6;
+        if (snat && net) rule.masqSrc = net;
         if (m.hostIP) rule.hostIP = m.hostIP;
         const cond = fam === 4 ? condV4 : condV6;
         if (cond) rule.conditions = cond;

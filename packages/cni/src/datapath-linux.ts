@@ -923,7 +923,7 @@ export class LinuxDatapath implements Datapath {
             if (r.snat) {
               // Hairpin: a pod reaching itself through the host port must see replies come back via the node.
               lines.push(
-                `-A ${sn} -s ${r.toIP} -d ${r.toIP} -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
+                `-A ${sn} -s ${r.masqSrc ?? r.toIP} -d ${r.toIP} -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
               );
               // Node-local clients of 127.0.0.1:hostPort: the pod cannot answer 127.0.0.1, so the node's address
               // on the way out replaces it (the packet leaves 127/8 only where route_localnet allows it).

@@ -178,7 +178,7 @@ function compileNat(r: NatRule): SimNatRule[] {
       const host = r.toIP.includes(':') ? `${r.toIP}/128` : `${r.toIP}/32`;
       out.push({
         type: 'masquerade',
-        src: host,
+        src: r.masqSrc ?? host,
         dst: host,
         proto: r.protocol as 'tcp' | 'udp',
         dport: r.toPort,

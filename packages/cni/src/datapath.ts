@@ -213,6 +213,11 @@ export interface DnatRule {
   toPort: number;
   /** Also masquerade the hairpin / localhost case so replies return through the node (portmap `snat`). */
   snat?: boolean;
+  /**
+   * With `snat`: sources whose connections to the host port are masqueraded (the pod's network, as the
+   * reference portmap marks them, so another pod's replies also come back through the node); default `toIP`.
+   */
+  masqSrc?: string;
   /** Restrict to these extra conditions, e.g. input interface (`iifname`) or source CIDR. */
   conditions?: { iif?: string; notIif?: string; srcCidr?: string }[];
   comment?: string;

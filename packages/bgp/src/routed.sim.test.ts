@@ -12,13 +12,13 @@ import { CalicoIpam } from '@kemu/cni-calico';
 import { createMemoryStore, type Store } from '@kemu/core';
 import { formatTrace, type Trace, World } from '@kemu/netsim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { DatapathRouteSink } from './route-sink.js';
 import { bgpRoutes, plumbPod, POOL, prepareNode, until } from './routed.test-util.js';
 import { BgpSpeaker } from './speaker.js';
 import { MemoryNetwork } from './transport.js';
 
-const haveTshark = spawnSync('tshark', ['--version']).status === 0;
-if (!haveTshark) console.warn('skipping the tshark decode of the routed netsim capture: tshark not installed');
+const haveTshark = requirePeers('the tshark decode of the routed netsim capture', [peers.tshark]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-bgp-routed-sim-'));
 const nodeNs = (name: string) => `/run/kemu/nodes/${name}`;

@@ -11,8 +11,11 @@ import { hostLocal } from '@kemu/cni-host-local';
 import { createMemoryStore } from '@kemu/core';
 import { formatTrace, World } from '@kemu/netsim';
 import { afterAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { ANNOTATIONS, VxlanAgent } from './agent.js';
 import { vxlan } from './plugin.js';
+
+const haveTshark = requirePeers('the tshark decode of the direct-routing netsim capture', [peers.tshark]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-vxlan-direct-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -78,18 +81,20 @@ describe('kemu-vxlan directRouting on netsim', () => {
     const r = world.ping('/var/run/netns/dpod-0', ips[1]!, { count: 2 });
     expect(r.received, formatTrace(r.trace)).toBe(2);
     expect(r.trace.some((h) => h.kind === 'encap' || h.kind === 'decap')).toBe(false);
-    const pcap = join(tmp, 'direct.pcap');
-    writeFileSync(pcap, world.pcap(`${a.ns}/eth0`));
-    const ts = spawnSync('tshark', ['-r', pcap, '-d', 'udp.port==8472,vxlan', '-T', 'fields', '-e', 'vxlan.vni', '-e', 'ip.src', '-e', 'ip.dst', '-e', 'icmp.type', '-Y', 'icmp || vxlan'], { encoding: 'utf8' });
-    expect(ts.status, ts.stderr).toBe(0);
-    const rows = ts.stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => l.split('\t'));
-    expect(rows.length, ts.stdout).toBe(4);
-    // Plain routed ICMP between the pod addresses: no VXLAN header, no outer IP.
-    expect(rows.every((f) => f[0] === '' && !f[1]!.includes(',')), ts.stdout).toBe(true);
-    expect(rows.some((f) => f[1] === ips[0] && f[2] === ips[1] && f[3] === '8')).toBe(true);
+    if (haveTshark) {
+      const pcap = join(tmp, 'direct.pcap');
+      writeFileSync(pcap, world.pcap(`${a.ns}/eth0`));
+      const ts = spawnSync('tshark', ['-r', pcap, '-d', 'udp.port==8472,vxlan', '-T', 'fields', '-e', 'vxlan.vni', '-e', 'ip.src', '-e', 'ip.dst', '-e', 'icmp.type', '-Y', 'icmp || vxlan'], { encoding: 'utf8' });
+      expect(ts.status, ts.stderr).toBe(0);
+      const rows = ts.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t'));
+      expect(rows.length, ts.stdout).toBe(4);
+      // Plain routed ICMP between the pod addresses: no VXLAN header, no outer IP.
+      expect(rows.every((f) => f[0] === '' && !f[1]!.includes(',')), ts.stdout).toBe(true);
+      expect(rows.some((f) => f[1] === ips[0] && f[2] === ips[1] && f[3] === '8')).toBe(true);
+    }
     // node-b moves to another underlay subnet: its direct route goes, the tunnel takes over.
     await store.patch('Node', '', 'node-b', { metadata: { annotations: { [ANNOTATIONS.publicIp]: '10.98.0.7' } } }, 'merge');
     const after = await a.agent.reconcile();

@@ -10,8 +10,11 @@ import { hostLocal } from '@kemu/cni-host-local';
 import { createMemoryStore, type Store } from '@kemu/core';
 import { formatTrace, World } from '@kemu/netsim';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peers, requirePeers } from '@kemu/test-peers';
 import { ANNOTATIONS, VxlanAgent } from './agent.js';
 import { vxlan } from './plugin.js';
+
+const haveTshark = requirePeers('the tshark decode of the vxlan netsim capture', [peers.tshark]);
 
 const tmp = mkdtempSync(join(tmpdir(), 'kemu-vxlan-sim-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -177,6 +180,7 @@ describe('kemu-vxlan on netsim: three nodes on one underlay', () => {
     expect(world.ping('/var/run/netns/pod-c', ipA, { count: 1 }).received).toBe(1);
     expect(world.ping('/var/run/netns/pod-b', ipC, { count: 1 }).received).toBe(1);
 
+    if (!haveTshark) return;
     const pcap = join(tmp, 'underlay.pcap');
     // node-a's underlay port: both directions of the tunnel pass it.
     writeFileSync(pcap, world.pcap(`${nodeNs('node-a')}/eth0`));

@@ -33,7 +33,7 @@ describe('kemu-host-local: files a config names are read with a bound', () => {
     expect(r.json).toEqual({
       cniVersion: '1.0.0',
       code: 7,
-      msg: 'ipam "resolvConf" /dev/zero is a character device, not a regular file',
+      msg: 'ipam "resolvConf" /dev/zero is not a regular file',
     });
     expect(allocated(d)).toEqual([]);
   });
@@ -48,9 +48,9 @@ describe('kemu-host-local: files a config names are read with a bound', () => {
     writeFileSync(join(tmp, 'resolv.ok'), 'nameserver 10.0.0.53\nsearch a.example b.example\n');
     symlinkSync(join(tmp, 'resolv.ok'), join(tmp, 'resolv.oklink'));
     const cases: [string, RegExp][] = [
-      [fifo, /is a FIFO, not a regular file/],
-      [join(tmp, 'resolv.dir'), /is a directory, not a regular file/],
-      [join(tmp, 'resolv.link'), /is a character device, not a regular file/],
+      [fifo, /is not a regular file/],
+      [join(tmp, 'resolv.dir'), /is not a regular file/],
+      [join(tmp, 'resolv.link'), /is not a regular file/],
       [join(tmp, 'resolv.big'), /is larger than 65536 bytes/],
     ];
     for (const [path, msg] of cases) {
@@ -75,7 +75,7 @@ describe('kemu-host-local: state files in the dataDir are read with a bound', ()
     mkdirSync(join(d, 'badnet'), { recursive: true });
     symlinkSync('/dev/zero', join(d, 'badnet', 'last_reserved_ip.0'));
     const r = await add(d);
-    expect(r.json).toMatchObject({ code: 5, msg: expect.stringMatching(/host-local state .*last_reserved_ip\.0 is a character device/) });
+    expect(r.json).toMatchObject({ code: 5, msg: expect.stringMatching(/host-local state .*last_reserved_ip\.0 is not a regular file/) });
     expect(allocated(d)).toEqual([]);
     rmSync(join(d, 'badnet', 'last_reserved_ip.0'));
     writeFileSync(join(d, 'badnet', 'last_reserved_ip.0'), 'x'.repeat(70 << 10));
@@ -91,6 +91,6 @@ describe('kemu-host-local: state files in the dataDir are read with a bound', ()
     rmSync(idx);
     symlinkSync('/dev/zero', idx);
     const r = await callPlugin(hostLocal, 'DEL', conf(d), { containerId: 'ix', ifname: 'eth0' });
-    expect(r.json).toMatchObject({ code: 5, msg: expect.stringMatching(/is a character device/) });
+    expect(r.json).toMatchObject({ code: 5, msg: expect.stringMatching(/is not a regular file/) });
   });
 });

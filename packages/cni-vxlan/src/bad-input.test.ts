@@ -41,8 +41,8 @@ describe('kemu-vxlan reads the files its config names with a bound', () => {
     const { dir, invoker, conf } = setup('subnet');
     writeFileSync(join(dir, 'big.env'), `FLANNEL_NETWORK=10.244.0.0/16\n#${'x'.repeat(70 << 10)}\n`);
     for (const [file, msg] of [
-      ['/dev/zero', /"subnetFile" \/dev\/zero is a character device, not a regular file/],
-      [dir, /is a directory, not a regular file/],
+      ['/dev/zero', /"subnetFile" \/dev\/zero is not a regular file/],
+      [dir, /is not a regular file/],
       [join(dir, 'big.env'), /is larger than 65536 bytes/],
     ] as const) {
       const out = await invoker.invoke('kemu-vxlan', env('ADD'), conf(file));
@@ -56,6 +56,6 @@ describe('kemu-vxlan reads the files its config names with a bound', () => {
     writeFileSync(join(dir, 'subnet.env'), 'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\n');
     symlinkSync('/dev/zero', join(dir, 'flannel', 'c1'));
     const out = await invoker.invoke('kemu-vxlan', env('DEL'), conf(join(dir, 'subnet.env')));
-    expect(JSON.parse(out.stdout)).toMatchObject({ code: 5, msg: expect.stringMatching(/saved delegate config .*c1 is a character device/) });
+    expect(JSON.parse(out.stdout)).toMatchObject({ code: 5, msg: expect.stringMatching(/saved delegate config .*c1 is not a regular file/) });
   });
 });

@@ -44,7 +44,8 @@ import {
   type RouteSpec,
 } from './datapath.js';
 import { withFileLock } from './file-lock.js';
-import { READ_LIMITS, readTextBounded } from './read-bounded.js';
+import { READ_LIMITS } from './read-bounded.js';
+import { readTextBounded } from './read-file-bounded.js';
 
 export const SIM_STATE_FORMAT = 'kemu-netsim-state';
 

@@ -48,13 +48,6 @@ export {
   DEFAULT_DAEMON_SOCKET,
   serveCniDaemon,
 } from './daemon.js';
-export {
-  type BoundedRead,
-  READ_LIMITS,
-  readFdBounded,
-  readFileBounded,
-  readFileBoundedIfExists,
-  readTextBounded,
-  readTextBoundedIfExists,
-} from './read-bounded.js';
+export { type BoundedRead, READ_LIMITS, readFdBounded } from './read-bounded.js';
+export { readFileBounded, readFileBoundedIfExists, readTextBounded, readTextBoundedIfExists } from './read-file-bounded.js';
 export { requireNetns } from './netns-check.js';

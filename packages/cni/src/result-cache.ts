@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { READ_LIMITS, readTextBoundedIfExists } from './read-bounded.js';
+import { READ_LIMITS } from './read-bounded.js';
+import { readTextBoundedIfExists } from './read-file-bounded.js';
 import type { NetworkConfigList, RuntimeConf } from './runtime.js';
 import { type CniResult, convertResult, parseResult } from './types.js';
 

@@ -42,30 +42,41 @@ export function checkPathSyntax(p: string, what = 'path'): string {
   return path.resolve(p);
 }
 
+/** lstat without an exception for what is missing (ENOENT, or ENOTDIR below a file). */
+function exists(p: string): boolean {
+  try {
+    return fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOTDIR') return false;
+    throw e;
+  }
+}
+
 /**
  * The path with every symbolic link in its existing part resolved; the missing rest is appended as written.
  * A dangling link on the way is refused: what it would create is decided by whoever controls the link.
  */
 export function realPathOfExisting(p: string, what = 'path'): string {
+  // Walk up with lstat (no exception for a missing entry: this runs on every publish and container start),
+  // then resolve the existing prefix with one realpath(3).
   const rest: string[] = [];
   let cur = p;
   for (;;) {
-    try {
-      const real = fs.realpathSync(cur);
-      return rest.length === 0 ? real : path.join(real, ...rest.reverse());
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw e;
-    }
-    const st = fs.lstatSync(cur, { throwIfNoEntry: false });
-    if (st?.isSymbolicLink()) {
-      throw new UnsafePathError('symlink', p, `${what} ${JSON.stringify(p)} goes through ${cur}, a symbolic link to a missing target`);
-    }
+    if (exists(cur)) break;
     const parent = path.dirname(cur);
     if (parent === cur) return p;
     rest.push(path.basename(cur));
     cur = parent;
   }
+  let real: string;
+  try {
+    real = fs.realpathSync.native(cur);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') throw e;
+    throw new UnsafePathError('symlink', p, `${what} ${JSON.stringify(p)} goes through ${cur}, a symbolic link that does not resolve`);
+  }
+  return rest.length === 0 ? real : path.join(real, ...rest.reverse());
 }
 
 /**

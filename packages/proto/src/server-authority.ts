@@ -11,6 +11,7 @@ import hpack, { type Compressor, type Decompressor, type HpackHeader } from 'hpa
 import {
   CLIENT_PREFACE,
   DEFAULT_HEADER_TABLE_SIZE,
+  DEFAULT_MAX_FRAME_SIZE,
   FRAME_HEADER_LENGTH,
   type FrameHeader,
   FrameFlag,
@@ -208,6 +209,12 @@ export class AuthorityRewriter extends Duplex {
     let runStart = 0;
     for (;;) {
       const h = readFrameHeader(buf, offset);
+      // A frame over the size node:http2 accepts is its to refuse (FRAME_SIZE_ERROR), not ours to wait for.
+      if (h && h.length > DEFAULT_MAX_FRAME_SIZE) {
+        this.emitBytes(buf.subarray(runStart, offset));
+        this.giveUp(buf.subarray(offset));
+        return;
+      }
       if (!h || buf.length < h.end) break;
       if (h.type !== FrameType.HEADERS && h.type !== FrameType.CONTINUATION && !this.block) {
         offset = h.end;

@@ -42,6 +42,7 @@ function run(cmd: string, args: string[], input?: Buffer): Promise<{ status: num
 }
 
 const PROTOCOL_ERROR = 0x1;
+const FRAME_SIZE_ERROR = 0x6;
 const COMPRESSION_ERROR = 0x9;
 
 interface Target {
@@ -228,6 +229,21 @@ for (const engine of ['http2', 'grpc-js'] as GrpcEngine[]) {
             // Indexed field 200: past the static table and the connection's dynamic table.
             conn.write(frame(T.HEADERS, END_HEADERS, 101, Buffer.from([0xff, 0x49])));
             expect(await conn.waitGoaway()).toBe(COMPRESSION_ERROR);
+          } finally {
+            conn.close();
+          }
+        });
+
+        it(`closes the connection with FRAME_SIZE_ERROR on a frame over the maximum size (first call: ${first})`, async () => {
+          const conn = await open();
+          try {
+            // Only the header of a DATA frame announcing 16 MiB: refused at once, not waited for.
+            const header = Buffer.alloc(9);
+            header.writeUIntBE(0xffffff, 0, 3);
+            header[3] = T.DATA;
+            header.writeUInt32BE(101, 5);
+            conn.write(header);
+            expect(await conn.waitGoaway()).toBe(FRAME_SIZE_ERROR);
           } finally {
             conn.close();
           }

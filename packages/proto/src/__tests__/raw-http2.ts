@@ -100,9 +100,14 @@ export class RawConnection {
   static open(sock: string, preface: Buffer = Buffer.concat([PREFACE, frame(T.SETTINGS, 0, 0)])): Promise<RawConnection> {
     return new Promise((resolve, reject) => {
       const socket = net.connect(sock);
-      socket.once('error', reject);
+      const timer = setTimeout(() => socket.destroy(new Error(`no connection to ${sock} within 5 s`)), 5000);
+      socket.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
       socket.once('connect', () => {
-        socket.off('error', reject);
+        clearTimeout(timer);
+        socket.removeAllListeners('error');
         socket.write(preface);
         resolve(new RawConnection(socket));
       });
@@ -167,6 +172,22 @@ export class RawConnection {
     return result;
   }
 
+  /** What has arrived so far for a stream still open (undefined once it ended). */
+  partial(streamId: number): Reply | undefined {
+    return this.pending.get(streamId)?.reply;
+  }
+
+  /** Resets a stream with CANCEL, as a client does when it stops waiting, and settles its reply. */
+  cancel(streamId: number): void {
+    const p = this.pending.get(streamId);
+    const code = Buffer.alloc(4);
+    code.writeUInt32BE(0x8);
+    this.write(frame(T.RST_STREAM, 0, streamId, code));
+    if (!p) return;
+    this.pending.delete(streamId);
+    p.resolve(p.reply);
+  }
+
   close(): void {
     this.socket.destroy();
   }
@@ -197,7 +218,16 @@ export class RawConnection {
   private onFrame(type: number, flags: number, streamId: number, payload: Buffer): void {
     if (type === T.SETTINGS && !(flags & ACK)) this.write(frame(T.SETTINGS, ACK, 0));
     if (type === T.PING && !(flags & ACK)) this.write(frame(T.PING, ACK, 0, payload));
-    if (type === T.GOAWAY) this.goaway = payload.readUInt32BE(4);
+    if (type === T.GOAWAY) {
+      // Streams past the last one the server processed are over; after an error, all of them are.
+      this.goaway = payload.readUInt32BE(4);
+      const last = payload.readUInt32BE(0) & 0x7fffffff;
+      for (const [id, p] of this.pending) {
+        if (id <= last && this.goaway === 0) continue;
+        this.pending.delete(id);
+        p.resolve(p.reply);
+      }
+    }
     const p = this.pending.get(streamId);
     if (!p) return;
     if (type === T.HEADERS) {

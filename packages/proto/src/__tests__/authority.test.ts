@@ -20,7 +20,7 @@ import {
   serveUnix,
   shutdownServer,
 } from '../index';
-import { END_HEADERS, frame, grpcGoHeaders, grpcMessage, grpcStatus, literal, RawConnection, T } from './raw-http2';
+import { ACK, END_HEADERS, frame, grpcGoHeaders, grpcMessage, grpcStatus, literal, PREFACE, RawConnection, T } from './raw-http2';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PYTHON = '/usr/bin/python3';
@@ -179,6 +179,21 @@ for (const engine of ['http2', 'grpc-js'] as GrpcEngine[]) {
         hosts.length = 0;
         await conn.request(grpcGoHeaders(TARGETS[0]!.path, sock), grpcMessage(Buffer.alloc(0)));
         expect(hosts).toEqual([sock]);
+      } finally {
+        conn.close();
+      }
+    });
+
+    it('answers a PING sent before the first request, and the SETTINGS a waiting client needs', async () => {
+      const ping = frame(T.PING, 0, 0, Buffer.from('kemu-png'));
+      const conn = await RawConnection.open(sockets.cri!, Buffer.concat([PREFACE, frame(T.SETTINGS, 0, 0), ping]));
+      try {
+        const until = Date.now() + 5000;
+        while (!conn.received.some((f) => f.type === T.PING && f.flags === ACK) && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+        expect(conn.received.some((f) => f.type === T.PING && f.flags === ACK)).toBe(true);
+        expect(conn.received[0]).toMatchObject({ type: T.SETTINGS, flags: 0 });
+        const reply = await conn.request(grpcGoHeaders(TARGETS[0]!.path, sockets.cri!), grpcMessage(Buffer.alloc(0)));
+        expect(grpcStatus(reply)).toMatchObject({ code: 0 });
       } finally {
         conn.close();
       }

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { mkdirWithin, openFileWithin } from '@kemu/safe-fs';
+import fsp from 'node:fs/promises';
+import { mkdirWithinAsync, openFileWithin } from '@kemu/safe-fs';
 import type { Backend, BackendVolume, PublishSpec, VolumeUsage } from './backend.js';
 import { CsiError } from './errors.js';
 import type { Capability, VolumeCondition } from './types.js';
@@ -144,7 +145,7 @@ export class SimBackend implements Backend {
     await this.step('publish', vol.id);
     // The SP creates target_path (a directory for a mount volume, a file for a block one); nothing is
     // mounted on it, but whoever looks finds what a real driver leaves there.
-    if (vol.accessType === 'mount') mkdirWithin(spec.pathRoot, spec.targetPath, 0o750, 'target_path');
+    if (vol.accessType === 'mount') await mkdirWithinAsync(spec.pathRoot, spec.targetPath, 0o750, 'target_path');
     else fs.closeSync(openFileWithin(spec.pathRoot, spec.targetPath, { mode: 0o660, what: 'target_path' }).fd);
     this.mounts.set(spec.targetPath, vol.id);
   }
@@ -152,9 +153,12 @@ export class SimBackend implements Backend {
   async unpublish(vol: BackendVolume, targetPath: string): Promise<void> {
     await this.step('unpublish', vol.id);
     // Only the empty directory or file publish made goes: rmdir refuses a directory someone filled.
-    const st = fs.lstatSync(targetPath, { throwIfNoEntry: false });
-    if (st?.isDirectory()) fs.rmdirSync(targetPath);
-    else if (st) fs.unlinkSync(targetPath);
+    const st = await fsp.lstat(targetPath).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return undefined;
+      throw e;
+    });
+    if (st?.isDirectory()) await fsp.rmdir(targetPath);
+    else if (st) await fsp.unlink(targetPath);
     this.mounts.delete(targetPath);
   }
 

@@ -1,5 +1,5 @@
 export { FileTooLargeError, UnsafePathError, type UnsafePathReason } from './errors.js';
-export { mkdirWithin } from './mkdir-within.js';
+export { mkdirWithin, mkdirWithinAsync } from './mkdir-within.js';
 export { openFileWithin, type OpenedFile } from './open-within.js';
 export { readFileBounded } from './read-bounded.js';
 export { secureJoin } from './secure-join.js';

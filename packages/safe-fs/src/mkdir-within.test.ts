@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdirWithin } from './mkdir-within.js';
+import { mkdirWithin, mkdirWithinAsync } from './mkdir-within.js';
 
 let tmp: string;
 let root: string;
@@ -44,5 +44,14 @@ describe('mkdirWithin', () => {
   it('refuses a component that is a file', () => {
     fs.writeFileSync(path.join(root, 'f'), '');
     expect(() => mkdirWithin(root, path.join(root, 'f', 'x'))).toThrow(/not a directory/);
+  });
+});
+
+describe('mkdirWithinAsync', () => {
+  it('creates like mkdirWithin and refuses the same links', async () => {
+    expect(await mkdirWithinAsync(root, path.join(root, 'a', 'b'))).toBe(path.join(root, 'a', 'b'));
+    fs.symlinkSync(outside, path.join(root, 'link'));
+    await expect(mkdirWithinAsync(root, path.join(root, 'link', 'x'))).rejects.toThrow(/outside the allowed root/);
+    expect(fs.readdirSync(outside)).toEqual([]);
   });
 });

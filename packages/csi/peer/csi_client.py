@@ -77,7 +77,7 @@ rpc("Node", "NodeStageVolume", csi.NodeStageVolumeRequest(
 rpc("Node", "NodePublishVolume", csi.NodePublishVolumeRequest(
     volume_id=vol.volume_id, staging_target_path=staging, target_path=target, volume_capability=cap,
     publish_context=pub.publish_context), csi.NodePublishVolumeResponse)
-if os.path.isdir(target):  # hostpath: a real mount; sim: nothing on disk
+if os.path.isdir(target):  # hostpath: a real mount; sim: the directory NodePublishVolume created
     with open(os.path.join(target, "from-python"), "w") as f:
         f.write("hello")
 stats = rpc("Node", "NodeGetVolumeStats", csi.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=target),

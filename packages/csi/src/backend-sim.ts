@@ -152,12 +152,14 @@ export class SimBackend implements Backend {
 
   async unpublish(vol: BackendVolume, targetPath: string): Promise<void> {
     await this.step('unpublish', vol.id);
-    // Only the empty directory or file publish made goes: rmdir refuses a directory someone filled.
+    // A real driver unmounts, so what a workload wrote (into the volume) leaves the target's view, and then
+    // removes the mount point. Nothing is mounted here, so what was written sits in the directory itself and
+    // goes with it; rm never follows a link it meets, so nothing outside the target is touched.
     const st = await fsp.lstat(targetPath).catch((e: NodeJS.ErrnoException) => {
       if (e.code === 'ENOENT') return undefined;
       throw e;
     });
-    if (st?.isDirectory()) await fsp.rmdir(targetPath);
+    if (st?.isDirectory()) await fsp.rm(targetPath, { recursive: true });
     else if (st) await fsp.unlink(targetPath);
     this.mounts.delete(targetPath);
   }

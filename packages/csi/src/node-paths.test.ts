@@ -75,6 +75,20 @@ describe('target_path on the sim backend', () => {
       await d.node.NodeUnpublishVolume({ volumeId: v.volumeId, targetPath }); // idempotent
     }
   });
+
+  it('NodeUnpublishVolume removes what a workload wrote into the target, and only that, as an unmount would hide it', async () => {
+    const d = await start('sim');
+    const v = await stagedVolume(d);
+    const targetPath = path.join(root, 'pods', 'q', 'volumes', 'mount');
+    await d.node.NodePublishVolume({ ...v, targetPath });
+    fs.mkdirSync(path.join(targetPath, 'sub'));
+    fs.writeFileSync(path.join(targetPath, 'sub', 'data'), 'x');
+    fs.writeFileSync(path.join(outside, 'keep'), 'keep');
+    fs.symlinkSync(outside, path.join(targetPath, 'link-out'));
+    await d.node.NodeUnpublishVolume({ volumeId: v.volumeId, targetPath });
+    expect(fs.existsSync(targetPath)).toBe(false);
+    expect(fs.readFileSync(path.join(outside, 'keep'), 'utf8')).toBe('keep');
+  });
 });
 
 describe.each(['sim', 'hostpath'] as const)('symbolic links under --path-root (%s backend)', (backend) => {

@@ -1,6 +1,6 @@
 // gRPC clients that dial a unix socket disagree on `:authority`: grpc-go before 1.58 (crictl and the kubelet
 // up to 1.30, CSI sidecars of that era), grpc-java and grpcio send the socket path, newer ones `localhost`.
-// node:http2 (nghttp2) resets a request whose :authority is empty or holds a `/` as malformed before any
+// node:http2 (nghttp2) resets a request whose :authority is absent, empty or holds a `/` before any
 // handler runs. This module is the judge of an authority and, for a connection that sends one node:http2
 // refuses, the client->server rewriter that replaces it: every header block is HPACK-decoded with the
 // peer's dynamic table state and re-encoded without the dynamic table, with `localhost` in its place.

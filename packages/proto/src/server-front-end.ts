@@ -1,8 +1,8 @@
 // The listener in front of every unix-socket gRPC server of either engine. It reads each connection's
 // preface up to its first complete request header block and decides from that block's authority:
-// - one node:http2 accepts (`localhost`, a %-encoded path, none): the socket itself is handed to the server,
+// - one node:http2 accepts (`localhost`, a %-encoded path): the socket itself is handed to the server,
 //   with the bytes already read put back (node:http2 reads them first) — the connection then costs nothing;
-// - one node:http2 refuses (a socket path, an empty value): the connection runs through an
+// - one node:http2 refuses (a socket path, an empty value, none at all): the connection runs through an
 //   AuthorityRewriter for its whole life.
 // gRPC clients wait for the server's SETTINGS before their first call, so the front end sends an empty one
 // at once and removes the client's acknowledgement of it from what the server reads (node:http2 sends its

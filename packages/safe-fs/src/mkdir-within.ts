@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { UnsafePathError } from './errors.js';
-import { resolveWithin } from './within-root.js';
+import { isWithin, type ResolvedPath, resolveWithin } from './within-root.js';
 
 /** What was made (or found) at one component must be a real directory, never a link. */
 function checkComponent(st: fs.Stats, cur: string, dir: string, what: string): void {
@@ -22,11 +22,12 @@ function checkComponent(st: fs.Stats, cur: string, dir: string, what: string): v
  */
 export function mkdirWithin(root: string, dir: string, mode = 0o755, what = 'directory'): string {
   const r = resolveWithin(dir, [root], { allowRoot: true, what });
+  const { start, parts, rootMissing } = creationPlan(r);
   // The root is configuration, not request data: a missing one is made as a plain `mkdir -p`.
-  fs.mkdirSync(r.realRoot, { recursive: true, mode });
-  const rel = path.relative(r.realRoot, r.real);
-  let cur = r.realRoot;
-  for (const part of rel === '' ? [] : rel.split(path.sep)) {
+  if (rootMissing) fs.mkdirSync(r.realRoot, { recursive: true, mode });
+  let cur = start;
+  if (parts.length === 0) checkComponent(fs.lstatSync(cur), cur, dir, what);
+  for (const part of parts) {
     cur = path.join(cur, part);
     try {
       fs.mkdirSync(cur, { mode });
@@ -39,15 +40,28 @@ export function mkdirWithin(root: string, dir: string, mode = 0o755, what = 'dir
 }
 
 /**
+ * Where creation starts and which components it makes. The existing part of the path was resolved (links
+ * followed) and found inside the root by resolveWithin, so only the missing components are made and checked
+ * one by one. A missing root is made first, and then every component below it is walked.
+ */
+function creationPlan(r: ResolvedPath): { start: string; parts: string[]; rootMissing: boolean } {
+  const existing = r.missing.length === 0 ? r.real : path.join(r.real, ...r.missing.map(() => '..'));
+  if (isWithin(existing, r.realRoot, true)) return { start: existing, parts: [...r.missing], rootMissing: false };
+  const rel = path.relative(r.realRoot, r.real);
+  return { start: r.realRoot, parts: rel === '' ? [] : rel.split(path.sep), rootMissing: true };
+}
+
+/**
  * mkdirWithin with the creation off the event loop (the checks are the same): for servers that create a
  * directory per request, where a slow disk would otherwise stall every call in flight.
  */
 export async function mkdirWithinAsync(root: string, dir: string, mode = 0o755, what = 'directory'): Promise<string> {
   const r = resolveWithin(dir, [root], { allowRoot: true, what });
-  await fsp.mkdir(r.realRoot, { recursive: true, mode });
-  const rel = path.relative(r.realRoot, r.real);
-  let cur = r.realRoot;
-  for (const part of rel === '' ? [] : rel.split(path.sep)) {
+  const { start, parts, rootMissing } = creationPlan(r);
+  if (rootMissing) await fsp.mkdir(r.realRoot, { recursive: true, mode });
+  let cur = start;
+  if (parts.length === 0) checkComponent(await fsp.lstat(cur), cur, dir, what);
+  for (const part of parts) {
     cur = path.join(cur, part);
     try {
       await fsp.mkdir(cur, { mode });

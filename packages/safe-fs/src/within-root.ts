@@ -22,6 +22,8 @@ export interface ResolvedPath {
   path: string;
   /** The path with the links of its existing part resolved; what the kernel would reach now. */
   real: string;
+  /** The components at the end of the path that do not exist yet (empty when it all exists). */
+  missing: readonly string[];
 }
 
 /** True when `child` is `parent` (with allowEqual) or lies below it; both absolute and normalised. */
@@ -57,6 +59,12 @@ function exists(p: string): boolean {
  * A dangling link on the way is refused: what it would create is decided by whoever controls the link.
  */
 export function realPathOfExisting(p: string, what = 'path'): string {
+  const { existing, missing } = splitExisting(p, what);
+  return missing.length === 0 ? existing : path.join(existing, ...missing);
+}
+
+/** The real path of the part of `p` that exists, and the names of the missing components after it, in order. */
+function splitExisting(p: string, what: string): { existing: string; missing: string[] } {
   // Walk up with lstat (no exception for a missing entry: this runs on every publish and container start),
   // then resolve the existing prefix with one realpath(3).
   const rest: string[] = [];
@@ -64,7 +72,7 @@ export function realPathOfExisting(p: string, what = 'path'): string {
   for (;;) {
     if (exists(cur)) break;
     const parent = path.dirname(cur);
-    if (parent === cur) return p;
+    if (parent === cur) return { existing: cur, missing: rest.reverse() };
     rest.push(path.basename(cur));
     cur = parent;
   }
@@ -76,7 +84,7 @@ export function realPathOfExisting(p: string, what = 'path'): string {
     if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') throw e;
     throw new UnsafePathError('symlink', p, `${what} ${JSON.stringify(p)} goes through ${cur}, a symbolic link that does not resolve`);
   }
-  return rest.length === 0 ? real : path.join(real, ...rest.reverse());
+  return { existing: real, missing: rest.reverse() };
 }
 
 /**
@@ -95,7 +103,8 @@ export function resolveWithin(p: string, roots: readonly string[], opts: WithinO
     );
   }
   const realRoot = realPathOfExisting(root, 'allowed root');
-  const real = realPathOfExisting(norm, what);
+  const { existing, missing } = splitExisting(norm, what);
+  const real = missing.length === 0 ? existing : path.join(existing, ...missing);
   if (!isWithin(real, realRoot, opts.allowRoot)) {
     throw new UnsafePathError(
       'escapes-root',
@@ -103,5 +112,5 @@ export function resolveWithin(p: string, roots: readonly string[], opts: WithinO
       `${what} ${JSON.stringify(p)} leads to ${real} through a symbolic link, outside the allowed root ${root}`,
     );
   }
-  return { root, realRoot, path: norm, real };
+  return { root, realRoot, path: norm, real, missing };
 }

@@ -923,6 +923,7 @@ export class Driver {
       'staging_target_path',
       requireField('staging_target_path', args.stagingPath),
       this.pathRoots,
+      { followLast: false },
     );
     await this.locks.with([`volume ${id}`], 'NodeUnstageVolume', async () => {
       const v = this.volume(id);
@@ -949,10 +950,13 @@ export class Driver {
     readonly?: boolean;
   }): Promise<void> {
     const id = requireId('volume_id', args.volumeId);
+    // The target's own last component is checked below only for a new publication: a repeated call finds
+    // what this driver made there (the mount-less hostpath backend's link leads outside the root).
     const { path: target, root: targetRoot } = nodePathIn(
       'target_path',
       requireField('target_path', args.targetPath),
       this.pathRoots,
+      { followLast: false },
     );
     const cap = this.checkCapability(args.capability);
     const staging = checkNodePath(
@@ -987,6 +991,7 @@ export class Driver {
         });
         return;
       }
+      nodePathIn('target_path', target, this.pathRoots);
       for (const other of Object.values(this.state.volumes)) {
         if (other.id !== id && other.targets[target]) {
           throw precondition(`target_path ${target} is in use by volume ${other.id}`);
@@ -1017,7 +1022,9 @@ export class Driver {
 
   async nodeUnpublish(args: { nodeId?: string; volumeId?: string; targetPath?: string }): Promise<void> {
     const id = requireId('volume_id', args.volumeId);
-    const target = checkNodePath('target_path', requireField('target_path', args.targetPath), this.pathRoots);
+    const target = checkNodePath('target_path', requireField('target_path', args.targetPath), this.pathRoots, {
+      followLast: false,
+    });
     await this.locks.with([`volume ${id}`], 'NodeUnpublishVolume', async () => {
       const v = this.volume(id);
       const node = args.nodeId ?? this.nodeId;

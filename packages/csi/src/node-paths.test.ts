@@ -91,6 +91,30 @@ describe('target_path on the sim backend', () => {
   });
 });
 
+describe('target_path on the hostpath backend without mounts', () => {
+  it('publishes with a link to the data outside the root, publishes again and unpublishes through it', async () => {
+    const d = await createCsiDriver({
+      nodeId: 'n1',
+      backend: 'hostpath',
+      stateDir: path.join(tmp, 'state'),
+      pathRoots: [root],
+      useMounts: false,
+    });
+    drivers.push(d);
+    const v = await stagedVolume(d);
+    const targetPath = path.join(root, 'pods', 'r', 'volumes', 'mount');
+    await d.node.NodePublishVolume({ ...v, targetPath });
+    expect(fs.lstatSync(targetPath).isSymbolicLink()).toBe(true);
+    fs.writeFileSync(path.join(targetPath, 'kept'), 'data');
+    await d.node.NodePublishVolume({ ...v, targetPath }); // idempotent, through the driver's own link
+    await d.node.NodeUnpublishVolume({ volumeId: v.volumeId, targetPath });
+    expect(fs.existsSync(targetPath)).toBe(false);
+    await d.node.NodeUnstageVolume({ volumeId: v.volumeId, stagingTargetPath: v.stagingTargetPath });
+    const data = fs.readdirSync(path.join(tmp, 'state'), { recursive: true, encoding: 'utf8' });
+    expect(data.some((f) => f.endsWith('kept'))).toBe(true);
+  });
+});
+
 describe.each(['sim', 'hostpath'] as const)('symbolic links under --path-root (%s backend)', (backend) => {
   it('refuses a target_path or staging_target_path that an existing link leads outside, creating and mounting nothing there', async () => {
     const d = await start(backend);

@@ -1,4 +1,5 @@
-import { resolveWithin, UnsafePathError } from '@kemu/safe-fs';
+import path from 'node:path';
+import { checkPathSyntax, isWithin, resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import { invalid } from './errors.js';
 
 /** Longest name or id the driver accepts; the spec asks plugins to support at least 128 bytes. */
@@ -40,9 +41,26 @@ export interface NodePath {
 /**
  * Check a node-side path (staging or target): absolute, no ".." segments, no NUL, strictly under one of the
  * allowed roots, and still under it once the symbolic links of its existing part are followed.
+ *
+ * With `followLast: false` the last component is not followed, only its parent directories are: for calls
+ * that take down what the driver itself put there (an unmount, or the link the mount-less hostpath backend
+ * publishes with, which leads to the volume's data outside the root). The backends never follow it there.
  */
-export function nodePathIn(kind: string, value: string, roots: readonly string[]): NodePath {
+export function nodePathIn(
+  kind: string,
+  value: string,
+  roots: readonly string[],
+  opts: { followLast?: boolean } = {},
+): NodePath {
   try {
+    if (opts.followLast === false) {
+      const norm = checkPathSyntax(value, kind);
+      const parent = resolveWithin(path.dirname(norm), roots, { what: kind, allowRoot: true });
+      if (!isWithin(norm, parent.root)) {
+        throw new UnsafePathError('outside-root', value, `${kind} ${JSON.stringify(value)} is outside the allowed roots`);
+      }
+      return { path: norm, root: parent.root };
+    }
     const r = resolveWithin(value, roots, { what: kind });
     return { path: r.path, root: r.root };
   } catch (e) {
@@ -57,8 +75,13 @@ export function nodePathIn(kind: string, value: string, roots: readonly string[]
 }
 
 /** nodePathIn for callers that need only the normalised path. */
-export function checkNodePath(kind: string, value: string, roots: readonly string[]): string {
-  return nodePathIn(kind, value, roots).path;
+export function checkNodePath(
+  kind: string,
+  value: string,
+  roots: readonly string[],
+  opts: { followLast?: boolean } = {},
+): string {
+  return nodePathIn(kind, value, roots, opts).path;
 }
 
 /** Mount flags a bind mount can honour; anything else is refused instead of silently ignored. */

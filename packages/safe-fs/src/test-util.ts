@@ -1,0 +1,26 @@
+// Test support: a fresh temporary tree per test with an allowed `root` and a sibling `outside` that links
+// planted under the root try to reach.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
+
+export interface RootAndOutside {
+  tmp: string;
+  root: string;
+  outside: string;
+}
+
+/** Registers the per-test setup and teardown; read the paths from the returned object inside a test. */
+export function useRootAndOutside(): RootAndOutside {
+  const t = { tmp: '', root: '', outside: '' };
+  beforeEach(() => {
+    t.tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'safe-fs-')));
+    t.root = path.join(t.tmp, 'root');
+    t.outside = path.join(t.tmp, 'outside');
+    fs.mkdirSync(t.root);
+    fs.mkdirSync(t.outside);
+  });
+  afterEach(() => fs.rmSync(t.tmp, { recursive: true, force: true }));
+  return t;
+}

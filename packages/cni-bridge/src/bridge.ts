@@ -261,7 +261,13 @@ export const bridge: CniPlugin = {
     // The container netns may be gone already (DEL must still succeed); the host end has a stable name.
     if (ctx.netns && (await dp.netnsExists(ctx.netns))) await ignoreNotFound(() => dp.delLink(ctx.netns, ctx.ifname));
     await ignoreNotFound(() => dp.delLink(HOST_NETNS, hostVethName(ctx.conf.name, ctx.containerId, ctx.ifname)));
-    if (cfg.ipMasq) await dp.delNatRules(HOST_NETNS, natOwner(ctx));
+    if (cfg.ipMasq) {
+      // The ADD masqueraded the addresses of its result: given that result, DEL reads only their families.
+      const families = ctx.prevResult
+        ? [...new Set((ctx.prevResult.ips ?? []).map((ip) => (ip.address.includes(':') ? 6 : 4) as 4 | 6))]
+        : undefined;
+      await dp.delNatRules(HOST_NETNS, natOwner(ctx), { families });
+    }
   },
 
   async check(ctx) {

@@ -183,7 +183,13 @@ export const portmap: CniPlugin = {
 
   async del(ctx) {
     const dp = await ctx.datapath();
-    await dp.delNatRules(HOST_NETNS, owner(ctx));
+    // The ADD forwarded to the pod addresses of its prevResult: given it, DEL reads only their families.
+    let families: (4 | 6)[] | undefined;
+    if (ctx.prevResult) {
+      const ips = containerIPs(ctx);
+      families = [...(ips.v4 ? [4 as const] : []), ...(ips.v6 ? [6 as const] : [])];
+    }
+    await dp.delNatRules(HOST_NETNS, owner(ctx), { families });
   },
 
   async check(ctx) {

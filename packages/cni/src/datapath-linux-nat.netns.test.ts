@@ -44,6 +44,19 @@ describe.runIf(ok)('linux datapath NAT rules (read back with iptables -S)', () =
     expect([...nat(), ...nat('ip6tables')].filter((l) => /KEMU-(DN|SN|MASQ)-/.test(l))).toEqual([]);
   });
 
+  it('DEL given the families of its ADD removes the rules there and reads no other family', async () => {
+    const owner = 'portmap n c9';
+    await dp.addNatRules(HOST_NETNS, [{ ...dnat(8090), owner }, { ...dnat(8090, 'fd00::9'), owner }]);
+    await dp.delNatRules(HOST_NETNS, owner, { families: [] });
+    expect(await dp.listNatRules(HOST_NETNS, owner)).toHaveLength(2);
+    await dp.delNatRules(HOST_NETNS, owner, { families: [6] });
+    expect((await dp.listNatRules(HOST_NETNS, owner)).map((r) => r.kind === 'dnat' && r.toIP)).toEqual(['10.1.0.2']);
+    await dp.delNatRules(HOST_NETNS, owner, { families: [4] });
+    await dp.delNatRules(HOST_NETNS, owner, { families: [4] });
+    expect(await dp.listNatRules(HOST_NETNS, owner)).toEqual([]);
+    expect([...nat(), ...nat('ip6tables')].filter((l) => l.includes(`owner=${owner}`))).toEqual([]);
+  });
+
   it('puts the jumps to KEMU-HOSTPORT-DNAT back after a flush of the built-in chains', async () => {
     await dp.addNatRules(HOST_NETNS, [dnat(8082)]);
     spawnSync('ip', ['netns', 'exec', node.name, 'iptables', '-w', '-t', 'nat', '-F', 'PREROUTING']);

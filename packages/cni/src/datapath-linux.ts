@@ -945,11 +945,14 @@ export class LinuxDatapath implements Datapath {
     }
   }
 
-  async delNatRules(netns: NetnsRef, owner: string): Promise<void> {
-    if (!(await this.netnsExists(netns))) return;
-    // Both families at once: a DEL does not know which ones its ADD programmed, and waits for the slower.
+  async delNatRules(netns: NetnsRef, owner: string, opts?: { families?: readonly (4 | 6)[] }): Promise<void> {
+    const bins = opts?.families
+      ? (['iptables', 'ip6tables'] as const).filter((_, i) => opts.families!.includes(i === 0 ? 4 : 6))
+      : ['iptables', 'ip6tables'];
+    if (bins.length === 0 || !(await this.netnsExists(netns))) return;
+    // The families at once (both when the caller does not know which ones its ADD programmed).
     await Promise.all(
-      ['iptables', 'ip6tables'].map(async (bin) => {
+      bins.map(async (bin) => {
         let existing: string;
         try {
           existing = await this.run(netns, bin, ['-w', '-t', 'nat', '-S']);

@@ -271,8 +271,12 @@ export interface Datapath {
 
   /** Installs the rules (idempotent: rules already present for the owner are replaced). */
   addNatRules(netns: NetnsRef, rules: NatRule[]): Promise<void>;
-  /** Removes every rule of this owner; no error if there are none (DEL must be idempotent). */
-  delNatRules(netns: NetnsRef, owner: string): Promise<void>;
+  /**
+   * Removes every rule of this owner; no error if there are none (DEL must be idempotent). `families`, when
+   * the caller knows them (its ADD's result), are the only address families the owner's rules can be in:
+   * a datapath may leave the others unread (on Linux, each family read is an iptables process).
+   */
+  delNatRules(netns: NetnsRef, owner: string, opts?: { families?: readonly (4 | 6)[] }): Promise<void>;
   listNatRules(netns: NetnsRef, owner?: string): Promise<NatRule[]>;
 
   /**

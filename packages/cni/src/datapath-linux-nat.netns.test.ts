@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLinuxDatapath } from './datapath-linux.js';
-import { type DnatRule, HOST_NETNS } from './datapath.js';
+import { type DnatRule, HOST_NETNS, type NatRule } from './datapath.js';
 import { addNetns, delNetns } from './testing.js';
 
 const ok = requirePeers('the linux datapath NAT tests', [peers.netns, peers.iptables]);
@@ -55,6 +55,20 @@ describe.runIf(ok)('linux datapath NAT rules (read back with iptables -S)', () =
     await dp.delNatRules(HOST_NETNS, owner, { families: [4] });
     expect(await dp.listNatRules(HOST_NETNS, owner)).toEqual([]);
     expect([...nat(), ...nat('ip6tables')].filter((l) => l.includes(`owner=${owner}`))).toEqual([]);
+  });
+
+  it('a masquerade ADD repeated for its owner replaces its rules instead of adding a second set', async () => {
+    const masq = (src: string): NatRule => ({ kind: 'masquerade', owner: 'bridge n c7', src, excludeDst: ['10.7.0.0/16'], comment: 'c7' });
+    await dp.addNatRules(HOST_NETNS, [masq('10.7.0.2/32')]);
+    await dp.addNatRules(HOST_NETNS, [masq('10.7.0.3/32')]);
+    await dp.addNatRules(HOST_NETNS, [masq('10.7.0.3/32')]);
+    expect(nat().filter((l) => l.includes('owner=bridge n c7'))).toEqual([
+      expect.stringMatching(/^-A POSTROUTING -s 10\.7\.0\.3\/32 .*-j KEMU-MASQ-/),
+      expect.stringMatching(/^-A KEMU-MASQ-\S+ -d 10\.7\.0\.0\/16 .*-j ACCEPT$/),
+      expect.stringMatching(/^-A KEMU-MASQ-\S+ .*-j MASQUERADE$/),
+    ]);
+    await dp.delNatRules(HOST_NETNS, 'bridge n c7');
+    expect(nat().filter((l) => /owner=bridge n c7|KEMU-MASQ-/.test(l))).toEqual([]);
   });
 
   it('puts the jumps to KEMU-HOSTPORT-DNAT back after a flush of the built-in chains', async () => {

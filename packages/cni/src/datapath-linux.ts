@@ -872,77 +872,94 @@ export class LinuxDatapath implements Datapath {
       const bin = this.iptablesFor([r]);
       byFamily.set(bin, [...(byFamily.get(bin) ?? []), r]);
     }
-    // One listing and one restore per family: the owners' earlier rules there are replaced in the same
+    // At most one listing and one restore per family: the owners' earlier rules there are replaced in the same
     // transaction (each iptables process costs a plugin call several milliseconds). Like the reference, an ADD
-    // replaces rules only in the families it programs; DEL removes both.
+    // replaces rules only in the families it programs; DEL removes every family it is not told to skip.
     for (const [bin, list] of byFamily) {
+      if (list.every((r) => r.kind === 'masquerade')) {
+        // An owner's first ADD (the usual case) needs no listing: `-N` of an owner's chain fails the whole
+        // transaction when the chain exists, and without the chain there is no jump to it either. A repeated
+        // ADD (or any failure) takes the listing path below, which replaces the rules or reports the error.
+        const fresh = LinuxDatapath.natRestore('', list).map((l) => (l.startsWith(':KEMU-MASQ-') ? `-N ${l.slice(1, l.indexOf(' '))}` : l));
+        try {
+          await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], fresh.join('\n'));
+          continue;
+        } catch {
+          // listed and replaced below
+        }
+      }
       const existing = await this.run(netns, bin, ['-w', '-t', 'nat', '-S']);
-      const lines: string[] = ['*nat'];
-      for (const owner of new Set(list.map((r) => r.owner))) lines.push(...LinuxDatapath.removalLines(existing, owner));
-      const haveChain = (c: string) => existing.includes(`-N ${c}\n`) || lines.includes(`:${c} - [0:0]`);
-      const jumps: string[] = [];
-      if (list.some((r) => r.kind === 'dnat')) {
-        if (!haveChain('KEMU-HOSTPORT-DNAT')) lines.push(':KEMU-HOSTPORT-DNAT - [0:0]');
-        // The jumps are checked on their own: a flush of the built-in chains (a firewall reload) keeps ours.
-        for (const j of ['-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT', '-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT']) {
-          if (!existing.split('\n').includes(j)) jumps.push(j);
-        }
-      }
-      for (const owner of new Set(list.map((r) => r.owner))) {
-        const comment = LinuxDatapath.ownerComment(owner);
-        const mine = list.filter((r) => r.owner === owner);
-        const masq = mine.filter((r) => r.kind === 'masquerade');
-        const dnat = mine.filter((r) => r.kind === 'dnat');
-        if (masq.length > 0) {
-          const c = LinuxDatapath.chain('KEMU-MASQ-', owner);
-          lines.push(`:${c} - [0:0]`);
-          for (const r of masq) {
-            for (const d of r.excludeDst ?? []) lines.push(`-A ${c} -d ${d} -m comment --comment "${comment}" -j ACCEPT`);
-            lines.push(`-A ${c} -m comment --comment "${comment}" -j MASQUERADE`);
-            jumps.push(`-A POSTROUTING -s ${r.src} -m comment --comment "${comment}" -j ${c}`);
-          }
-        }
-        if (dnat.length > 0) {
-          const dn = LinuxDatapath.chain('KEMU-DN-', owner);
-          const sn = LinuxDatapath.chain('KEMU-SN-', owner);
-          lines.push(`:${dn} - [0:0]`);
-          const snat = dnat.filter((r) => r.snat);
-          if (snat.length > 0) lines.push(`:${sn} - [0:0]`);
-          for (const r of dnat) {
-            const dest = r.toIP.includes(':') ? `[${r.toIP}]:${r.toPort}` : `${r.toIP}:${r.toPort}`;
-            const conds = r.conditions?.length ? r.conditions : [{}];
-            for (const cond of conds) {
-              const m = [`-A ${dn} -p ${r.protocol}`];
-              if (r.hostIP) m.push(`-d ${r.hostIP}`);
-              if (cond.srcCidr) m.push(`-s ${cond.srcCidr}`);
-              if (cond.iif) m.push(`-i ${cond.iif}`);
-              if (cond.notIif) m.push(`! -i ${cond.notIif}`);
-              m.push(`-m ${r.protocol} --dport ${r.hostPort} -m comment --comment "${comment}" -j DNAT --to-destination ${dest}`);
-              lines.push(m.join(' '));
-            }
-            if (r.snat) {
-              // Hairpin: a pod reaching itself through the host port must see replies come back via the node.
-              lines.push(
-                `-A ${sn} -s ${r.masqSrc ?? r.toIP} -d ${r.toIP} -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
-              );
-              // Node-local clients of 127.0.0.1:hostPort: the pod cannot answer 127.0.0.1, so the node's address
-              // on the way out replaces it (the packet leaves 127/8 only where route_localnet allows it).
-              if (!r.toIP.includes(':')) {
-                lines.push(
-                  `-A ${sn} -s 127.0.0.1/32 -d ${r.toIP}/32 -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
-                );
-              }
-            }
-          }
-          jumps.push(`-A KEMU-HOSTPORT-DNAT -m comment --comment "${comment}" -j ${dn}`);
-          // First in POSTROUTING, as the reference puts its own: a masquerade chain of the bridge (ipMasq) ACCEPTs
-          // traffic within the pod network, which would end the nat table's walk before the hairpin SNAT.
-          if (snat.length > 0) jumps.push(`-I POSTROUTING 1 -m comment --comment "${comment}" -j ${sn}`);
-        }
-      }
-      lines.push(...jumps, 'COMMIT', '');
-      await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], lines.join('\n'));
+      await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], LinuxDatapath.natRestore(existing, list).join('\n'));
     }
+  }
+
+  /** The restore script that replaces the owners' rules in `existing` (a `-S` listing) with `list`. */
+  private static natRestore(existing: string, list: NatRule[]): string[] {
+    const lines: string[] = ['*nat'];
+    for (const owner of new Set(list.map((r) => r.owner))) lines.push(...LinuxDatapath.removalLines(existing, owner));
+    const haveChain = (c: string) => existing.includes(`-N ${c}\n`) || lines.includes(`:${c} - [0:0]`);
+    const jumps: string[] = [];
+    if (list.some((r) => r.kind === 'dnat')) {
+      if (!haveChain('KEMU-HOSTPORT-DNAT')) lines.push(':KEMU-HOSTPORT-DNAT - [0:0]');
+      // The jumps are checked on their own: a flush of the built-in chains (a firewall reload) keeps ours.
+      for (const j of ['-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT', '-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT']) {
+        if (!existing.split('\n').includes(j)) jumps.push(j);
+      }
+    }
+    for (const owner of new Set(list.map((r) => r.owner))) {
+      const comment = LinuxDatapath.ownerComment(owner);
+      const mine = list.filter((r) => r.owner === owner);
+      const masq = mine.filter((r) => r.kind === 'masquerade');
+      const dnat = mine.filter((r) => r.kind === 'dnat');
+      if (masq.length > 0) {
+        const c = LinuxDatapath.chain('KEMU-MASQ-', owner);
+        lines.push(`:${c} - [0:0]`);
+        for (const r of masq) {
+          for (const d of r.excludeDst ?? []) lines.push(`-A ${c} -d ${d} -m comment --comment "${comment}" -j ACCEPT`);
+          lines.push(`-A ${c} -m comment --comment "${comment}" -j MASQUERADE`);
+          jumps.push(`-A POSTROUTING -s ${r.src} -m comment --comment "${comment}" -j ${c}`);
+        }
+      }
+      if (dnat.length > 0) {
+        const dn = LinuxDatapath.chain('KEMU-DN-', owner);
+        const sn = LinuxDatapath.chain('KEMU-SN-', owner);
+        lines.push(`:${dn} - [0:0]`);
+        const snat = dnat.filter((r) => r.snat);
+        if (snat.length > 0) lines.push(`:${sn} - [0:0]`);
+        for (const r of dnat) {
+          const dest = r.toIP.includes(':') ? `[${r.toIP}]:${r.toPort}` : `${r.toIP}:${r.toPort}`;
+          const conds = r.conditions?.length ? r.conditions : [{}];
+          for (const cond of conds) {
+            const m = [`-A ${dn} -p ${r.protocol}`];
+            if (r.hostIP) m.push(`-d ${r.hostIP}`);
+            if (cond.srcCidr) m.push(`-s ${cond.srcCidr}`);
+            if (cond.iif) m.push(`-i ${cond.iif}`);
+            if (cond.notIif) m.push(`! -i ${cond.notIif}`);
+            m.push(`-m ${r.protocol} --dport ${r.hostPort} -m comment --comment "${comment}" -j DNAT --to-destination ${dest}`);
+            lines.push(m.join(' '));
+          }
+          if (r.snat) {
+            // Hairpin: a pod reaching itself through the host port must see replies come back via the node.
+            lines.push(
+              `-A ${sn} -s ${r.masqSrc ?? r.toIP} -d ${r.toIP} -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
+            );
+            // Node-local clients of 127.0.0.1:hostPort: the pod cannot answer 127.0.0.1, so the node's address
+            // on the way out replaces it (the packet leaves 127/8 only where route_localnet allows it).
+            if (!r.toIP.includes(':')) {
+              lines.push(
+                `-A ${sn} -s 127.0.0.1/32 -d ${r.toIP}/32 -p ${r.protocol} -m ${r.protocol} --dport ${r.toPort} -m comment --comment "${comment}" -j MASQUERADE`,
+              );
+            }
+          }
+        }
+        jumps.push(`-A KEMU-HOSTPORT-DNAT -m comment --comment "${comment}" -j ${dn}`);
+        // First in POSTROUTING, as the reference puts its own: a masquerade chain of the bridge (ipMasq) ACCEPTs
+        // traffic within the pod network, which would end the nat table's walk before the hairpin SNAT.
+        if (snat.length > 0) jumps.push(`-I POSTROUTING 1 -m comment --comment "${comment}" -j ${sn}`);
+      }
+    }
+    lines.push(...jumps, 'COMMIT', '');
+    return lines;
   }
 
   async delNatRules(netns: NetnsRef, owner: string, opts?: { families?: readonly (4 | 6)[] }): Promise<void> {

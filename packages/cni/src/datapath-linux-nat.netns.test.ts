@@ -83,5 +83,10 @@ describe.runIf(ok)('linux datapath NAT rules (read back with iptables -S)', () =
     ]);
     await dp.addNatRules(HOST_NETNS, [{ ...dnat(8084), owner: 'portmap n c3' }]);
     expect(nat().filter((l) => l.endsWith('-j KEMU-HOSTPORT-DNAT'))).toHaveLength(2);
+    // Only one of the two gone: a new owner's ADD still notices and puts it back, once.
+    spawnSync('ip', ['netns', 'exec', node.name, 'iptables', '-w', '-t', 'nat', '-F', 'OUTPUT']);
+    await dp.addNatRules(HOST_NETNS, [{ ...dnat(8085), owner: 'portmap n c4' }]);
+    expect(nat().filter((l) => l.endsWith('-j KEMU-HOSTPORT-DNAT'))).toEqual(jumps);
+    expect(nat().filter((l) => l.startsWith('-A KEMU-HOSTPORT-DNAT'))).toHaveLength(4);
   });
 });

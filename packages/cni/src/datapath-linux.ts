@@ -876,34 +876,39 @@ export class LinuxDatapath implements Datapath {
     // transaction (each iptables process costs a plugin call several milliseconds). Like the reference, an ADD
     // replaces rules only in the families it programs; DEL removes every family it is not told to skip.
     for (const [bin, list] of byFamily) {
-      if (list.every((r) => r.kind === 'masquerade')) {
-        // An owner's first ADD (the usual case) needs no listing: `-N` of an owner's chain fails the whole
-        // transaction when the chain exists, and without the chain there is no jump to it either. A repeated
-        // ADD (or any failure) takes the listing path below, which replaces the rules or reports the error.
-        const fresh = LinuxDatapath.natRestore('', list).map((l) => (l.startsWith(':KEMU-MASQ-') ? `-N ${l.slice(1, l.indexOf(' '))}` : l));
-        try {
-          await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], fresh.join('\n'));
-          continue;
-        } catch {
-          // listed and replaced below
-        }
+      // An owner's first ADD (the usual case) needs no listing: `-N` of an owner's chain fails the whole
+      // transaction when the chain exists (and without the chain there is no jump to it either), `-C` when
+      // the jumps to KEMU-HOSTPORT-DNAT are missing. A repeated ADD, a node's first port mapping or any
+      // failure takes the listing path below, which replaces the rules, adds what is missing or reports the error.
+      try {
+        await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], LinuxDatapath.natRestore(undefined, list).join('\n'));
+        continue;
+      } catch {
+        // listed and replaced below
       }
       const existing = await this.run(netns, bin, ['-w', '-t', 'nat', '-S']);
       await this.run(netns, `${bin}-restore`, ['-w', '--noflush'], LinuxDatapath.natRestore(existing, list).join('\n'));
     }
   }
 
-  /** The restore script that replaces the owners' rules in `existing` (a `-S` listing) with `list`. */
-  private static natRestore(existing: string, list: NatRule[]): string[] {
+  /**
+   * The restore script that replaces the owners' rules in `existing` (a `-S` listing) with `list`; without a
+   * listing, one that fails unless the owners have no chains yet and the jumps to KEMU-HOSTPORT-DNAT are there.
+   */
+  private static natRestore(existing: string | undefined, list: NatRule[]): string[] {
     const lines: string[] = ['*nat'];
-    for (const owner of new Set(list.map((r) => r.owner))) lines.push(...LinuxDatapath.removalLines(existing, owner));
-    const haveChain = (c: string) => existing.includes(`-N ${c}\n`) || lines.includes(`:${c} - [0:0]`);
+    const declare = (c: string) => (existing === undefined ? `-N ${c}` : `:${c} - [0:0]`);
+    if (existing !== undefined) {
+      for (const owner of new Set(list.map((r) => r.owner))) lines.push(...LinuxDatapath.removalLines(existing, owner));
+    }
+    const haveChain = (c: string) => existing === undefined || existing.includes(`-N ${c}\n`) || lines.includes(`:${c} - [0:0]`);
     const jumps: string[] = [];
     if (list.some((r) => r.kind === 'dnat')) {
       if (!haveChain('KEMU-HOSTPORT-DNAT')) lines.push(':KEMU-HOSTPORT-DNAT - [0:0]');
       // The jumps are checked on their own: a flush of the built-in chains (a firewall reload) keeps ours.
       for (const j of ['-A PREROUTING -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT', '-A OUTPUT -m addrtype --dst-type LOCAL -j KEMU-HOSTPORT-DNAT']) {
-        if (!existing.split('\n').includes(j)) jumps.push(j);
+        if (existing === undefined) lines.push(j.replace(/^-A /, '-C '));
+        else if (!existing.split('\n').includes(j)) jumps.push(j);
       }
     }
     for (const owner of new Set(list.map((r) => r.owner))) {
@@ -913,7 +918,7 @@ export class LinuxDatapath implements Datapath {
       const dnat = mine.filter((r) => r.kind === 'dnat');
       if (masq.length > 0) {
         const c = LinuxDatapath.chain('KEMU-MASQ-', owner);
-        lines.push(`:${c} - [0:0]`);
+        lines.push(declare(c));
         for (const r of masq) {
           for (const d of r.excludeDst ?? []) lines.push(`-A ${c} -d ${d} -m comment --comment "${comment}" -j ACCEPT`);
           lines.push(`-A ${c} -m comment --comment "${comment}" -j MASQUERADE`);
@@ -923,9 +928,9 @@ export class LinuxDatapath implements Datapath {
       if (dnat.length > 0) {
         const dn = LinuxDatapath.chain('KEMU-DN-', owner);
         const sn = LinuxDatapath.chain('KEMU-SN-', owner);
-        lines.push(`:${dn} - [0:0]`);
+        lines.push(declare(dn));
         const snat = dnat.filter((r) => r.snat);
-        if (snat.length > 0) lines.push(`:${sn} - [0:0]`);
+        if (snat.length > 0) lines.push(declare(sn));
         for (const r of dnat) {
           const dest = r.toIP.includes(':') ? `[${r.toIP}]:${r.toPort}` : `${r.toIP}:${r.toPort}`;
           const conds = r.conditions?.length ? r.conditions : [{}];

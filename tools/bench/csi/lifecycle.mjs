@@ -68,6 +68,9 @@ async function main() {
       // untimed lifecycles before each timed socket run (default: a tenth of the count, at most 500)
       warmup: { type: 'string' },
       json: { type: 'string', default: path.join(repo, '.bench-out', 'csi-lifecycle.json') },
+      // where the kubelet root (staging and target paths) lives: publish makes real directories there, so a
+      // slow file system's mkdir shows in the rate (e.g. --root /dev/shm to take the disk out)
+      root: { type: 'string', default: os.tmpdir() },
     },
   });
   const { csi, defaultGrpcClient, openChannel, parseGrpcClient } = await import('@kemu/proto');
@@ -148,7 +151,7 @@ async function main() {
   }
 
   async function overSocket(backend, count, run) {
-    const root = mkdtempSync(path.join(os.tmpdir(), `kemu-csi-bench-${backend}-`));
+    const root = mkdtempSync(path.join(values.root, `kemu-csi-bench-${backend}-`));
     const kubelet = path.join(root, 'kubelet');
     const sock = path.join(root, 'csi.sock');
     const cli = path.join(repo, 'packages/csi/src/cli.ts');
@@ -239,7 +242,7 @@ async function main() {
   }
 
   async function inProcess(backend, count, run) {
-    const root = mkdtempSync(path.join(os.tmpdir(), `kemu-csi-bench-inproc-${backend}-`));
+    const root = mkdtempSync(path.join(values.root, `kemu-csi-bench-inproc-${backend}-`));
     const kubelet = path.join(root, 'kubelet');
     const d = await createCsiDriver({
       nodeId: NODE,
@@ -274,6 +277,7 @@ async function main() {
       loadavg: os.loadavg(),
     },
     driver: values.driver,
+    kubeletRoot: values.root,
     concurrency,
     runs,
     results: {},

@@ -12,6 +12,11 @@ export const IPPROTO_UDP = 17;
 export const IPPROTO_ICMPV6 = 58;
 export const VXLAN_PORT = 4789;
 
+/** Where an IP header carries its source address: byte 12 of IPv4's, byte 8 of IPv6's. */
+export const ipSrcOffset = (family: Family): number => (family === 4 ? 12 : 8);
+/** Where an IP header carries its destination address: byte 16 of IPv4's, byte 24 of IPv6's. */
+export const ipDstOffset = (family: Family): number => (family === 4 ? 16 : 24);
+
 export const TCP_FIN = 0x01;
 export const TCP_SYN = 0x02;
 export const TCP_RST = 0x04;

@@ -1,7 +1,7 @@
 // Connection tracking: tuples of the packets NAT sees, their original/reply entries, confirmation and
 // idle timeouts (net/netfilter/nf_conntrack_*).
 import { type Family, formatIpBytes } from './addr.js';
-import { IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP } from './packet.js';
+import { ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset } from './packet.js';
 import type { Conn, Ns, Tuple } from './world-model.js';
 import { nsByName, type WorldState } from './world-state.js';
 
@@ -22,8 +22,8 @@ export function tupleOf(p: Buffer, family: Family): Tuple | null {
   const proto = family === 4 ? p[9]! : p[6]!;
   const l4 = family === 4 ? (p[0]! & 0xf) * 4 : 40;
   const alen = family === 4 ? 4 : 16;
-  const sOff = family === 4 ? 12 : 8;
-  const dOff = family === 4 ? 16 : 24;
+  const sOff = ipSrcOffset(family);
+  const dOff = ipDstOffset(family);
   let sport: number;
   let dport: number;
   if (proto === IPPROTO_TCP || proto === IPPROTO_UDP) {

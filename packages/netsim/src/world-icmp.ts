@@ -1,16 +1,7 @@
 // ICMP and ICMPv6: echo replies, errors sent back for dropped packets (never about ICMP errors), and
 // errors received, reported to the local ping / UDP / TCP call that caused them (net/ipv4/icmp.c).
 import { type Family, formatIp, formatIpBytes } from './addr.js';
-import {
-  icmpError,
-  IPPROTO_ICMP,
-  IPPROTO_ICMPV6,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-  ipv4Packet,
-  ipv6Packet,
-  refreshChecksums,
-} from './packet.js';
+import { icmpError, ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset, ipv4Packet, ipv6Packet, refreshChecksums } from './packet.js';
 import { rec } from './world-capture.js';
 import { resolveRoute, selectSource } from './world-fib.js';
 import { ipLocalOut } from './world-ip.js';
@@ -28,8 +19,8 @@ export function icmpRcv(
   l4: number,
   end: number,
 ): void {
-  const sOff = family === 4 ? 12 : 8;
-  const dOff = family === 4 ? 16 : 24;
+  const sOff = ipSrcOffset(family);
+  const dOff = ipDstOffset(family);
   const type = p[l4]!;
   if (type === (family === 4 ? 8 : 128)) {
     if (family === 6 && p[dOff] === 0xff) return;
@@ -96,7 +87,7 @@ export function icmpErrorRcv(
   if (end - inner < (family === 4 ? 28 : 48)) return;
   const innerProto = family === 4 ? p[inner + 9]! : p[inner + 6]!;
   const innerL4 = family === 4 ? inner + (p[inner]! & 0xf) * 4 : inner + 40;
-  const from = formatIpBytes(p, family === 4 ? 12 : 8, family);
+  const from = formatIpBytes(p, ipSrcOffset(family), family);
   let msg: string;
   if (family === 4) {
     msg =
@@ -130,8 +121,8 @@ export function icmpErrorRcv(
     return;
   }
   if (innerProto === IPPROTO_TCP) {
-    const sOff = family === 4 ? 12 : 8;
-    const dOff = family === 4 ? 16 : 24;
+    const sOff = ipSrcOffset(family);
+    const dOff = ipDstOffset(family);
     const key = `${ns.name}|${formatIpBytes(p, inner + sOff, family)}|${p.readUInt16BE(innerL4)}|${formatIpBytes(p, inner + dOff, family)}|${p.readUInt16BE(innerL4 + 2)}`;
     const s = w.tcps.get(key);
     if (s && s.state === 'syn-sent') s.state = 'unreachable';
@@ -152,8 +143,8 @@ export function failLocal(
     const s = w.pings.get(`${ns.name}|${p.readUInt16BE(l4 + 4)}`);
     if (s) s.errors.push({ seq: p.readUInt16BE(l4 + 6), from, message });
   } else if (proto === IPPROTO_TCP) {
-    const sOff = family === 4 ? 12 : 8;
-    const dOff = family === 4 ? 16 : 24;
+    const sOff = ipSrcOffset(family);
+    const dOff = ipDstOffset(family);
     const key = `${ns.name}|${formatIpBytes(p, sOff, family)}|${p.readUInt16BE(l4)}|${formatIpBytes(p, dOff, family)}|${p.readUInt16BE(l4 + 2)}`;
     const s = w.tcps.get(key);
     if (s && s.state === 'syn-sent') s.state = 'unreachable';
@@ -169,7 +160,7 @@ export function icmpErrorTo(w: WorldState, ns: Ns, p: Buffer, family: Family, ki
     const isErr = family === 4 ? t !== 0 && t !== 8 : t < 128;
     if (isErr || (family === 6 && (t === 135 || t === 136))) return;
   }
-  const sOff = family === 4 ? 12 : 8;
+  const sOff = ipSrcOffset(family);
   const srcIp = Uint8Array.from(p.subarray(sOff, sOff + (family === 4 ? 4 : 16)));
   if (srcIp.every((x) => x === 0)) return;
   let type: number;

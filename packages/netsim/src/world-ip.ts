@@ -10,17 +10,7 @@ import {
   isLinkLocalV6,
   prefixContains,
 } from './addr.js';
-import {
-  ETH_P_IP,
-  ETH_P_IPV6,
-  ethFrame,
-  inetChecksum,
-  IPPROTO_ICMP,
-  IPPROTO_ICMPV6,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-  refreshChecksums,
-} from './packet.js';
+import { ETH_P_IP, ETH_P_IPV6, ethFrame, inetChecksum, ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, refreshChecksums } from './packet.js';
 import { rec } from './world-capture.js';
 import { devXmit } from './world-dev.js';
 import { resolveRoute } from './world-fib.js';
@@ -52,7 +42,7 @@ export function ipRcv(w: WorldState, l: Link, frame: Buffer, family: Family): vo
   const len = family === 4 ? p.readUInt16BE(2) : 40 + p.readUInt16BE(4);
   const pkt = len < p.length ? p.subarray(0, len) : p;
   const ct = nfPrerouting(w, ns, pkt, family, l);
-  const dOff = family === 4 ? 16 : 24;
+  const dOff = ipDstOffset(family);
   if (isLocalDst(ns, pkt, dOff, family)) {
     localDeliver(w, ns, l, pkt, family, ct);
     return;
@@ -141,7 +131,7 @@ export function ipRouteOutput(
   forwarded: boolean,
   ct: CtRef | null,
 ): void {
-  const dOff = family === 4 ? 16 : 24;
+  const dOff = ipDstOffset(family);
   if (w.tr) {
     const via = r.via ? ` via ${formatIp(r.via)}` : '';
     rec(
@@ -175,7 +165,7 @@ export function ipRouteOutput(
 /** Locally generated packet: OUTPUT NAT, route, POSTROUTING, out. Returns an errno name on refusal. */
 export function ipLocalOut(w: WorldState, ns: Ns, p: Buffer, family: Family, replyTo?: Link): string | null {
   const ct = nfLocalOut(w, ns, p, family);
-  const dOff = family === 4 ? 16 : 24;
+  const dOff = ipDstOffset(family);
   // Replies to link-local / multicast sources leave by the interface the request came in on.
   let r: Route | null;
   if (replyTo && family === 6 && (isLinkLocalV6(p, dOff) || p[dOff] === 0xff)) {

@@ -2,20 +2,7 @@
 // namespace (ping, UDP send, TCP connect).
 import { bytesEqual, type Family, formatIp, formatIpBytes, type IpAddr, ipKey, mustParseIp } from './addr.js';
 import { NetsimError } from './errors.js';
-import {
-  icmpEcho,
-  IPPROTO_ICMP,
-  IPPROTO_ICMPV6,
-  IPPROTO_TCP,
-  IPPROTO_UDP,
-  ipv4Packet,
-  ipv6Packet,
-  TCP_ACK,
-  TCP_RST,
-  TCP_SYN,
-  tcpSegment,
-  udpDatagram,
-} from './packet.js';
+import { icmpEcho, ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset, ipv4Packet, ipv6Packet, TCP_ACK, TCP_RST, TCP_SYN, tcpSegment, udpDatagram } from './packet.js';
 import type { Trace } from './trace.js';
 import type { Listener } from './types.js';
 import { rec } from './world-capture.js';
@@ -97,8 +84,8 @@ export function udpRcv(
   l4: number,
   end: number,
 ): void {
-  const sOff = family === 4 ? 12 : 8;
-  const dOff = family === 4 ? 16 : 24;
+  const sOff = ipSrcOffset(family);
+  const dOff = ipDstOffset(family);
   const dport = p.readUInt16BE(l4 + 2);
   const socks = ns.vxSock.get(dport);
   if (socks?.length && vxlanRcv(w, ns, socks, p, family, l4, end)) return;
@@ -119,8 +106,8 @@ export function udpRcv(
 
 export function tcpRcv(w: WorldState, ns: Ns, l: Link, p: Buffer, family: Family, l4: number): void {
   const flags = p[l4 + 13]!;
-  const sOff = family === 4 ? 12 : 8;
-  const dOff = family === 4 ? 16 : 24;
+  const sOff = ipSrcOffset(family);
+  const dOff = ipDstOffset(family);
   const sport = p.readUInt16BE(l4);
   const dport = p.readUInt16BE(l4 + 2);
   const seq = p.readUInt32BE(l4 + 4);

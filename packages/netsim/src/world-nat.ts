@@ -12,7 +12,7 @@ import {
   toPrefix,
 } from './addr.js';
 import { NetsimError } from './errors.js';
-import { IPPROTO_TCP, IPPROTO_UDP, refreshChecksums } from './packet.js';
+import { ipDstOffset, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset, refreshChecksums } from './packet.js';
 import type { NatRule, NatRuleInfo } from './types.js';
 import { rec } from './world-capture.js';
 import { ctConfirm, tupleKey, tupleOf } from './world-conntrack.js';
@@ -93,7 +93,7 @@ export function rewrite(
   addr: Uint8Array,
   port: number,
 ): void {
-  const off = which === 'src' ? (family === 4 ? 12 : 8) : family === 4 ? 16 : 24;
+  const off = which === 'src' ? ipSrcOffset(family) : ipDstOffset(family);
   p.set(addr, off);
   const proto = family === 4 ? p[9]! : p[6]!;
   const l4 = family === 4 ? (p[0]! & 0xf) * 4 : 40;
@@ -209,8 +209,8 @@ export function natPost(w: WorldState, ns: Ns, p: Buffer, family: Family, out: L
     }
     return;
   }
-  const sOff = family === 4 ? 12 : 8;
-  const dOff = family === 4 ? 16 : 24;
+  const sOff = ipSrcOffset(family);
+  const dOff = ipDstOffset(family);
   for (const r of ns.nat) {
     if (r.rule.type === 'dnat') continue;
     if (r.family && r.family !== family) continue;

@@ -10,7 +10,7 @@ import {
   isMulticastMac,
   macKeyAt,
 } from './addr.js';
-import { IPPROTO_UDP, ipv4Packet, ipv6Packet, udpDatagram, vxlanHeader } from './packet.js';
+import { IPPROTO_UDP, ipSrcOffset, ipv4Packet, ipv6Packet, udpDatagram, vxlanHeader } from './packet.js';
 import { rec } from './world-capture.js';
 import { enqueue } from './world-dev.js';
 import { resolveRoute, selectSource } from './world-fib.js';
@@ -116,7 +116,7 @@ export function vxlanRcv(
     return true;
   }
   const inner = Buffer.from(p.subarray(v + 8, end));
-  const srcOff = family === 4 ? 12 : 8;
+  const srcOff = ipSrcOffset(family);
   if (w.tr) rec(w, 'decap', ns, l, `vxlan vni ${vni} from ${formatIpBytes(p, srcOff, family)}`, inner);
   if (l.vxLearning && !isMulticastMac(inner, 6)) {
     const mk = macKeyAt(inner, 6);

@@ -1,10 +1,10 @@
 // Seeded, time-bounded fuzzing of kemu-bridge (with kemu-host-local in process) on the simulated datapath.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { HOST_NETNS, InProcessInvoker, parseIP } from '@kemu/cni';
+import { HOST_NETNS, InProcessInvoker } from '@kemu/cni';
 import { createSimDatapath } from '@kemu/cni/datapath-sim';
-import { type FuzzTarget, fuzzCni } from '@kemu/cni/testing';
+import { type FuzzTarget, fuzzCni, leftoverFiles } from '@kemu/cni/testing';
 import { hostLocal } from '@kemu/cni-host-local';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bridge } from './bridge.js';
@@ -17,22 +17,6 @@ writeFileSync(join(fixtures, 'file'), 'not a namespace');
 symlinkSync('/dev/zero', join(fixtures, 'zero-link'));
 
 const POD = '/var/run/netns/fuzzpod';
-/** Allocation files under `dir` (a case's dataDir, or the fixtures a mutated dataDir may point at). */
-function allocations(dir: string): string[] {
-  const out: string[] = [];
-  let entries;
-  try {
-    entries = readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    if (e.isDirectory()) out.push(...allocations(join(dir, e.name)));
-    else if (e.isFile() && parseIP(e.name)) out.push(join(dir, e.name));
-  }
-  return out;
-}
-
 let n = 0;
 describe('kemu-bridge under fuzzed config and environment', () => {
   it('every call ends with a result or a spec error; ADD+DEL or a failed ADD leave no veth, address, NAT rule or IP', async () => {
@@ -42,7 +26,7 @@ describe('kemu-bridge under fuzzed config and environment', () => {
       commands: ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC'],
       async world() {
         // What an earlier failing case left in the fixtures must not be blamed on this one.
-        for (const f of allocations(fixtures)) rmSync(f);
+        for (const f of leftoverFiles(fixtures)) rmSync(f);
         const dataDir = join(tmp, 'data', String(n++));
         const dp = createSimDatapath();
         await dp.addNetns(POD);
@@ -72,8 +56,8 @@ describe('kemu-bridge under fuzzed config and environment', () => {
               ...(await dp.listLinks(HOST_NETNS)).filter((l) => l.kind === 'veth').map((l) => `host link ${l.name}`),
               ...(await dp.listLinks(POD)).filter((l) => l.name !== 'lo').map((l) => `pod link ${l.name}`),
               ...(await dp.listNatRules(HOST_NETNS)).map((r) => `NAT rule ${r.owner}`),
-              ...allocations(dataDir),
-              ...allocations(fixtures),
+              ...leftoverFiles(dataDir),
+              ...leftoverFiles(fixtures),
             ];
             return left;
           },

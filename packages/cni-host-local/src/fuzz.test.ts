@@ -1,10 +1,10 @@
 // Seeded, time-bounded fuzzing of kemu-host-local (KEMU_FUZZ_SEED / KEMU_FUZZ_MS replay or lengthen a run).
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { execDelegate, invokePlugin, parseIP } from '@kemu/cni';
-import { buildPluginBins, type FuzzTarget, fuzzCni, runPlugin } from '@kemu/cni/testing';
+import { execDelegate, invokePlugin } from '@kemu/cni';
+import { buildPluginBins, type FuzzTarget, fuzzCni, leftoverFiles, runPlugin } from '@kemu/cni/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostLocal } from './host-local.js';
 
@@ -29,16 +29,6 @@ beforeAll(() => {
   symlinkSync('/dev/zero', join(fixtures, 'zero-link'));
   spawnSync('mkfifo', [join(fixtures, 'fifo')]);
 });
-
-/** Every allocation file anywhere under the test's directory: none may outlive its case. */
-function allocations(dir = tmp): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isDirectory()) out.push(...allocations(join(dir, e.name)));
-    else if (e.isFile() && parseIP(e.name)) out.push(join(dir, e.name));
-  }
-  return out;
-}
 
 let n = 0;
 const config = (dataDir: string) => ({
@@ -68,7 +58,7 @@ describe('kemu-host-local under fuzzed config and environment', () => {
           config: config(join(tmp, 'data', String(n++))),
           invoke: ({ env: e, stdin }) =>
             invokePlugin(hostLocal, { env: e, stdin, delegate: execDelegate, datapath: async () => Promise.reject(new Error('no datapath')) }),
-          leftovers: async () => allocations(),
+          leftovers: async () => leftoverFiles(tmp),
         };
       },
     };
@@ -97,7 +87,7 @@ describe('kemu-host-local under fuzzed config and environment', () => {
             });
             return { exitCode: r.exitCode, stdout: r.stdout };
           },
-          leftovers: async () => allocations(),
+          leftovers: async () => leftoverFiles(tmp),
         };
       },
     };

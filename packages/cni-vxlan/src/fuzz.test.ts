@@ -1,10 +1,10 @@
 // Seeded, time-bounded fuzzing of kemu-vxlan (delegating to kemu-bridge and kemu-host-local in process).
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HOST_NETNS, InProcessInvoker, parseIP } from '@kemu/cni';
+import { HOST_NETNS, InProcessInvoker } from '@kemu/cni';
 import { createSimDatapath } from '@kemu/cni/datapath-sim';
-import { type FuzzTarget, fuzzCni } from '@kemu/cni/testing';
+import { type FuzzTarget, fuzzCni, leftoverFiles } from '@kemu/cni/testing';
 import { bridge } from '@kemu/cni-bridge';
 import { hostLocal } from '@kemu/cni-host-local';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,22 +18,6 @@ writeFileSync(join(fixtures, 'subnet.env'), 'FLANNEL_NETWORK=10.244.0.0/16\nFLAN
 writeFileSync(join(fixtures, 'bad.env'), 'FLANNEL_NETWORK=banana\nFLANNEL_SUBNET=10.244.3.1/33\nFLANNEL_MTU=-1\n');
 symlinkSync('/dev/zero', join(fixtures, 'zero-link'));
 const POD = '/var/run/netns/fuzzvx';
-
-/** Files under `dir` that hold state of an attachment: IPAM allocations and saved delegate configs. */
-function stateFiles(dir: string, saved: string): string[] {
-  const out: string[] = [];
-  let entries;
-  try {
-    entries = readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    if (e.isDirectory()) out.push(...stateFiles(join(dir, e.name), saved));
-    else if (parseIP(e.name) || (dir === saved && !e.name.endsWith('.tmp'))) out.push(join(dir, e.name));
-  }
-  return out;
-}
 
 let n = 0;
 describe('kemu-vxlan under fuzzed config and environment', () => {
@@ -61,7 +45,7 @@ describe('kemu-vxlan under fuzzed config and environment', () => {
             return [
               ...(await dp.listLinks(HOST_NETNS)).filter((l) => l.kind === 'veth').map((l) => `host link ${l.name}`),
               ...(await dp.listLinks(POD)).filter((l) => l.name !== 'lo').map((l) => `pod link ${l.name}`),
-              ...stateFiles(caseDir, join(caseDir, 'flannel')),
+              ...leftoverFiles(caseDir, (d, name) => d === join(caseDir, 'flannel') && !name.endsWith('.tmp')),
             ];
           },
         };

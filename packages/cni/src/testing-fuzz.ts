@@ -11,9 +11,11 @@
  *   says what "left behind" means: IPAM files, links in a namespace, ...).
  * fast-check supplies the seeded generation and shrinks a failing case to a small one.
  */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { CniErrorCode } from './errors.js';
-import { parseCidr } from './ip.js';
+import { parseCidr, parseIP } from './ip.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -279,6 +281,26 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
       timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms);
     }),
   ]);
+}
+
+
+/**
+ * The files below `dir` that a fuzz case may have left behind: IPAM allocations (files named by the address
+ * they hold) and whatever else `also(dir, name)` claims. A missing or unreadable directory has none.
+ */
+export function leftoverFiles(dir: string, also?: (dir: string, name: string) => boolean): string[] {
+  const out: string[] = [];
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (e.isDirectory()) out.push(...leftoverFiles(join(dir, e.name), also));
+    else if (parseIP(e.name) || also?.(dir, e.name)) out.push(join(dir, e.name));
+  }
+  return out;
 }
 
 /**

@@ -277,4 +277,4 @@ export async function callPlugin(
   return { exitCode: o.exitCode, stdout: o.stdout, json: o.stdout ? JSON.parse(o.stdout) : undefined };
 }
 
-export { contractProblem, type FuzzCall, fuzzCni, type FuzzOptions, type FuzzReport, type FuzzTarget, type FuzzWorld } from './testing-fuzz.js';
+export { contractProblem, type FuzzCall, fuzzCni, leftoverFiles, type FuzzOptions, type FuzzReport, type FuzzTarget, type FuzzWorld } from './testing-fuzz.js';

@@ -1,5 +1,15 @@
-import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  appendFileSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -133,6 +143,23 @@ describe('FileStore durability', () => {
     expect(err.message).toBe(`${dir} is in use by process 1; stop it or use another directory`);
     rmSync(join(dir, 'LOCK'));
     await (await FileStore.open({ dir })).close();
+  });
+
+  it('refuses a log, snapshot or lock that is a symlink or not a regular file, and leaves it alone', async () => {
+    const planted: [string, (p: string) => void][] = [
+      [`wal-${'0'.padStart(20, '0')}.log`, (p) => symlinkSync('/dev/zero', p)],
+      [`snapshot-${'5'.padStart(20, '0')}.json`, (p) => symlinkSync('/dev/zero', p)],
+      [`snapshot-${'6'.padStart(20, '0')}.json`, (p) => expect(spawnSync('mkfifo', [p]).status).toBe(0)],
+      ['LOCK', (p) => symlinkSync('/dev/zero', p)],
+    ];
+    for (const [name, plant] of planted) {
+      const dir = tempDir();
+      plant(join(dir, name));
+      const err = await FileStore.open({ dir }).catch((e) => e);
+      expect(err, name).toBeInstanceOf(FileStoreError);
+      expect(err.message).toMatch(new RegExp(`${name} is (a symbolic link|not a regular file); .* remove it$`));
+      expect(readdirSync(dir)).toContain(name);
+    }
   });
 });
 

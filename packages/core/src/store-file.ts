@@ -8,6 +8,8 @@
 // cut off. Damage anywhere else stops the open with an error rather than guessing.
 import {
   closeSync,
+  constants,
+  fstatSync,
   fsyncSync,
   ftruncateSync,
   mkdirSync,
@@ -103,6 +105,30 @@ function fsyncDir(dir: string): void {
   }
 }
 
+/**
+ * Read a file of the store's own: it must be a regular file, not a symlink (O_NOFOLLOW), a device or a FIFO,
+ * which would otherwise hang or exhaust memory on open.
+ */
+function readOwnFile(path: string): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ELOOP') {
+      throw new FileStoreError(`${path} is a symbolic link; the store only reads its own regular files — remove it`);
+    }
+    throw e;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) {
+      throw new FileStoreError(`${path} is not a regular file; the store only reads its own regular files — remove it`);
+    }
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -164,7 +190,7 @@ export class FileStore extends MemoryStore {
         return;
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        const pid = Number(readFileSync(this.lockPath, 'utf8').trim());
+        const pid = Number(readOwnFile(this.lockPath).toString('utf8').trim());
         if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) {
           throw new FileStoreError(`${this.dir} is in use by process ${pid}; stop it or use another directory`);
         }
@@ -204,13 +230,13 @@ export class FileStore extends MemoryStore {
     this.recovery.segments = segs.length;
     for (let i = 0; i < segs.length; i++) {
       const path = join(this.dir, segs[i].file);
-      const buf = readFileSync(path);
+      const buf = readOwnFile(path);
       const last = i === segs.length - 1;
       const { records, validBytes, torn } = decodeSegment(buf, path);
       if (torn) {
         if (!last) throw new FileStoreError(`${path}: incomplete record at offset ${validBytes} in a segment that is not the newest; refusing to start`);
         // Cut the torn tail so new records follow the last complete one.
-        const fd = openSync(path, 'r+');
+        const fd = openSync(path, constants.O_RDWR | constants.O_NOFOLLOW);
         try {
           ftruncateSync(fd, validBytes);
           fsyncSync(fd);
@@ -237,7 +263,11 @@ export class FileStore extends MemoryStore {
     for (const c of this.caches.values()) c.windowStart = Math.max(c.windowStart, this.rv);
     const newest = segs[segs.length - 1];
     this.walName = newest ? newest.file : `wal-${pad(this.rv)}.log`;
-    this.wal = await open(join(this.dir, this.walName), 'a', 0o600);
+    this.wal = await open(
+      join(this.dir, this.walName),
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+      0o600,
+    );
     if (!newest) fsyncDir(this.dir);
   }
 
@@ -246,8 +276,9 @@ export class FileStore extends MemoryStore {
     // Work on bytes: a snapshot of a large cluster exceeds the longest string V8 can hold.
     let buf: Buffer;
     try {
-      buf = readFileSync(path);
-    } catch {
+      buf = readOwnFile(path);
+    } catch (e) {
+      if (e instanceof FileStoreError) throw e;
       return undefined;
     }
     let endAt = buf.length;
@@ -384,7 +415,7 @@ export class FileStore extends MemoryStore {
     // Records with rv <= snapshot rv may still land in the new segment; replay skips them.
     const nextWal = `wal-${pad(rv)}.log`;
     if (nextWal !== this.walName) {
-      const fh = await open(join(this.dir, nextWal), 'a', 0o600);
+      const fh = await open(join(this.dir, nextWal), constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
       await this.wal!.close();
       this.wal = fh;
       this.walName = nextWal;

@@ -1,0 +1,2 @@
+// @kemu/apiserver public surface.
+export * from './auth-seams.js';

@@ -3,31 +3,14 @@
 import http from 'node:http';
 import {
   errorFromStatus,
-  type KindInfo,
   type KubeList,
   type KubeObject,
   kindInfo,
   type Status,
 } from '@kemu/core';
-import type { ExecResult } from './api-server.js';
+import { ClusterUnreachableError, type ExecResult, resourcePath } from '@kemu/apiserver';
 
-export class ClusterUnreachableError extends Error {
-  constructor(
-    readonly socketPath: string,
-    cause: string,
-  ) {
-    super(
-      `cannot reach the kemu cluster at ${socketPath} (${cause}): start one with \`kemu up\`, or pass --state-dir of a running one`,
-    );
-    this.name = 'ClusterUnreachableError';
-  }
-}
-
-export function resourcePath(info: KindInfo, namespace?: string, name?: string, sub?: string): string {
-  const base = info.group ? `/apis/${info.group}/${info.version}` : '/api/v1';
-  const ns = info.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  return `${base}${ns}/${info.resource}${name ? `/${encodeURIComponent(name)}` : ''}${sub ? `/${sub}` : ''}`;
-}
+export { ClusterUnreachableError, resourcePath };
 
 export class ApiClient {
   constructor(readonly socketPath: string) {}

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createMemoryStore, isAlreadyExists, isNotFound, type Store } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient, ClusterUnreachableError } from './api-client.js';
-import { type ApiServer, startApiServer } from './api-server.js';
+import { type ApiServer, startApiServer } from '@kemu/apiserver';
 
 let store: Store;
 let server: ApiServer;

@@ -25,7 +25,7 @@ import { NodeLifecycleController } from '@kemu/kubelet';
 import { formatTrace } from '@kemu/netsim';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
-import { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from './api-server.js';
+import { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from '@kemu/apiserver';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, startNode } from './node.js';

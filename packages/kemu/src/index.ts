@@ -1,6 +1,6 @@
 // kemu: the composed cluster, its API server and client, and the kubectl-style printers.
 export { ApiClient, ClusterUnreachableError, resourcePath } from './api-client.js';
-export { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from './api-server.js';
+export { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from '@kemu/apiserver';
 export { type BenchResult, benchPods } from './bench.js';
 export { checkSupported, storageKind, Cluster, type ClusterNode, type ClusterOptions, openStore, type StoreKind, subnet } from './cluster.js';
 export { CsiRouter, type NodeDriver } from './csi-router.js';

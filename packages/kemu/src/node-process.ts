@@ -11,7 +11,7 @@ import { HOST_NETNS } from '@kemu/cni';
 import { cri, csi, type GrpcChannel, openChannel, type PromiseApi } from '@kemu/proto';
 import { LinuxClusterNetwork } from './linux-network.js';
 import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, startNode } from './node.js';
-import { RemoteStore } from './remote-store.js';
+import { RemoteStore } from '@kemu/apiserver';
 import { SimClusterNetwork } from './sim-network.js';
 
 export interface NodeProcessSpec {

@@ -7,8 +7,8 @@ import { MemoryStore } from '@kemu/core';
 import { describe, expect, it } from 'vitest';
 // The suite is the core package's own contract tests, shared as source.
 import { storeContract } from '../../core/src/store-contract.suite.js';
-import { startApiServer } from './api-server.js';
-import { ClusterUnreachableError } from './api-client.js';
+import { startApiServer } from './server.js';
+import { ClusterUnreachableError } from './cluster-unreachable.js';
 import { RemoteStore } from './remote-store.js';
 
 async function remote() {

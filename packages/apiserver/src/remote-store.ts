@@ -25,7 +25,8 @@ import {
   type WatchOptions,
   type WriteOptions,
 } from '@kemu/core';
-import { ClusterUnreachableError, resourcePath } from './api-client.js';
+import { ClusterUnreachableError } from './cluster-unreachable.js';
+import { resourcePath } from './resource-path.js';
 
 const PATCH_MEDIA: Record<string, string> = {
   merge: 'application/merge-patch+json',

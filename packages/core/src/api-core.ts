@@ -18,10 +18,54 @@ export interface ContainerPort {
   protocol?: 'TCP' | 'UDP' | 'SCTP';
 }
 
+export interface ObjectFieldSelector {
+  apiVersion?: string;
+  fieldPath: string;
+}
+
+export interface ResourceFieldSelector {
+  containerName?: string;
+  resource: string;
+  divisor?: QuantityString;
+}
+
+export interface KeySelector {
+  name: string;
+  key: string;
+  optional?: boolean;
+}
+
+export interface EnvVarSource {
+  fieldRef?: ObjectFieldSelector;
+  resourceFieldRef?: ResourceFieldSelector;
+  configMapKeyRef?: KeySelector;
+  secretKeyRef?: KeySelector;
+}
+
 export interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: Record<string, unknown>;
+  valueFrom?: EnvVarSource;
+}
+
+export interface EnvFromSource {
+  prefix?: string;
+  configMapRef?: { name: string; optional?: boolean };
+  secretRef?: { name: string; optional?: boolean };
+}
+
+/** One lifecycle hook or probe action; exactly one field is set. */
+export interface LifecycleHandler {
+  exec?: { command?: string[] };
+  httpGet?: { path?: string; port: number | string; host?: string; scheme?: 'HTTP' | 'HTTPS'; httpHeaders?: { name: string; value: string }[] };
+  tcpSocket?: { port: number | string; host?: string };
+  sleep?: { seconds: number };
+}
+
+export interface Lifecycle {
+  postStart?: LifecycleHandler;
+  preStop?: LifecycleHandler;
+  stopSignal?: string;
 }
 
 export interface VolumeMount {
@@ -29,6 +73,8 @@ export interface VolumeMount {
   mountPath: string;
   readOnly?: boolean;
   subPath?: string;
+  subPathExpr?: string;
+  recursiveReadOnly?: 'Disabled' | 'IfPossible' | 'Enabled';
   mountPropagation?: 'None' | 'HostToContainer' | 'Bidirectional';
 }
 
@@ -66,7 +112,9 @@ export interface Container {
   workingDir?: string;
   ports?: ContainerPort[];
   env?: EnvVar[];
+  envFrom?: EnvFromSource[];
   resources?: ResourceRequirements;
+  lifecycle?: Lifecycle;
   volumeMounts?: VolumeMount[];
   volumeDevices?: VolumeDevice[];
   livenessProbe?: Probe;
@@ -86,6 +134,47 @@ export interface KeyToPath {
   key: string;
   path: string;
   mode?: number;
+}
+
+export interface DownwardAPIVolumeFile {
+  path: string;
+  fieldRef?: ObjectFieldSelector;
+  resourceFieldRef?: ResourceFieldSelector;
+  mode?: number;
+}
+
+export interface ConfigMapProjection {
+  name: string;
+  items?: KeyToPath[];
+  optional?: boolean;
+}
+
+export interface SecretProjection {
+  name: string;
+  items?: KeyToPath[];
+  optional?: boolean;
+}
+
+export interface ServiceAccountTokenProjection {
+  audience?: string;
+  expirationSeconds?: number;
+  path: string;
+}
+
+export interface ClusterTrustBundleProjection {
+  name?: string;
+  signerName?: string;
+  labelSelector?: LabelSelector;
+  optional?: boolean;
+  path: string;
+}
+
+export interface VolumeProjection {
+  secret?: SecretProjection;
+  configMap?: ConfigMapProjection;
+  downwardAPI?: { items?: DownwardAPIVolumeFile[] };
+  serviceAccountToken?: ServiceAccountTokenProjection;
+  clusterTrustBundle?: ClusterTrustBundleProjection;
 }
 
 export interface Volume {
@@ -112,8 +201,10 @@ export interface Volume {
     fsType?: string;
     volumeAttributes?: Record<string, string>;
   };
-  projected?: Record<string, unknown>;
-  downwardAPI?: Record<string, unknown>;
+  projected?: { sources?: VolumeProjection[]; defaultMode?: number };
+  downwardAPI?: { items?: DownwardAPIVolumeFile[]; defaultMode?: number };
+  /** Generic ephemeral volume: a PVC named `<pod>-<volume>`, owned by the pod. */
+  ephemeral?: { volumeClaimTemplate?: { metadata?: Partial<ObjectMeta>; spec: PersistentVolumeClaimSpec } };
 }
 
 export type NodeSelectorOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
@@ -190,9 +281,15 @@ export interface TopologySpreadConstraint {
   matchLabelKeys?: string[];
 }
 
+/** A container added to a running pod (`kubectl debug`); no ports, probes or resources. */
+export interface EphemeralContainer extends Container {
+  targetContainerName?: string;
+}
+
 export interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
+  ephemeralContainers?: EphemeralContainer[];
   volumes?: Volume[];
   nodeName?: string;
   nodeSelector?: Record<string, string>;
@@ -218,6 +315,9 @@ export interface PodSpec {
   securityContext?: Record<string, unknown>;
   runtimeClassName?: string;
   enableServiceLinks?: boolean;
+  shareProcessNamespace?: boolean;
+  hostAliases?: { ip: string; hostnames?: string[] }[];
+  readinessGates?: { conditionType: string }[];
   overhead?: ResourceList;
 }
 
@@ -262,6 +362,7 @@ export interface PodStatus {
   startTime?: string;
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
+  ephemeralContainerStatuses?: ContainerStatus[];
   qosClass?: 'Guaranteed' | 'Burstable' | 'BestEffort';
 }
 

@@ -161,6 +161,12 @@ export const peers = {
   nft: program('nft', 'nftables'),
   ping: program('ping', 'iputils-ping'),
   curl: program('curl', 'curl'),
+  runc: program('runc', 'runc'),
+  containerd: program('containerd', 'containerd'),
+  dockerRegistry: program('docker-registry', 'docker-registry'),
+  skopeo: program('skopeo', 'skopeo'),
+  umoci: program('umoci', 'umoci'),
+  openssl: program('openssl', 'openssl'),
   /** kubectl v1.32 comes with this kind of machine's image (not from a registry). */
   kubectl: probe('kubectl', "kubectl on PATH (this machine image's /usr/bin/kubectl)", () => onPath('kubectl')),
 } as const;

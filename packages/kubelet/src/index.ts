@@ -19,3 +19,19 @@ export { RuntimeCache } from './runtime-cache.js';
 export type * from './types.js';
 export { attachmentName, VolumeManager, VolumeWaitError } from './volume-manager.js';
 export { CsiNodeSync } from './csinode.js';
+export {
+  allocatableReservation,
+  DEFAULT_EVICTION_HARD,
+  decodeKubeletConfiguration,
+  defaultKubeletConfiguration,
+  EVICTION_SIGNALS,
+  type EvictionSignal,
+  type EvictionThreshold,
+  evictionThresholds,
+  KUBELET_CONFIG_API_VERSION,
+  KubeletConfigError,
+  type KubeletConfiguration,
+  loadKubeletConfiguration,
+  nodeCapacity,
+  parseGoDuration,
+} from './kubelet-config.js';

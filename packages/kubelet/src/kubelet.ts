@@ -16,6 +16,7 @@ import {
 import { EventRecorder } from '@kemu/core/controllers';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import { CsiNodeSync } from './csinode.js';
+import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity } from './kubelet-config.js';
 import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
 import { PodSyncer, type SyncResult } from './pod-sync.js';
@@ -87,13 +88,16 @@ export class Kubelet {
       sandboxCtx: {
         nodeName: o.nodeName,
         podLogsDir: o.podLogsDir ?? '/var/log/pods',
-        clusterDNS: o.clusterDNS ?? ['10.96.0.10'],
-        clusterDomain: o.clusterDomain ?? 'cluster.local',
+        clusterDNS: o.clusterDNS ?? (o.config?.clusterDNS.length ? o.config.clusterDNS : ['10.96.0.10']),
+        clusterDomain: o.clusterDomain ?? (o.config?.clusterDomain || 'cluster.local'),
       },
       crashBackoff: new Backoff(backoff),
       pullBackoff: new Backoff(backoff),
     });
     if (o.csi) this.csiNode = new CsiNodeSync(o.store, o.nodeName, o.csi);
+    const config = o.config ?? defaultKubeletConfiguration();
+    const capacity = o.config ? nodeCapacity(config, { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) }) : { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) };
+    const reserved = o.config ? { ...allocatableReservation(config, capacity), ...(o.reserved ?? {}) } : (o.reserved ?? {});
     this.nodeStatus = new NodeStatusManager(
       o.store,
       {
@@ -101,8 +105,8 @@ export class Kubelet {
         nodeIP: this.nodeIP,
         podCIDR: o.podCIDR,
         labels: { ...baseLabels(o.nodeName), ...(o.labels ?? {}) },
-        capacity: { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) },
-        reserved: o.reserved ?? {},
+        capacity,
+        reserved,
         taints: o.taints,
       },
       o.leaseDurationSeconds ?? 40,

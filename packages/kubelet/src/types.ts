@@ -2,6 +2,7 @@
 // Each is a promise API (see @kemu/proto) so the same kubelet runs against sockets or in-process services.
 import type { Store } from '@kemu/core';
 import type { cri, csi, PromiseApi } from '@kemu/proto';
+import type { KubeletConfiguration } from './kubelet-config.js';
 
 export type RuntimeApi = PromiseApi<cri.RuntimeServiceMethods>;
 export type ImageApi = PromiseApi<cri.ImageServiceMethods>;
@@ -31,6 +32,8 @@ export interface ProbeTransport {
 
 export interface KubeletOptions {
   store: Store;
+  /** A decoded KubeletConfiguration file: reserved resources, eviction, maxPods, cgroups, DNS. */
+  config?: KubeletConfiguration;
   nodeName: string;
   runtime: RuntimeApi;
   images: ImageApi;

@@ -35,3 +35,19 @@ export {
   nodeCapacity,
   parseGoDuration,
 } from './kubelet-config.js';
+export {
+  cgroupFiles,
+  cgroupParentForCRI,
+  cgroupPath,
+  containerLinuxResources,
+  containerOOMScoreAdjust,
+  milliCPUToQuota,
+  milliCPUToShares,
+  podCgroupName,
+  podResourceConfig,
+  type QOSClass,
+  type ResourceConfig,
+  sharesToWeight,
+} from './cm-qos.js';
+export { type CgroupManager, type CgroupRecord, type CgroupVersion, detectCgroupVersion, RealCgroupManager, SimCgroupManager } from './cgroup-manager.js';
+export { ContainerManager, type PodCgroupInfo } from './container-manager.js';

@@ -15,6 +15,8 @@ import {
 } from '@kemu/core';
 import { EventRecorder } from '@kemu/core/controllers';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
+import { SimCgroupManager } from './cgroup-manager.js';
+import { ContainerManager, type PodCgroupInfo } from './container-manager.js';
 import { CsiNodeSync } from './csinode.js';
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity } from './kubelet-config.js';
 import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
@@ -43,6 +45,8 @@ export class Kubelet {
   private readonly syncer: PodSyncer;
   private readonly nodeStatus: NodeStatusManager;
   private readonly csiNode?: CsiNodeSync;
+  /** The QoS cgroup hierarchy and pod cgroups (real or recorded). */
+  readonly containerManager: ContainerManager;
   private readonly workers = new Map<string, Worker>();
   private readonly byUid = new Map<string, Pod>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -98,6 +102,7 @@ export class Kubelet {
     const config = o.config ?? defaultKubeletConfiguration();
     const capacity = o.config ? nodeCapacity(config, { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) }) : { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) };
     const reserved = o.config ? { ...allocatableReservation(config, capacity), ...(o.reserved ?? {}) } : (o.reserved ?? {});
+    this.containerManager = new ContainerManager(o.cgroups ?? new SimCgroupManager(), config, capacity);
     this.nodeStatus = new NodeStatusManager(
       o.store,
       {
@@ -127,6 +132,7 @@ export class Kubelet {
   async start(): Promise<void> {
     const version = await this.o.runtime.Version({ version: 'v1' });
     this.runtimeName = version.runtimeName || 'kemu';
+    this.containerManager.start();
     await this.nodeStatus.register(version);
     await this.heartbeat();
     await this.postStatus();
@@ -309,10 +315,22 @@ export class Kubelet {
     const pod = this.byUid.get(uid);
     if (!pod) {
       // Not (or no longer) in the store for this node: tear down whatever the runtime holds for it.
-      return this.syncer.terminate(undefined, uid);
+      return this.forgetCgroup(uid, await this.syncer.terminate(undefined, uid));
     }
-    if (pod.metadata.deletionTimestamp) return this.syncer.terminate(pod, uid);
+    if (pod.metadata.deletionTimestamp) return this.forgetCgroup(uid, await this.syncer.terminate(pod, uid));
+    // The pod cgroup exists before the sandbox, as the kubelet's pod container manager makes it.
+    if (pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') this.containerManager.ensurePod(pod);
     return this.syncer.sync(pod);
+  }
+
+  private forgetCgroup(uid: string, result: SyncResult): SyncResult {
+    if (result.done) this.containerManager.removePod(uid);
+    return result;
+  }
+
+  /** The pod's cgroup as this kubelet set it up (QoS class, cgroup_parent, files), for describe and stats. */
+  podCgroup(uid: string): PodCgroupInfo | undefined {
+    return this.containerManager.pod(uid);
   }
 
   /** Static pods: run the manifests in staticPodPath and keep a mirror Pod for each in the store. */

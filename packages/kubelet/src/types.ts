@@ -2,6 +2,7 @@
 // Each is a promise API (see @kemu/proto) so the same kubelet runs against sockets or in-process services.
 import type { Store } from '@kemu/core';
 import type { cri, csi, PromiseApi } from '@kemu/proto';
+import type { CgroupManager } from './cgroup-manager.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
 
 export type RuntimeApi = PromiseApi<cri.RuntimeServiceMethods>;
@@ -34,6 +35,8 @@ export interface KubeletOptions {
   store: Store;
   /** A decoded KubeletConfiguration file: reserved resources, eviction, maxPods, cgroups, DNS. */
   config?: KubeletConfiguration;
+  /** Where pod and QoS cgroups go: real files for a real runtime; default recorded only (sim). */
+  cgroups?: CgroupManager;
   nodeName: string;
   runtime: RuntimeApi;
   images: ImageApi;

@@ -9,6 +9,8 @@ describe('patches', () => {
 
   it('strategic merge merges keyed lists and honours $patch directives', () => {
     const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
       spec: {
         containers: [
           { name: 'a', image: 'x:1', env: [{ name: 'K', value: '1' }] },
@@ -34,6 +36,45 @@ describe('patches', () => {
     expect(strategicMerge({ metadata: { finalizers: ['a', 'b'] } }, { metadata: { '$deleteFromPrimitiveList/finalizers': ['a'] } })).toEqual({
       metadata: { finalizers: ['b'] },
     });
+  });
+
+  it('strategic merge reads merge keys and strategies from the kind schema', () => {
+    const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n' }, spec: { podCIDRs: ['10.0.0.0/24'] } };
+    // podCIDRs is a primitive list with patchStrategy merge: merged as a set.
+    expect(strategicMerge(node, { spec: { podCIDRs: ['fd00::/64'] } }).spec.podCIDRs).toEqual(['10.0.0.0/24', 'fd00::/64']);
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      spec: {
+        containers: [{ name: 'a', ports: [{ containerPort: 80, name: 'http' }] }],
+        hostAliases: [{ ip: '10.0.0.1', hostnames: ['a'] }],
+        volumes: [{ name: 'v', emptyDir: {} }],
+      },
+    };
+    const out = strategicMerge(pod, {
+      spec: {
+        containers: [{ name: 'a', ports: [{ containerPort: 80, protocol: 'TCP' }, { containerPort: 81 }] }],
+        hostAliases: [{ ip: '10.0.0.1', hostnames: ['b'] }],
+        // retainKeys: the volume's source changes from emptyDir to configMap.
+        volumes: [{ name: 'v', configMap: { name: 'cm' }, $retainKeys: ['configMap', 'name'] }],
+      },
+    });
+    expect(out.spec.containers[0].ports).toEqual([{ containerPort: 80, name: 'http', protocol: 'TCP' }, { containerPort: 81 }]);
+    expect(out.spec.hostAliases).toEqual([{ ip: '10.0.0.1', hostnames: ['b'] }]);
+    expect(out.spec.volumes).toEqual([{ name: 'v', configMap: { name: 'cm' } }]);
+  });
+
+  it('strategic merge orders a keyed list by $setElementOrder, as kubectl apply sends it', () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', spec: { containers: [{ name: 'a' }, { name: 'b' }] } };
+    const out = strategicMerge(pod, {
+      spec: { '$setElementOrder/containers': [{ name: 'c' }, { name: 'b' }, { name: 'a' }], containers: [{ name: 'c', image: 'z' }] },
+    });
+    expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(['c', 'b', 'a']);
+  });
+
+  it('strategic merge of a kind without a schema replaces lists, as a merge patch does', () => {
+    const obj = { apiVersion: 'example.com/v1', kind: 'Widget', spec: { containers: [{ name: 'a', image: 'x' }] } };
+    expect(strategicMerge(obj, { spec: { containers: [{ name: 'b' }] } }).spec.containers).toEqual([{ name: 'b' }]);
   });
 
   it('JSON patch (RFC 6902) is all-or-nothing', () => {

@@ -1,6 +1,7 @@
-// Patch application: JSON merge patch (RFC 7386), a strategic merge patch covering the API's keyed lists
-// (containers by name, ports by containerPort, conditions by type, ...) and JSON patch (RFC 6902).
+// Patch application: JSON merge patch (RFC 7386), strategic merge patch (list merge keys and strategies read
+// from the kind schemas) and JSON patch (RFC 6902).
 import { BadRequestError } from './errors.js';
+import { elementType, type FieldSchema, jsonField, SCALAR_TYPES, typeOfObject } from './schema/index.js';
 import type { PatchType } from './store.js';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -19,43 +20,23 @@ export function mergePatch(target: unknown, patch: unknown): any {
   return out;
 }
 
-/** List fields merged by a key field instead of replaced (Kubernetes `patchMergeKey`). */
-const MERGE_KEYS: Record<string, string> = {
-  containers: 'name',
-  initContainers: 'name',
-  ephemeralContainers: 'name',
-  volumes: 'name',
-  volumeMounts: 'mountPath',
-  volumeDevices: 'devicePath',
-  env: 'name',
-  ports: 'containerPort',
-  conditions: 'type',
-  addresses: 'type',
-  ownerReferences: 'uid',
-  drivers: 'name',
-  podIPs: 'ip',
-  hostIPs: 'ip',
-  imagePullSecrets: 'name',
-  resourceClaims: 'name',
-  schedulingGates: 'name',
-};
-/** Lists of primitives merged as sets. */
-const SET_LISTS = new Set(['finalizers']);
-
-function strategicList(field: string, target: Json[] | undefined, patch: Json[]): Json[] {
-  const key = MERGE_KEYS[field];
-  if (SET_LISTS.has(field)) {
+function strategicList(field: FieldSchema | undefined, target: Json[] | undefined, patch: Json[], order: Json[] | undefined): Json[] {
+  const strategy = field?.patchStrategy ?? '';
+  if (!strategy.split(',').includes('merge')) return patch.filter((p) => !(isObject(p) && p.$patch === 'replace')).map(stripDirectives);
+  const key = field?.patchMergeKey;
+  if (!key) {
+    // A list of primitives merged as a set (finalizers, podCIDRs).
     const out = [...(target ?? [])];
     for (const v of patch) if (!out.includes(v)) out.push(v);
     return out;
   }
-  if (!key) return patch.map((v) => stripDirectives(v));
   if (patch.some((p) => isObject(p) && p.$patch === 'replace')) {
     return patch.filter((p) => !(isObject(p) && p.$patch === 'replace')).map(stripDirectives);
   }
+  const itemType = field ? elementType(field.type) : undefined;
   const out: Json[] = [...(target ?? [])];
   for (const p of patch) {
-    if (!isObject(p)) throw new BadRequestError(`strategic merge patch: ${field} items must be objects`);
+    if (!isObject(p)) throw new BadRequestError(`strategic merge patch: ${field?.name} items must be objects`);
     const k = p[key];
     if (k === undefined) throw new BadRequestError(`map: ${JSON.stringify(p)} does not contain declared merge key: ${key}`);
     const i = out.findIndex((t) => isObject(t) && t[key] === k);
@@ -63,10 +44,16 @@ function strategicList(field: string, target: Json[] | undefined, patch: Json[])
       if (i >= 0) out.splice(i, 1);
       continue;
     }
-    if (i >= 0) out[i] = strategicMerge(out[i], p);
-    else out.push(stripDirectives(p));
+    if (i >= 0) out[i] = mergeObject(out[i], p, itemType);
+    else out.push(mergeObject(undefined, p, itemType));
   }
-  return out;
+  if (!order) return out;
+  // `$setElementOrder/<field>` (sent by kubectl apply): listed items in that order, the rest after them.
+  const rank = (v: Json) => {
+    const i = order.findIndex((o) => isObject(o) && isObject(v) && o[key] === v[key]);
+    return i < 0 ? order.length : i;
+  };
+  return out.map((v, i) => [v, i] as const).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([v]) => v);
 }
 
 function stripDirectives(v: Json): Json {
@@ -80,11 +67,23 @@ function stripDirectives(v: Json): Json {
   return out;
 }
 
-/** Strategic merge patch for the fields this API uses (see MERGE_KEYS); unknown lists replace. */
-export function strategicMerge(target: unknown, patch: unknown): any {
+/**
+ * Strategic merge patch. List merge keys and strategies come from the kind's schema (found from `typeName`,
+ * or the target's or patch's apiVersion and kind); without a schema every list is replaced, as in a merge patch.
+ */
+export function strategicMerge(target: unknown, patch: unknown, typeName?: string): any {
   if (!isObject(patch)) return patch;
+  return mergeObject(target, patch, typeName ?? typeOfObject(target)?.name ?? typeOfObject(patch)?.name);
+}
+
+function mergeObject(target: unknown, patch: JsonObject, typeName: string | undefined): any {
   if (patch.$patch === 'replace') return stripDirectives(patch);
   if (patch.$patch === 'delete') return undefined;
+  const mapOf = typeName?.startsWith('map[string]') ? elementType(typeName) : undefined;
+  const fieldOf = (k: string): FieldSchema | undefined => {
+    if (mapOf !== undefined) return { name: k, type: mapOf, proto: 0, description: '' };
+    return typeName && !SCALAR_TYPES.has(typeName) ? jsonField(typeName, k) : undefined;
+  };
   const out: JsonObject = isObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (k === '$patch' || k === '$retainKeys' || k.startsWith('$setElementOrder/')) continue;
@@ -94,10 +93,13 @@ export function strategicMerge(target: unknown, patch: unknown): any {
       if (Array.isArray(cur) && Array.isArray(v)) out[field] = cur.filter((x) => !v.includes(x));
       continue;
     }
+    const field = fieldOf(k);
     if (v === null) delete out[k];
-    else if (Array.isArray(v)) out[k] = strategicList(k, Array.isArray(out[k]) ? (out[k] as Json[]) : undefined, v);
-    else if (isObject(v)) {
-      const merged = strategicMerge(out[k], v);
+    else if (Array.isArray(v)) {
+      const order = patch[`$setElementOrder/${k}`];
+      out[k] = strategicList(field, Array.isArray(out[k]) ? (out[k] as Json[]) : undefined, v, Array.isArray(order) ? order : undefined);
+    } else if (isObject(v)) {
+      const merged = mergeObject(out[k], v, field?.type);
       if (merged === undefined) delete out[k];
       else out[k] = merged;
     } else out[k] = v;

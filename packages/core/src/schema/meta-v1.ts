@@ -1,0 +1,106 @@
+// Schema of meta/v1: object and list metadata, label selectors, Status, conditions, delete options and watch events.
+// Field names, protobuf numbers, types, patch strategies and list types follow upstream's API (1.32).
+import { f, schemaModule, type } from './dsl.js';
+
+export default schemaModule(
+  'io.k8s.apimachinery.pkg.apis.meta.v1',
+  {
+    Status: type('The outcome of an operation that returns no object, and the shape of every error.', {
+      metadata: f(1, 'ListMeta'),
+      status: f(2, 'string', 'Success or Failure.'),
+      message: f(3, 'string', 'Human-readable description of the outcome.'),
+      reason: f(4, 'string', 'Machine-readable reason for a failure (NotFound, AlreadyExists, Conflict, Invalid, ...).'),
+      details: f(5, 'StatusDetails', 'Data about the failed object and the fields at fault.'),
+      code: f(6, 'int32', 'HTTP status code of the response.'),
+    }),
+    StatusDetails: type('Identifies the object an error is about and its causes.', {
+      name: f(1, 'string'),
+      group: f(2, 'string'),
+      kind: f(3, 'string'),
+      uid: f(6, 'string'),
+      causes: f(4, '[]StatusCause'),
+      retryAfterSeconds: f(5, 'int32'),
+    }),
+    StatusCause: type('One cause of an error, often a field path with its problem.', {
+      reason: f(1, 'string'),
+      message: f(2, 'string'),
+      field: f(3, 'string'),
+    }),
+    ListMeta: type('Metadata of a list response: its version and paging token.', {
+      selfLink: f(1, 'string'),
+      resourceVersion: f(2, 'string', 'Version of the collection at which the list was read.'),
+      continue: f(3, 'string', 'Token to fetch the next page; empty on the last page.'),
+      remainingItemCount: f(4, 'int64', 'Items after this page, when the server can count them.'),
+    }),
+    ObjectMeta: type('Metadata every persisted object carries: identity, labels, annotations, ownership and lifecycle stamps.', {
+      name: f(1, 'string', 'Unique name within the namespace (or cluster, for cluster-scoped kinds); cannot change after creation.'),
+      generateName: f(2, 'string', 'Prefix from which the server builds a unique name when name is empty.'),
+      namespace: f(3, 'string', 'Namespace the object lives in; empty for cluster-scoped kinds.'),
+      selfLink: f(4, 'string', 'Deprecated and never set.'),
+      uid: f(5, 'string', 'Server-assigned identifier, unique across the object\'s whole history.'),
+      resourceVersion: f(6, 'string', 'Opaque version of this object, used for optimistic concurrency and watches.'),
+      generation: f(7, 'int64', 'Sequence number of changes to the desired state (spec); set by the server.'),
+      creationTimestamp: f(8, 'time', 'When the server created the object.'),
+      deletionTimestamp: f(9, 'time', 'When graceful deletion will complete; set by the server when deletion is requested.'),
+      deletionGracePeriodSeconds: f(10, 'int64', 'Seconds of grace left for graceful deletion.', { pointer: true }),
+      labels: f(11, 'map[string]string', 'Key/value pairs that selectors match against.'),
+      annotations: f(12, 'map[string]string', 'Arbitrary non-identifying key/value metadata for tools.'),
+      ownerReferences: f(13, '[]OwnerReference', 'Objects this one depends on; the garbage collector deletes it after all owners are gone.', { patchStrategy: 'merge', patchMergeKey: 'uid', listType: 'map', listMapKeys: ['uid'] }),
+      finalizers: f(14, '[]string', 'Keys that must be cleared before the object is removed from storage.', { patchStrategy: 'merge', listType: 'set' }),
+      managedFields: f(17, '[]ManagedFieldsEntry', 'Which manager owns which fields, as recorded by server-side apply.', { listType: 'atomic' }),
+    }),
+    ManagedFieldsEntry: type('One manager\'s claim on a set of fields.', {
+      manager: f(1, 'string'),
+      operation: f(2, 'string'),
+      apiVersion: f(3, 'string'),
+      time: f(4, 'time'),
+      fieldsType: f(6, 'string'),
+      fieldsV1: f(7, 'fieldsV1'),
+      subresource: f(8, 'string'),
+    }),
+    OwnerReference: type('Points at an owning object in the same namespace.', {
+      apiVersion: f(5, 'string', '', { required: true }),
+      kind: f(1, 'string', '', { required: true }),
+      name: f(3, 'string', '', { required: true }),
+      uid: f(4, 'string', '', { required: true }),
+      controller: f(6, 'bool', 'Whether the owner is the managing controller (at most one owner is).', { pointer: true }),
+      blockOwnerDeletion: f(7, 'bool', 'With foreground deletion, the owner is not removed until this object is.', { pointer: true }),
+    }),
+    LabelSelector: type('A label query: matchLabels and matchExpressions, ANDed; empty matches everything.', {
+      matchLabels: f(1, 'map[string]string', 'Labels that must all be present with these values.'),
+      matchExpressions: f(2, '[]LabelSelectorRequirement', 'Requirements that must all hold.', { listType: 'atomic' }),
+    }, 'atomic'),
+    LabelSelectorRequirement: type('A key, an operator (In, NotIn, Exists, DoesNotExist) and values.', {
+      key: f(1, 'string', '', { required: true }),
+      operator: f(2, 'string', '', { required: true }),
+      values: f(3, '[]string', '', { listType: 'atomic' }),
+    }),
+    Condition: type('', {
+      type: f(1, 'string'),
+      status: f(2, 'string'),
+      observedGeneration: f(3, 'int64'),
+      lastTransitionTime: f(4, 'time'),
+      reason: f(5, 'string'),
+      message: f(6, 'string'),
+    }),
+    DeleteOptions: type('', {
+      gracePeriodSeconds: f(1, 'int64'),
+      preconditions: f(2, 'Preconditions'),
+      orphanDependents: f(3, 'bool'),
+      propagationPolicy: f(4, 'string'),
+      dryRun: f(5, '[]string'),
+      ignoreStoreReadErrorWithClusterBreakingPotential: f(6, 'bool'),
+    }),
+    Preconditions: type('', {
+      uid: f(1, 'string', '', { required: true }),
+      resourceVersion: f(2, 'string'),
+    }),
+    WatchEvent: type('', {
+      type: f(1, 'string'),
+      object: f(2, 'rawExtension'),
+    }),
+  },
+  [
+  
+  ],
+);

@@ -2,6 +2,7 @@
 // hands it a private copy).
 import type { Container, Pod, PodSpec, PodStatus } from './api-core.js';
 import type { KubeObject } from './api-meta.js';
+import { kindHooks } from './kind-hooks.js';
 
 /** Image pull policy the API server defaults for an image reference. */
 export function defaultPullPolicy(image: string | undefined): 'Always' | 'IfNotPresent' {
@@ -103,6 +104,8 @@ export function initialStatus(obj: KubeObject): void {
       if (!obj.status) obj.status = { attached: false };
       else obj.status = { attached: false };
       break;
+    default:
+      kindHooks(obj.kind)?.initialStatus?.(obj);
   }
 }
 
@@ -159,5 +162,7 @@ export function applyDefaults(obj: KubeObject): void {
     case 'Node':
       obj.spec ??= {};
       break;
+    default:
+      kindHooks(obj.kind)?.defaults?.(obj);
   }
 }

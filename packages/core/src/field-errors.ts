@@ -48,6 +48,10 @@ export class FieldErrors {
     this.push(field, 'FieldValueTooLong', `Too long: may not be more than ${max} bytes`);
   }
 
+  tooMany(field: string, actual: number, max: number): void {
+    this.push(field, 'FieldValueTooMany', `Too many: ${actual}: must have at most ${max} items`);
+  }
+
   /** Record each message of a name check (dns1123Label etc.) as Invalid. */
   check(field: string, value: string, problems: string[]): void {
     for (const p of problems) this.invalid(field, value, p);

@@ -3,6 +3,10 @@ export * from './api-meta.js';
 export type * from './api-core.js';
 export type * from './api-storage.js';
 export type * from './api-misc.js';
+export * from './api-service.js';
+export type * from './api-networking.js';
+export { SERVICE_KINDS } from './kinds-service.js';
+export { type KindHooks, kindHooks, registerKindHooks, type WriteEffect, type WriteHookContext } from './kind-hooks.js';
 export * from './errors.js';
 export { FieldErrors } from './field-errors.js';
 export {
@@ -21,7 +25,7 @@ export {
 export * from './quantity.js';
 export * from './labels.js';
 export * from './fields.js';
-export { dns1123Label, dns1123Subdomain, labelValue, qualifiedName } from './names.js';
+export { dns1123Label, dns1123Subdomain, labelValue, portName, qualifiedName } from './names.js';
 export { applyDefaults, defaultPullPolicy, podQOSClass } from './defaults.js';
 export { assertValid, updateErrors, validationErrors } from './validation.js';
 export { ManifestError, type ParseManifestOptions, parseManifests, toYaml } from './manifest.js';

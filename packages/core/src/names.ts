@@ -84,6 +84,19 @@ export function labelValue(v: string): string[] {
   return errs;
 }
 
+const PORT_NAME = /^[-a-z0-9]+$/;
+
+/** A named port (IANA_SVC_NAME): at most 15 characters, lower-case alphanumerics and single inner '-', one letter. */
+export function portName(v: string): string[] {
+  const errs: string[] = [];
+  if (v.length > 15) errs.push('must be no more than 15 characters');
+  if (!PORT_NAME.test(v)) errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
+  if (v.includes('--')) errs.push("must not contain consecutive hyphens");
+  if (!/[a-z]/.test(v)) errs.push('must contain at least one letter (a-z)');
+  if (v.startsWith('-') || v.endsWith('-')) errs.push('must not begin or end with a hyphen');
+  return errs;
+}
+
 /** Object names that are never valid path segments, whatever the kind's naming rule. */
 export function pathSegmentName(v: string): string[] {
   if (v === '.' || v === '..') return [`may not be '${v}'`];

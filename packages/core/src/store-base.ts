@@ -18,6 +18,7 @@ import {
   type ResourceRef,
 } from './errors.js';
 import { toFieldSelector } from './fields.js';
+import { kindHooks, type WriteEffect, type WriteHookContext } from './kind-hooks.js';
 import { clone, storageKey, type WatchFilter } from './kind-cache.js';
 import { type KindInfo, kindInfo, type ObjectOf, storedKinds } from './kinds.js';
 import { toSelector } from './labels.js';
@@ -46,6 +47,10 @@ export class StaleAdmissionError extends Error {}
 export interface BaseStoreOptions {
   /** Interval of BOOKMARK events for watches that allow them (ms). Default 60 s, as the API server. */
   bookmarkIntervalMs?: number;
+  /** Service cluster IP range: one CIDR, or one per family separated by a comma. Default 10.96.0.0/12. */
+  serviceClusterIPRange?: string;
+  /** Service node port range `low-high`. Default 30000-32767. */
+  serviceNodePortRange?: string;
 }
 
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -286,21 +291,39 @@ export abstract class BaseStore implements Store {
     applyDefaults(obj);
     initialStatus(obj);
     assertValid(obj);
-    for (let live = false; ; live = true) {
-      const ns = await this.admit(info, obj, live);
-      if (opts.dryRun) {
-        if (await this.rawGet(info, storageKey(m.namespace, m.name!))) throw new AlreadyExistsError(this.ref(info, m.name!));
-        return obj as Stored<T>;
+    const effect = await kindHooks(info.kind)?.beforeCreate?.(this.hookContext(), obj);
+    try {
+      for (let live = false; ; live = true) {
+        const ns = await this.admit(info, obj, live);
+        if (opts.dryRun) {
+          if (await this.rawGet(info, storageKey(m.namespace, m.name!))) throw new AlreadyExistsError(this.ref(info, m.name!));
+          effect?.undo?.();
+          return obj as Stored<T>;
+        }
+        // The write only lands if the namespace is still as admission saw it (a cached view may lag).
+        const guard = ns ? { info: kindInfo('Namespace'), key: ns.metadata.name!, rv: ns.metadata.resourceVersion! } : undefined;
+        try {
+          const stored = await this.rawCreate(info, storageKey(m.namespace, m.name!), obj, guard);
+          effect?.commit?.();
+          return clone(stored) as Stored<T>;
+        } catch (e) {
+          if (!(e instanceof StaleAdmissionError) || live) throw e;
+        }
       }
-      // The write only lands if the namespace is still as admission saw it (a cached view may lag).
-      const guard = ns ? { info: kindInfo('Namespace'), key: ns.metadata.name!, rv: ns.metadata.resourceVersion! } : undefined;
-      try {
-        const stored = await this.rawCreate(info, storageKey(m.namespace, m.name!), obj, guard);
-        return clone(stored) as Stored<T>;
-      } catch (e) {
-        if (!(e instanceof StaleAdmissionError) || live) throw e;
-      }
+    } catch (e) {
+      effect?.undo?.();
+      throw e;
     }
+  }
+
+  /** What per-kind write hooks see of this store. */
+  protected hookContext(): WriteHookContext {
+    const all = { labels: toSelector(undefined), fields: toFieldSelector(undefined) };
+    return {
+      owner: this,
+      options: this.baseOptions as Record<string, unknown>,
+      listAll: async (kind) => (await this.rawList(kindInfo(kind), all, undefined, undefined)).items,
+    };
   }
 
   async get<K extends string>(kind: K, namespace: string | undefined, name: string): Promise<ObjectOf<K>> {
@@ -394,6 +417,7 @@ export abstract class BaseStore implements Store {
         if (cur.status === undefined) delete next.status;
         else next.status = clone(cur.status);
       }
+      kindHooks(info.kind)?.prepareForUpdate?.(next, cur);
       applyDefaults(next);
       if (cur.metadata.deletionTimestamp) {
         const had = new Set(cur.metadata.finalizers ?? []);
@@ -410,14 +434,27 @@ export abstract class BaseStore implements Store {
     if (next.metadata.finalizers?.length === 0) delete next.metadata.finalizers;
     assertValid(next, cur);
     if (sameObject(next, cur)) return clone(cur);
-    if (opts.dryRun) return next;
     if (cur.metadata.deletionTimestamp && !next.metadata.finalizers?.length && !this.gracefulPending(info, next)) {
+      if (opts.dryRun) return next;
       // The last finalizer is gone: the deletion completes now.
       const gone = await this.rawDelete(info, key, cur.metadata.resourceVersion!, next);
       this.afterDelete(info, gone, 'Background');
       return clone(gone);
     }
-    return clone(await this.rawUpdate(info, key, next, cur.metadata.resourceVersion!));
+    const effect: WriteEffect | undefined = part === 'main' ? await kindHooks(info.kind)?.beforeUpdate?.(this.hookContext(), next, cur) : undefined;
+    if (opts.dryRun) {
+      effect?.undo?.();
+      return next;
+    }
+    let stored: KubeObject;
+    try {
+      stored = await this.rawUpdate(info, key, next, cur.metadata.resourceVersion!);
+    } catch (e) {
+      effect?.undo?.();
+      throw e;
+    }
+    effect?.commit?.();
+    return clone(stored);
   }
 
   private gracefulPending(info: KindInfo, obj: KubeObject): boolean {
@@ -539,7 +576,8 @@ export abstract class BaseStore implements Store {
     return clone(gone);
   }
 
-  private afterDelete(_info: KindInfo, gone: KubeObject, policy: 'Orphan' | 'Background' | 'Foreground'): void {
+  private afterDelete(info: KindInfo, gone: KubeObject, policy: 'Orphan' | 'Background' | 'Foreground'): void {
+    kindHooks(info.kind)?.afterDelete?.(this.hookContext(), gone);
     if (this.closed) return;
     this.track(policy === 'Orphan' ? this.orphan(gone.metadata.uid!) : this.collect(gone.metadata.uid!));
   }

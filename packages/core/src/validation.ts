@@ -4,6 +4,7 @@ import type { Container, NodeSelectorTerm, Pod, PodSpec, Toleration } from './ap
 import type { KubeObject, LabelSelector, ObjectMeta } from './api-meta.js';
 import { InvalidError, type StatusCause } from './errors.js';
 import { FieldErrors } from './field-errors.js';
+import { kindHooks } from './kind-hooks.js';
 import { type KindInfo, lookupKind } from './kinds.js';
 import { dns1123Label, dns1123Subdomain, labelValue, pathSegmentName, qualifiedName } from './names.js';
 import { parseQuantity, type Quantity } from './quantity.js';
@@ -94,7 +95,7 @@ export function validateLabels(e: FieldErrors, path: string, labels: Record<stri
   }
 }
 
-function validateLabelSelector(e: FieldErrors, path: string, sel: LabelSelector | undefined): void {
+export function validateLabelSelector(e: FieldErrors, path: string, sel: LabelSelector | undefined): void {
   if (!sel) return;
   validateLabels(e, `${path}.matchLabels`, sel.matchLabels);
   (sel.matchExpressions ?? []).forEach((x, i) => {
@@ -604,6 +605,7 @@ export function validationErrors(obj: KubeObject): StatusCause[] {
   validateMeta(e, obj.metadata, info);
   validateKindBody(e, obj);
   validateStatus(e, obj);
+  kindHooks(obj.kind)?.validate?.(e, obj);
   return e.list;
 }
 
@@ -622,6 +624,7 @@ export function updateErrors(next: KubeObject, prev: KubeObject): StatusCause[] 
   if (nm.name !== pm.name) e.invalid('metadata.name', nm.name, 'field is immutable');
   if ((nm.namespace ?? '') !== (pm.namespace ?? '')) e.invalid('metadata.namespace', nm.namespace, 'field is immutable');
   if (nm.uid !== undefined && nm.uid !== pm.uid) e.invalid('metadata.uid', nm.uid, 'field is immutable');
+  kindHooks(next.kind)?.validateUpdate?.(e, next, prev);
   switch (next.kind) {
     case 'Pod': {
       const a = (prev as Pod).spec;

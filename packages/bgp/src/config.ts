@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { BgpConfigError } from './errors.js';
-import { type Afi, parseIP, parsePrefix, routerIdToNumber } from './ip.js';
+import { parseIpAddr, parsePrefix } from '@kemu/ip';
+import { type Afi, routerIdToNumber } from './router-id.js';
 import type { NeighborConfig } from './session.js';
 import type { SpeakerOptions } from './speaker.js';
 
@@ -94,7 +95,7 @@ function splitHostPort(
     rest = parts.slice(1);
   }
   if (rest.length !== (withAs ? 2 : 1)) fail(path, `${JSON.stringify(s)} is not ${form}`);
-  if (!parseIP(address))
+  if (!parseIpAddr(address))
     fail(path, `${JSON.stringify(address)} in ${JSON.stringify(s)} is not an IP address`);
   const port = parseIntStrict(rest[0]!, `${path}`, 'port', 0, 65535);
   const out: { address: string; port: number; as?: number } = { address, port };
@@ -125,7 +126,7 @@ function peer(v: unknown, path: string, rrClient: boolean): NeighborConfig {
     fail(path, 'must be "ADDR:PORT:AS" or an object with address, port, as');
   const o = v as Record<string, unknown>;
   for (const k of Object.keys(o)) if (!peerKeys.has(k)) fail(`${path}.${k}`, 'unknown field');
-  if (typeof o.address !== 'string' || !parseIP(o.address))
+  if (typeof o.address !== 'string' || !parseIpAddr(o.address))
     fail(`${path}.address`, `must be an IP address, got ${JSON.stringify(o.address)}`);
   const n: NeighborConfig = { address: o.address, as: num(o.as, `${path}.as`, 1, 0xffffffff) };
   if (o.port !== undefined) n.port = num(o.port, `${path}.port`, 1, 65535);
@@ -137,7 +138,7 @@ function peer(v: unknown, path: string, rrClient: boolean): NeighborConfig {
   }
   if (rrClient) n.rrClient = true;
   if (o.localAddress !== undefined) {
-    if (typeof o.localAddress !== 'string' || !parseIP(o.localAddress))
+    if (typeof o.localAddress !== 'string' || !parseIpAddr(o.localAddress))
       fail(`${path}.localAddress`, 'must be an IP address');
     n.localAddress = o.localAddress;
   }
@@ -169,7 +170,7 @@ export function resolveConfig(raw: unknown): ResolvedConfig {
   else if (typeof c.listen === 'string') listen = splitHostPort(c.listen, 'listen', false);
   else if (c.listen && typeof c.listen === 'object') {
     const l = c.listen as Record<string, unknown>;
-    if (typeof l.address !== 'string' || !parseIP(l.address)) fail('listen.address', 'must be an IP address');
+    if (typeof l.address !== 'string' || !parseIpAddr(l.address)) fail('listen.address', 'must be an IP address');
     listen = { address: l.address, port: num(l.port, 'listen.port', 0, 65535) };
   } else fail('listen', 'must be "ADDR:PORT" or {address, port}');
   const speaker: SpeakerOptions = { routerId: c.routerId, as, listen };
@@ -199,7 +200,7 @@ export function resolveConfig(raw: unknown): ResolvedConfig {
     });
   }
   if (c.nextHop6 !== undefined) {
-    if (typeof c.nextHop6 !== 'string' || parseIP(c.nextHop6)?.afi !== 6)
+    if (typeof c.nextHop6 !== 'string' || parseIpAddr(c.nextHop6)?.family !== 6)
       fail('nextHop6', 'must be an IPv6 address');
     speaker.nextHop6 = c.nextHop6;
   }

@@ -1,5 +1,5 @@
 export * from './errors.js';
-export * from './ip.js';
+export * from './router-id.js';
 export * from './message.js';
 export {
   asPathLength,

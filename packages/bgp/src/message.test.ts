@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BgpError } from './errors.js';
-import { parsePrefix } from './ip.js';
+import { parsePrefix } from '@kemu/ip';
 import {
   decodeOne,
   encodeKeepalive,

@@ -12,7 +12,8 @@ import {
   RouteRefreshSubcode,
   UpdateSubcode,
 } from './errors.js';
-import { type Afi, formatIPv4, formatIPv6, type Prefix, parseIPv4, parseIPv6 } from './ip.js';
+import { formatIPv6, type Prefix, parseIPv4, parseIPv6 } from '@kemu/ip';
+import { type Afi, internIPv4 } from './router-id.js';
 
 export const HEADER_LENGTH = 19;
 export const MAX_MESSAGE_LENGTH = 4096;
@@ -356,7 +357,7 @@ function decodeOpen(body: Buffer): OpenMessage {
   }
   const myAs = body.readUInt16BE(1);
   const holdTime = body.readUInt16BE(3);
-  const bgpId = formatIPv4(body, 5);
+  const bgpId = internIPv4(body, 5);
   const optLen = body[9]!;
   if (10 + optLen !== body.length) {
     throw new BgpError(
@@ -423,7 +424,7 @@ function prefixBytes(p: Prefix): number {
 function writePrefix(b: Buffer, off: number, p: Prefix): number {
   b[off] = p.len;
   const n = (p.len + 7) >> 3;
-  for (let i = 0; i < n; i++) b[off + 1 + i] = p.addr[i]!;
+  for (let i = 0; i < n; i++) b[off + 1 + i] = p.bytes[i]!;
   return off + 1 + n;
 }
 
@@ -477,7 +478,7 @@ function readPrefixes(
     for (let i = 0; i < n; i++) addr[i] = b[p + 1 + i]!;
     // Trailing bits beyond the prefix length are ignored on receipt, as RFC 4271 §4.3 lets us.
     if (len & 7) addr[n - 1] = addr[n - 1]! & (0xff << (8 - (len & 7))) & 0xff;
-    const pfx: Prefix = { afi, addr, len };
+    const pfx: Prefix = { family: afi, bytes: addr, len };
     if (afi === 4 && v4PrefixCount < 1_000_000) {
       v4Prefixes[len]!.set((addr[0]! << 24) | (addr[1]! << 16) | (addr[2]! << 8) | addr[3]!, pfx);
       v4PrefixCount++;
@@ -682,10 +683,10 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
           throw updateError(
             UpdateSubcode.InvalidNextHopAttribute,
             body.subarray(astart, p),
-            formatIPv4(body, o),
+            internIPv4(body, o),
           );
         }
-        attributes.nextHop = formatIPv4(body, o);
+        attributes.nextHop = internIPv4(body, o);
         break;
       case AttrType.Med:
         attributes.med = body.readUInt32BE(o);
@@ -700,7 +701,7 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
         const asSize = ctx.as4 ? 4 : 2;
         attributes.aggregator = {
           as: asSize === 4 ? body.readUInt32BE(o) : body.readUInt16BE(o),
-          address: formatIPv4(body, o + asSize),
+          address: internIPv4(body, o + asSize),
         };
         break;
       }
@@ -709,15 +710,15 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
         for (let i = 0; i < len; i += 4) attributes.communities.push(body.readUInt32BE(o + i));
         break;
       case AttrType.OriginatorId:
-        attributes.originatorId = formatIPv4(body, o);
+        attributes.originatorId = internIPv4(body, o);
         break;
       case AttrType.ClusterList:
         if (len === 4) {
-          attributes.clusterList = singleClusterList(formatIPv4(body, o));
+          attributes.clusterList = singleClusterList(internIPv4(body, o));
           break;
         }
         attributes.clusterList = [];
-        for (let i = 0; i < len; i += 4) attributes.clusterList.push(formatIPv4(body, o + i));
+        for (let i = 0; i < len; i += 4) attributes.clusterList.push(internIPv4(body, o + i));
         break;
       case AttrType.MpReachNlri:
         attributes.mpReach = decodeMpReach(body.subarray(o, o + len), body.subarray(astart, p));
@@ -747,7 +748,7 @@ export function decodeUpdate(body: Buffer, ctx: CodecContext): UpdateMessage {
       }
       case AttrType.As4Aggregator:
         if (len === 8)
-          attributes.as4Aggregator = { as: body.readUInt32BE(o), address: formatIPv4(body, o + 4) };
+          attributes.as4Aggregator = { as: body.readUInt32BE(o), address: internIPv4(body, o + 4) };
         break;
     }
   }
@@ -788,7 +789,7 @@ function decodeMpReach(v: Buffer, whole: Buffer): PathAttributes['mpReach'] {
     if (nhLen === 32) nextHops.push(formatIPv6(v, 20));
   } else if (fam === 4) {
     if (nhLen !== 4) throw err(`IPv4 next hop length ${nhLen}`);
-    nextHops.push(formatIPv4(v, 4));
+    nextHops.push(internIPv4(v, 4));
   }
   // One reserved octet (formerly SNPA count) follows the next hop.
   const start = 4 + nhLen + 1;

@@ -1,7 +1,8 @@
 /**
  * Routes and the decision process (RFC 4271 §9.1, with RFC 4456 §9 tie-breaks for reflected routes).
  */
-import { type Afi, compareAddresses, type Prefix, routerIdToNumber } from './ip.js';
+import type { Prefix } from '@kemu/ip';
+import { type Afi, compareAddresses, routerIdToNumber } from './router-id.js';
 import {
   AsPathSegmentType,
   type AsPathSegment,

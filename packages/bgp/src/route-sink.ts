@@ -4,7 +4,8 @@
  * device when an encapsulation mode applies (calico's ipipMode/vxlanMode Always | CrossSubnet).
  */
 import type { Datapath, NetnsRef, RouteSpec } from '@kemu/cni';
-import { type Afi, parseIP, parsePrefix, prefixContains } from './ip.js';
+import { parseIpAddr, parsePrefix, prefixContainsIp } from '@kemu/ip';
+import type { Afi } from './router-id.js';
 
 export interface InstalledRoute {
   prefix: string;
@@ -66,8 +67,8 @@ export class DatapathRouteSink implements RouteSink {
     if (this.opts.table !== undefined) spec.table = this.opts.table;
     const t = this.opts.tunnel;
     if (t) {
-      const nh = parseIP(r.nextHop);
-      const sameSubnet = this.localSubnet && nh ? prefixContains(this.localSubnet, nh) : false;
+      const nh = parseIpAddr(r.nextHop);
+      const sameSubnet = this.localSubnet && nh ? prefixContainsIp(this.localSubnet, nh) : false;
       if (t.mode === 'Always' || !sameSubnet) {
         spec.dev = t.dev;
         spec.onlink = true;

@@ -5,7 +5,7 @@
  * one survives to Established. Route handling is left to the owner through {@link SessionHooks}.
  */
 import { BgpError, CeaseSubcode, describeError, ErrorCode, FsmSubcode, OpenSubcode } from './errors.js';
-import { type Afi, routerIdToNumber } from './ip.js';
+import { type Afi, routerIdToNumber } from './router-id.js';
 import {
   AFI_IPV4,
   AFI_IPV6,

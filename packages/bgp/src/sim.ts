@@ -5,7 +5,7 @@
  * route sink) is observed as it happens rather than polled.
  */
 import { performance } from 'node:perf_hooks';
-import { parseIP } from './ip.js';
+import { parseIpAddr } from '@kemu/ip';
 import { type InstalledRoute, MemoryRouteSink, type RouteSink } from './route-sink.js';
 import type { NeighborConfig } from './session.js';
 import { BgpSpeaker, PrefixTable } from './speaker.js';
@@ -154,7 +154,7 @@ export class RouteSimulation {
     node.sink = new MemoryRouteSink((p, r, prev) => this.onSinkChange(node, p, r, prev));
     node.speaker = new BgpSpeaker({
       // Each node's own IPv4 address: BGP identifiers must differ between peers.
-      routerId: parseIP(address)?.afi === 4 ? address : '1.1.1.1',
+      routerId: parseIpAddr(address)?.family === 4 ? address : '1.1.1.1',
       as: this.as,
       listen: { address, port: this.port },
       neighbors,

@@ -5,7 +5,8 @@
  */
 import { EventEmitter } from 'node:events';
 import { BgpConfigError, CeaseSubcode, ErrorCode } from './errors.js';
-import { type Afi, formatPrefix, parseIP, parsePrefix, type Prefix, routerIdToNumber } from './ip.js';
+import { formatPrefix, parseIpAddr, parsePrefix, type Prefix } from '@kemu/ip';
+import { type Afi, routerIdToNumber } from './router-id.js';
 import {
   AFI_IPV4,
   AFI_IPV6,
@@ -151,12 +152,12 @@ export class PrefixTable {
 
   /** The entry for `p` if it was interned before; never grows the table. */
   lookup(p: Prefix): { key: string; pfx: Prefix } | undefined {
-    if (p.afi === 4) return this.byV4[p.len]?.get(v4Int(p));
+    if (p.family === 4) return this.byV4[p.len]?.get(v4Int(p));
     return this.byText.get(formatPrefix(p));
   }
 
   intern(p: Prefix): { key: string; pfx: Prefix } {
-    if (p.afi === 4) {
+    if (p.family === 4) {
       const m = this.byV4[p.len]!;
       const ip = v4Int(p);
       let rec = m.get(ip);
@@ -180,7 +181,7 @@ export class PrefixTable {
 
 /** The network address of an IPv4 prefix as a signed 32-bit integer (host bits cleared). */
 function v4Int(p: Prefix): number {
-  const a = p.addr;
+  const a = p.bytes;
   const mask = p.len === 0 ? 0 : -1 << (32 - p.len);
   return ((a[0]! << 24) | (a[1]! << 16) | (a[2]! << 8) | a[3]!) & mask;
 }
@@ -302,7 +303,7 @@ export class BgpSpeaker extends EventEmitter {
 
   addNeighbor(n: NeighborConfig): void {
     const i = `neighbors[${n.address}]`;
-    if (!parseIP(n.address))
+    if (!parseIpAddr(n.address))
       throw new BgpConfigError(`${i}.address`, `${JSON.stringify(n.address)} is not an IP address`);
     if (!validAs(n.as)) throw new BgpConfigError(`${i}.as`, `${n.as} is not an AS number (1..4294967295)`);
     if (n.port !== undefined && (!Number.isInteger(n.port) || n.port < 1 || n.port > 65535)) {
@@ -321,7 +322,7 @@ export class BgpSpeaker extends EventEmitter {
     const listen = this.options.listen;
     const specific = listen && listen.address !== '0.0.0.0' && listen.address !== '::';
     const cfg: NeighborConfig =
-      n.localAddress === undefined && specific && parseIP(listen.address)?.afi === parseIP(n.address)?.afi
+      n.localAddress === undefined && specific && parseIpAddr(listen.address)?.family === parseIpAddr(n.address)?.family
         ? { ...n, localAddress: listen.address }
         : n;
     const session = new Session(
@@ -364,13 +365,13 @@ export class BgpSpeaker extends EventEmitter {
         'advertise',
         `${JSON.stringify(prefix)} is not a network in CIDR form such as 10.244.1.0/26`,
       );
-    if (!this.families.includes(p.afi))
-      throw new BgpConfigError('advertise', `${prefix}: IPv${p.afi} is not enabled`);
+    if (!this.families.includes(p.family))
+      throw new BgpConfigError('advertise', `${prefix}: IPv${p.family} is not enabled`);
     const key = formatPrefix(p);
     const r: Route = {
       prefix: key,
       pfx: p,
-      afi: p.afi,
+      afi: p.family,
       nextHop:
         opts.nextHop ??
         this.options.localNextHop ??
@@ -841,9 +842,9 @@ export class BgpSpeaker extends EventEmitter {
   }
 
   private selfNextHop(afi: Afi, localAddress: string): string {
-    const local = parseIP(localAddress);
-    if (afi === 4) return local?.afi === 4 ? localAddress : (this.options.localNextHop ?? localAddress);
-    if (local?.afi === 6) return localAddress;
+    const local = parseIpAddr(localAddress);
+    if (afi === 4) return local?.family === 4 ? localAddress : (this.options.localNextHop ?? localAddress);
+    if (local?.family === 6) return localAddress;
     return this.options.nextHop6 ?? `::ffff:${localAddress}`;
   }
 

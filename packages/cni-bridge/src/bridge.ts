@@ -1,27 +1,7 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import {
-  type CniInterface,
-  CniError,
-  CniErrorCode,
-  type CniPlugin,
-  type CniResult,
-  type CniRoute,
-  type ConfFields,
-  canonicalNetwork,
-  conf,
-  type Datapath,
-  HOST_NETNS,
-  ignoreNotFound,
-  invalidConfig,
-  isDatapathError,
-  type NatRule,
-  type PluginContext,
-  parseCidr,
-  parseResult,
-  requireNetns,
-  validateIfname,
-} from '@kemu/cni';
+import { canonicalNetwork, parseCidr } from '@kemu/ip';
+import { type CniInterface, CniError, CniErrorCode, type CniPlugin, type CniResult, type CniRoute, type ConfFields, conf, type Datapath, HOST_NETNS, ignoreNotFound, invalidConfig, isDatapathError, type NatRule, type PluginContext, parseResult, requireNetns, validateIfname } from '@kemu/cni';
 
 export interface BridgeConfig {
   bridge: string;

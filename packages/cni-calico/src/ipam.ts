@@ -1,12 +1,5 @@
-import {
-  type Cidr,
-  type Datapath,
-  formatIP,
-  HOST_NETNS,
-  ignoreNotFound,
-  isDatapathError,
-  parseCidr,
-} from '@kemu/cni';
+import { type Cidr, formatIP, parseCidr } from '@kemu/ip';
+import { type Datapath, HOST_NETNS, ignoreNotFound, isDatapathError } from '@kemu/cni';
 import {
   applyDefaults,
   type BlockAffinity,

@@ -1,24 +1,5 @@
-import {
-  broadcastOf,
-  type Cidr,
-  type CniDNS,
-  CniError,
-  CniErrorCode,
-  type CniIPConfig,
-  type CniPlugin,
-  type CniResult,
-  type CniRoute,
-  type ConfFields,
-  contains,
-  formatIP,
-  invalidConfig,
-  networkOf,
-  type PluginContext,
-  parseCidr,
-  parseIP,
-  READ_LIMITS,
-  readTextBounded,
-} from '@kemu/cni';
+import { broadcastOf, type Cidr, contains, formatIP, networkOf, parseCidr, parseIP } from '@kemu/ip';
+import { type CniDNS, CniError, CniErrorCode, type CniIPConfig, type CniPlugin, type CniResult, type CniRoute, type ConfFields, invalidConfig, type PluginContext, READ_LIMITS, readTextBounded } from '@kemu/cni';
 import { type IpamStore, type IpamStoreProvider, LINE_BREAK } from './store.js';
 import { DiskStore } from './store-disk.js';
 import { MemoryIpam } from './store-memory.js';

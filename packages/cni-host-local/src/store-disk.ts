@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseIP, READ_LIMITS, readTextBoundedIfExists, withFileLock } from '@kemu/cni';
+import { parseIP } from '@kemu/ip';
+import { READ_LIMITS, readTextBoundedIfExists, withFileLock } from '@kemu/cni';
 import { type IpamStore, ownedBy, ownerRecord } from './store.js';
 
 const LAST_IP_PREFIX = 'last_reserved_ip.';

@@ -1,19 +1,5 @@
-import {
-  CniError,
-  CniErrorCode,
-  type CniPlugin,
-  type ConfFields,
-  canonicalNetwork,
-  conf,
-  contains,
-  type Datapath,
-  type DnatRule,
-  HOST_NETNS,
-  invalidConfig,
-  type PluginContext,
-  parseCidr,
-  parseIP,
-} from '@kemu/cni';
+import { canonicalNetwork, contains, parseCidr, parseIP } from '@kemu/ip';
+import { CniError, CniErrorCode, type CniPlugin, type ConfFields, conf, type Datapath, type DnatRule, HOST_NETNS, invalidConfig, type PluginContext } from '@kemu/cni';
 
 export interface PortMapping {
   hostPort: number;

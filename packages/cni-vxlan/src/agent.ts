@@ -1,15 +1,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import {
-  type Datapath,
-  formatIP,
-  HOST_NETNS,
-  ignoreNotFound,
-  isDatapathError,
-  type NetnsRef,
-  parseCidr,
-  parseIP,
-} from '@kemu/cni';
+import { formatIP, parseCidr, parseIP } from '@kemu/ip';
+import { type Datapath, HOST_NETNS, ignoreNotFound, isDatapathError, type NetnsRef } from '@kemu/cni';
 import { isStatusError, type Node, type Store, type Watch } from '@kemu/core';
 
 /** Node annotations, spelled as flannel's kube subnet manager spells them so tools that read them agree. */

@@ -1,17 +1,7 @@
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  CniError,
-  CniErrorCode,
-  type CniPlugin,
-  type CniResult,
-  invalidConfig,
-  type PluginContext,
-  parseCidr,
-  parseResult,
-  READ_LIMITS,
-  readTextBoundedIfExists,
-} from '@kemu/cni';
+import { parseCidr } from '@kemu/ip';
+import { CniError, CniErrorCode, type CniPlugin, type CniResult, invalidConfig, type PluginContext, parseResult, READ_LIMITS, readTextBoundedIfExists } from '@kemu/cni';
 
 export const PLUGIN_NAME = 'kemu-vxlan';
 export const DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';

@@ -23,7 +23,7 @@ import {
   type RouteSpec,
   type RouteType,
 } from './datapath.js';
-import { formatIP, mask, parseCidr, parseIP } from './ip.js';
+import { formatIP, mask, parseCidr, parseIP } from '@kemu/ip';
 
 /*
  * How this reaches into other network namespaces: netlink sockets stay bound to the namespace they were

@@ -13,7 +13,6 @@ export {
   RESULT_FIELDS,
 } from './conf-decode.js';
 export { withFileLock } from './file-lock.js';
-export * from './ip.js';
 export { datapathFromEnv, type MainOptions, main } from './plugin-main.js';
 export {
   type CniCommand,

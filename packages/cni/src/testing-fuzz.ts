@@ -15,7 +15,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { CniErrorCode } from './errors.js';
-import { parseCidr, parseIP } from './ip.js';
+import { parseCidr, parseIP } from '@kemu/ip';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 

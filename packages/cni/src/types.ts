@@ -1,5 +1,5 @@
 import { CniError, CniErrorCode } from './errors.js';
-import { parseCidr, parseIP } from './ip.js';
+import { parseCidr, parseIP } from '@kemu/ip';
 
 /** Versions this implementation reads and writes; results are converted between them. */
 export const SUPPORTED_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const;

@@ -27,5 +27,5 @@ export {
   type DecodedFrame,
   VXLAN_PORT,
 } from './packet.js';
-export { formatMac, parseCidr, parseIp, parseMac } from './addr.js';
+export { formatMac, parseCidr, parseMac } from './addr.js';
 export type * from './types.js';

@@ -1,7 +1,8 @@
 // Wire formats as bytes: Ethernet II, ARP (RFC 826), IPv4 (RFC 791), IPv6 (RFC 8200), ICMP (RFC 792),
 // ICMPv6 echo + neighbour discovery (RFC 4443, RFC 4861), UDP (RFC 768), TCP (RFC 9293) and VXLAN
 // (RFC 7348). Builders produce complete, checksummed packets; `decodeFrame` reads them back.
-import { type Family, formatIpBytes, formatMac } from './addr.js';
+import { type Family, formatIpBytes } from '@kemu/ip';
+import { formatMac } from './addr.js';
 
 export const ETH_P_IP = 0x0800;
 export const ETH_P_ARP = 0x0806;

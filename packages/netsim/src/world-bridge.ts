@@ -1,15 +1,7 @@
 // The Linux bridge (net/bridge): ports, MTU following the smallest port, FDB learning, ageing, flooding,
 // hairpin and isolation, and the `bridge fdb` commands (which also reach a VXLAN device's own FDB).
-import {
-  bytesEqual,
-  formatIp,
-  formatMac,
-  isMulticastMac,
-  macKeyAt,
-  macKeyToBytes,
-  mustParseIp,
-  mustParseMac,
-} from './addr.js';
+import { bytesEqual, formatIpAddr } from '@kemu/ip';
+import { formatMac, isMulticastMac, macKeyAt, macKeyToBytes, mustParseIp, mustParseMac } from './addr.js';
 import { NetsimError } from './errors.js';
 import type { FdbInfo, FdbSpec } from './types.js';
 import { capture, rec } from './world-capture.js';
@@ -113,7 +105,7 @@ export function fdb(w: WorldState, nsName: string, dev: string): FdbInfo[] {
         out.push({
           mac: formatMac(e.mac),
           dev: l.name,
-          dst: formatIp(d),
+          dst: formatIpAddr(d),
           master: null,
           permanent: e.permanent,
           local: false,

@@ -1,7 +1,7 @@
 // Packet capture and tracing: the world-wide capture ring (tcpdump -i any / pcap export) and the
 // hop-by-hop trace recorded while a ping, UDP send or TCP connect runs.
 import { writeFileSync } from 'node:fs';
-import type { Family } from './addr.js';
+import type { Family } from '@kemu/ip';
 import { ETH_P_IP, ETH_P_IPV6, ethFrame, summarizeFrame } from './packet.js';
 import { type CapturedFrame, pcapBytes } from './pcap.js';
 import type { HopKind } from './trace.js';

@@ -1,6 +1,6 @@
 // Connection tracking: tuples of the packets NAT sees, their original/reply entries, confirmation and
 // idle timeouts (net/netfilter/nf_conntrack_*).
-import { type Family, formatIpBytes } from './addr.js';
+import { type Family, formatIpBytes } from '@kemu/ip';
 import { ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset } from './packet.js';
 import type { Conn, Ns, Tuple } from './world-model.js';
 import { nsByName, type WorldState } from './world-state.js';

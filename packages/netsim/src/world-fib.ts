@@ -1,21 +1,7 @@
 // Routing: per-namespace tables (main and local; there are no policy rules), longest-prefix match with
 // metrics, `ip route add|replace|del|get` semantics and source address selection (net/ipv4/fib_*).
-import {
-  bytesEqual,
-  type Family,
-  formatIp,
-  formatIpBytes,
-  formatPrefix,
-  type IpAddr,
-  ipKey,
-  ipKeyAt,
-  isLinkLocalV6,
-  mustParseIp,
-  parseCidr,
-  prefixContains,
-  prefixEquals,
-  toPrefix,
-} from './addr.js';
+import { bytesEqual, type Family, formatIpAddr, formatIpBytes, type IpAddr, ipKey, ipKeyAt, prefixContains, prefixEquals, toPrefix } from '@kemu/ip';
+import { formatPrefixIproute, isLinkLocalV6, mustParseIp, parseCidr } from './addr.js';
 import { NetsimError } from './errors.js';
 import type { RouteInfo, RouteSpec } from './types.js';
 import {
@@ -111,7 +97,7 @@ export function findSame(ns: Ns, r: Route): Route | undefined {
 export function addRoute(w: WorldState, nsName: string, spec: RouteSpec): void {
   const ns = nsByName(w, nsName);
   const r = compileRoute(ns, spec);
-  if (findSame(ns, r)) throw new NetsimError('EEXIST', `route ${formatPrefix(r.dst)}`);
+  if (findSame(ns, r)) throw new NetsimError('EEXIST', `route ${formatPrefixIproute(r.dst)}`);
   insertRoute(ns, r);
 }
 
@@ -172,10 +158,10 @@ export function routeInfo(r: Route): RouteInfo {
     family: r.family,
     dst: r.dst.len === 0 ? 'default' : `${formatIpBytes(r.dst.bytes, 0, r.family)}/${r.dst.len}`,
     type: r.type,
-    via: r.via ? formatIp(r.via) : null,
+    via: r.via ? formatIpAddr(r.via) : null,
     dev: r.dev?.name ?? null,
     onlink: r.onlink,
-    src: r.src ? formatIp(r.src) : null,
+    src: r.src ? formatIpAddr(r.src) : null,
     metric: r.metric,
     table: r.table,
     proto: r.proto,
@@ -193,7 +179,7 @@ export function getRoute(w: WorldState, nsName: string, dst: string): RouteInfo 
     throw new NetsimError(code, `route to ${dst} is ${r.type}`);
   }
   const src = selectSource(ns, r, ip.bytes, 0, ip.family);
-  return { ...routeInfo(r), prefsrc: src ? formatIp(src) : null };
+  return { ...routeInfo(r), prefsrc: src ? formatIpAddr(src) : null };
 }
 
 export function lookupTable(t: RouteTable, b: Uint8Array, off: number, family: Family): Route | null {

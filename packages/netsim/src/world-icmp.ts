@@ -1,6 +1,6 @@
 // ICMP and ICMPv6: echo replies, errors sent back for dropped packets (never about ICMP errors), and
 // errors received, reported to the local ping / UDP / TCP call that caused them (net/ipv4/icmp.c).
-import { type Family, formatIp, formatIpBytes } from './addr.js';
+import { type Family, formatIpAddr, formatIpBytes } from '@kemu/ip';
 import { icmpError, ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset, ipv4Packet, ipv6Packet, refreshChecksums } from './packet.js';
 import { rec } from './world-capture.js';
 import { resolveRoute, selectSource } from './world-fib.js';
@@ -197,6 +197,6 @@ export function icmpErrorTo(w: WorldState, ns: Ns, p: Buffer, family: Family, ki
     family === 4
       ? ipv4Packet({ src: src.bytes, dst: srcIp, proto: IPPROTO_ICMP, ttl: 64 }, body)
       : ipv6Packet({ src: src.bytes, dst: srcIp, nextHeader: IPPROTO_ICMPV6, hopLimit: 64 }, body);
-  if (w.tr) rec(w, 'reply', ns, r.dev, `ICMP ${kind} to ${formatIp({ family, bytes: srcIp })}`, err, family);
+  if (w.tr) rec(w, 'reply', ns, r.dev, `ICMP ${kind} to ${formatIpAddr({ family, bytes: srcIp })}`, err, family);
   ipLocalOut(w, ns, err, family);
 }

@@ -1,15 +1,7 @@
 // Interface addresses (`ip addr`): the kernel's prefix route that comes with each address and the
 // cleanup when the last address of a subnet goes (net/ipv4/devinet.c, net/ipv6/addrconf.c).
-import {
-  bytesEqual,
-  formatIp,
-  type IpAddr,
-  ipKey,
-  isLinkLocalV6,
-  parseCidr,
-  prefixEquals,
-  toPrefix,
-} from './addr.js';
+import { bytesEqual, formatIpAddr, type IpAddr, ipKey, prefixEquals, toPrefix } from '@kemu/ip';
+import { isLinkLocalV6, parseCidr } from './addr.js';
 import { NetsimError } from './errors.js';
 import type { AddressInfo } from './types.js';
 import { insertRoute } from './world-fib.js';
@@ -111,7 +103,7 @@ export function addresses(w: WorldState, nsName: string, dev?: string): AddressI
   return ns.addrs
     .filter((a) => !l || a.dev === l)
     .map((a) => {
-      const address = formatIp(a.ip);
+      const address = formatIpAddr(a.ip);
       return {
         dev: a.dev.name,
         cidr: `${address}/${a.len}`,

@@ -1,15 +1,8 @@
 // IPv4/IPv6 input, forwarding, output and local delivery (net/ipv4/ip_input.c, ip_forward.c,
 // ip_output.c): header checks, the netfilter hook points, TTL, route types, and the hand-off to the
 // neighbour layer or to the protocol handlers.
-import {
-  type Family,
-  formatIp,
-  formatIpBytes,
-  formatPrefix,
-  ipKeyAt,
-  isLinkLocalV6,
-  prefixContains,
-} from './addr.js';
+import { type Family, formatIpAddr, formatIpBytes, ipKeyAt, prefixContains } from '@kemu/ip';
+import { formatPrefixIproute, isLinkLocalV6 } from './addr.js';
 import { ETH_P_IP, ETH_P_IPV6, ethFrame, inetChecksum, ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, refreshChecksums } from './packet.js';
 import { rec } from './world-capture.js';
 import { devXmit } from './world-dev.js';
@@ -96,7 +89,7 @@ export function routeTypeDrop(
   family: Family,
   sendIcmp: boolean,
 ): void {
-  const d = formatPrefix(r.dst);
+  const d = formatPrefixIproute(r.dst);
   rec(w, 'drop', ns, l, `route ${r.type} ${d}`, pkt, family, `${r.type} route`);
   if (!sendIcmp) return;
   if (r.type === 'unreachable') w.stack.icmpErrorTo(w, ns, pkt, family, 'host-unreachable');
@@ -133,13 +126,13 @@ export function ipRouteOutput(
 ): void {
   const dOff = ipDstOffset(family);
   if (w.tr) {
-    const via = r.via ? ` via ${formatIp(r.via)}` : '';
+    const via = r.via ? ` via ${formatIpAddr(r.via)}` : '';
     rec(
       w,
       'route',
       ns,
       r.dev,
-      `${r.type === 'local' ? 'local' : formatPrefix(r.dst)}${via} dev ${r.dev?.name ?? '-'} (table ${r.table === RT_TABLE_MAIN ? 'main' : r.table === RT_TABLE_LOCAL ? 'local' : r.table})`,
+      `${r.type === 'local' ? 'local' : formatPrefixIproute(r.dst)}${via} dev ${r.dev?.name ?? '-'} (table ${r.table === RT_TABLE_MAIN ? 'main' : r.table === RT_TABLE_LOCAL ? 'local' : r.table})`,
     );
   }
   const dev = r.dev;

@@ -1,6 +1,7 @@
 // Sockets: UDP and TCP listeners and what they receive, and the calls that drive the network from one
 // namespace (ping, UDP send, TCP connect).
-import { bytesEqual, type Family, formatIp, formatIpBytes, type IpAddr, ipKey, mustParseIp } from './addr.js';
+import { bytesEqual, type Family, formatIpAddr, formatIpBytes, type IpAddr, ipKey } from '@kemu/ip';
+import { mustParseIp } from './addr.js';
 import { NetsimError } from './errors.js';
 import { icmpEcho, ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset, ipv4Packet, ipv6Packet, TCP_ACK, TCP_RST, TCP_SYN, tcpSegment, udpDatagram } from './packet.js';
 import type { Trace } from './trace.js';
@@ -303,7 +304,7 @@ export function udpSend(
         : ipv6Packet({ src: s.src.bytes, dst: dst.bytes, nextHeader: IPPROTO_UDP, hopLimit: 64 }, udp);
     const err = ipLocalOut(w, ns, p, dst.family);
     run(w);
-    const local = { ip: formatIp(s.src), port: sport };
+    const local = { ip: formatIpAddr(s.src), port: sport };
     if (err)
       return {
         delivered: null,
@@ -333,7 +334,7 @@ export function tcpConnect(
     throw new NetsimError('EINVAL', `bad port ${port}`);
   const trace: Trace = [];
   w.tr = opts.trace === false ? null : trace;
-  const remote = { ip: formatIp(dst), port };
+  const remote = { ip: formatIpAddr(dst), port };
   try {
     const s = pickSource(w, ns, dst, opts.src);
     if ('error' in s) {
@@ -347,7 +348,7 @@ export function tcpConnect(
     }
     const sport = ns.nextEphemeral;
     ns.nextEphemeral = ns.nextEphemeral >= 60999 ? 32768 : ns.nextEphemeral + 1;
-    const local = { ip: formatIp(s.src), port: sport };
+    const local = { ip: formatIpAddr(s.src), port: sport };
     const key = `${ns.name}|${local.ip}|${sport}|${remote.ip}|${port}`;
     let h = 2166136261;
     for (const c of key) h = Math.imul(h ^ c.charCodeAt(0), 16777619);

@@ -1,15 +1,7 @@
 // Network devices (`ip link`): creating veth pairs, bridges, VXLAN and dummy devices; renaming, moving
 // between namespaces, up/down, MTU and MAC changes; what goes with a device when it is deleted.
-import {
-  formatIp,
-  formatMac,
-  ipKey,
-  isMulticastMac,
-  linkLocalFromMac,
-  macKeyAt,
-  mustParseIp,
-  mustParseMac,
-} from './addr.js';
+import { formatIpAddr, ipKey } from '@kemu/ip';
+import { formatMac, isMulticastMac, linkLocalFromMac, macKeyAt, mustParseIp, mustParseMac } from './addr.js';
 import { NetsimError } from './errors.js';
 import { registerVxlanPort, VXLAN_PORT } from './packet.js';
 import type { LinkChange, LinkInfo, LinkSpec } from './types.js';
@@ -335,7 +327,7 @@ export function linkInfo(l: Link): LinkInfo {
     info.vxlan = {
       vni: l.vni,
       port: l.vxPort,
-      local: l.vxLocal ? formatIp(l.vxLocal) : null,
+      local: l.vxLocal ? formatIpAddr(l.vxLocal) : null,
       dev: l.vxDev,
       learning: l.vxLearning,
       ttl: l.vxTtl,

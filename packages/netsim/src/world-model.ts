@@ -1,7 +1,8 @@
 // The internal model of the simulated datapath: devices, addresses, routes, neighbour and FDB entries,
 // connection-tracking tuples and the per-namespace tables. Plain data shared by the world-*.ts modules;
 // none of it is part of the package's public surface.
-import { type Family, type IpAddr, type IpKey, macKeyAt, type Prefix } from './addr.js';
+import { type Family, type IpAddr, type IpKey, type Prefix } from '@kemu/ip';
+import { macKeyAt } from './addr.js';
 import { VXLAN_PORT } from './packet.js';
 import type { LinkKind, Listener, NatRule, NeighState, RouteType } from './types.js';
 

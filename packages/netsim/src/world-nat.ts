@@ -1,16 +1,7 @@
 // NAT rules (DNAT, SNAT, MASQUERADE) and the header rewriting they do on conntrack's behalf
 // (net/netfilter/nf_nat_*).
-import {
-  bytesEqual,
-  type Family,
-  formatIp,
-  formatIpBytes,
-  ipKeyAt,
-  mustParseIp,
-  parseCidr,
-  prefixContains,
-  toPrefix,
-} from './addr.js';
+import { bytesEqual, type Family, formatIpAddr, formatIpBytes, ipKeyAt, prefixContains, toPrefix } from '@kemu/ip';
+import { mustParseIp, parseCidr } from './addr.js';
 import { NetsimError } from './errors.js';
 import { ipDstOffset, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset, refreshChecksums } from './packet.js';
 import type { NatRule, NatRuleInfo } from './types.js';
@@ -176,7 +167,7 @@ export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: 
           'nat',
           ns,
           inDev,
-          `DNAT rule ${r.id}${r.rule.comment ? ` (${r.rule.comment})` : ''}: ${formatIpBytes(orig.dst, 0, family)}:${orig.dport} -> ${formatIp(r.to!)}:${port}`,
+          `DNAT rule ${r.id}${r.rule.comment ? ` (${r.rule.comment})` : ''}: ${formatIpBytes(orig.dst, 0, family)}:${orig.dport} -> ${formatIpAddr(r.to!)}:${port}`,
           p,
           family,
         );

@@ -1,22 +1,8 @@
 // Neighbour resolution: the ARP and NDP exchanges, the per-device neighbour table with its states, the
 // packets queued while a resolution is pending and `ip neigh` (net/core/neighbour.c, net/ipv4/arp.c,
 // net/ipv6/ndisc.c).
-import {
-  BROADCAST_MAC,
-  bytesEqual,
-  type Family,
-  formatIp,
-  formatIpBytes,
-  formatMac,
-  type IpAddr,
-  ipKey,
-  ipKeyAt,
-  multicastMacForIPv6,
-  mustParseIp,
-  mustParseMac,
-  prefixContains,
-  solicitedNodeAddr,
-} from './addr.js';
+import { bytesEqual, type Family, formatIpAddr, formatIpBytes, type IpAddr, ipKey, ipKeyAt, prefixContains } from '@kemu/ip';
+import { BROADCAST_MAC, formatMac, multicastMacForIPv6, mustParseIp, mustParseMac, solicitedNodeAddr } from './addr.js';
 import { NetsimError } from './errors.js';
 import {
   arpPacket,
@@ -81,7 +67,7 @@ export function neighbours(w: WorldState, nsName: string, dev?: string): NeighIn
     for (const n of l.neigh.values()) {
       out.push({
         dev: l.name,
-        ip: formatIp(n.ip),
+        ip: formatIpAddr(n.ip),
         family: n.ip.family,
         mac: n.mac ? formatMac(n.mac) : null,
         state: n.state,
@@ -175,7 +161,7 @@ export function learnNeigh(
     e.state = state;
     e.updatedUs = w.clockUs;
   }
-  if (w.tr) rec(w, 'neigh', l.ns, l, `${formatIp(ip)} lladdr ${formatMac(mac)} ${state}`);
+  if (w.tr) rec(w, 'neigh', l.ns, l, `${formatIpAddr(ip)} lladdr ${formatMac(mac)} ${state}`);
   if (e.queue.length) {
     const q = e.queue;
     e.queue = [];
@@ -307,7 +293,7 @@ export function solicit(w: WorldState, dev: Link, ip: IpAddr, p: Buffer, family:
     if (!spa) spa = new Uint8Array(4);
     const req = arpPacket(1, dev.mac, spa, new Uint8Array(6), ip.bytes);
     const f = ethFrame(BROADCAST_MAC, dev.mac, ETH_P_ARP, req);
-    if (w.tr) rec(w, 'neigh', ns, dev, `resolve ${formatIp(ip)}: ARP who-has`, f);
+    if (w.tr) rec(w, 'neigh', ns, dev, `resolve ${formatIpAddr(ip)}: ARP who-has`, f);
     devXmit(w, dev, f);
     return;
   }
@@ -327,7 +313,7 @@ export function solicit(w: WorldState, dev: Link, ip: IpAddr, p: Buffer, family:
     ndpMessage(135, ip.bytes, dev.mac),
   );
   const f = ethFrame(multicastMacForIPv6(sn), dev.mac, ETH_P_IPV6, pkt);
-  if (w.tr) rec(w, 'neigh', ns, dev, `resolve ${formatIp(ip)}: neighbor solicitation`, f);
+  if (w.tr) rec(w, 'neigh', ns, dev, `resolve ${formatIpAddr(ip)}: neighbor solicitation`, f);
   devXmit(w, dev, f);
 }
 
@@ -344,7 +330,7 @@ export function neighFailed(w: WorldState, dev: Link, entry: NeighEntry): void {
       'drop',
       dev.ns,
       dev,
-      `neighbour ${formatIp(entry.ip)} unresolved`,
+      `neighbour ${formatIpAddr(entry.ip)} unresolved`,
       p.p,
       p.family,
       'no ARP/NDP reply',
@@ -356,7 +342,7 @@ export function neighFailed(w: WorldState, dev: Link, entry: NeighEntry): void {
         dev.ns,
         p.p,
         p.family,
-        formatIp(firstSource(dev.ns, p.family) ?? entry.ip),
+        formatIpAddr(firstSource(dev.ns, p.family) ?? entry.ip),
         'Destination Host Unreachable',
       );
   }

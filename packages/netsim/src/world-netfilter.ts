@@ -4,7 +4,7 @@
 // FORWARD has no rules yet, so world-ip.ts only marks where it would run. Today every hook is conntrack
 // plus NAT (a packet no connection tracks carries a null CtRef); filter tables and chains belong here,
 // in front of or behind those calls.
-import { type Family, formatIpBytes } from './addr.js';
+import { type Family, formatIpBytes } from '@kemu/ip';
 import { rec } from './world-capture.js';
 import { ctConfirm } from './world-conntrack.js';
 import type { CtRef, Link, Ns } from './world-model.js';

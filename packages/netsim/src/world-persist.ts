@@ -1,16 +1,7 @@
 // Saving and restoring a whole world as JSON (toJSON / fromJSON), the shape the sim datapath's state
 // file holds.
-import {
-  formatIp,
-  formatMac,
-  ipKey,
-  macKeyAt,
-  macKeyToBytes,
-  mustParseIp,
-  mustParseMac,
-  parseCidr,
-  toPrefix,
-} from './addr.js';
+import { formatIpAddr, ipKey, toPrefix } from '@kemu/ip';
+import { formatMac, macKeyAt, macKeyToBytes, mustParseIp, mustParseMac, parseCidr } from './addr.js';
 import { NetsimError } from './errors.js';
 import { registerVxlanPort } from './packet.js';
 import type { LinkKind, Listener, NatRuleInfo, NeighState, RouteInfo } from './types.js';
@@ -54,7 +45,7 @@ export function toJSON(w: WorldState): WorldJSON {
           j.vxlan = {
             vni: l.vni,
             port: l.vxPort,
-            local: l.vxLocal ? formatIp(l.vxLocal) : null,
+            local: l.vxLocal ? formatIpAddr(l.vxLocal) : null,
             dev: l.vxDev,
             learning: l.vxLearning,
             ttl: l.vxTtl,
@@ -63,7 +54,7 @@ export function toJSON(w: WorldState): WorldJSON {
           };
           j.fdb = [...l.vxFdb!.values()].map((e) => ({
             mac: formatMac(e.mac),
-            dsts: e.dsts.map(formatIp),
+            dsts: e.dsts.map(formatIpAddr),
             permanent: e.permanent,
             updatedUs: e.updatedUs,
           }));
@@ -71,7 +62,7 @@ export function toJSON(w: WorldState): WorldJSON {
         const neigh = [...l.neigh.values()]
           .filter((n) => n.mac && n.state !== 'INCOMPLETE')
           .map((n) => ({
-            ip: formatIp(n.ip),
+            ip: formatIpAddr(n.ip),
             mac: formatMac(n.mac!),
             state: n.state,
             updatedUs: n.updatedUs,
@@ -88,7 +79,7 @@ export function toJSON(w: WorldState): WorldJSON {
       links,
       addresses: ns.addrs.map((a) => ({
         dev: a.dev.name,
-        cidr: `${formatIp(a.ip)}/${a.len}`,
+        cidr: `${formatIpAddr(a.ip)}/${a.len}`,
         scope: a.scope,
       })),
       routes,

@@ -1,6 +1,6 @@
 // The one state object a World's subsystems share, the upward calls between them, and the lookups
 // every public call starts with.
-import type { Family } from './addr.js';
+import type { Family } from '@kemu/ip';
 import { NetsimError } from './errors.js';
 import type { Trace } from './trace.js';
 import type { IcmpErrorKind, Link, NeighEntry, Ns, Route } from './world-model.js';

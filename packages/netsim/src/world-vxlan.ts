@@ -1,15 +1,7 @@
 // VXLAN (RFC 7348): encapsulation towards the remote VTEPs the device's FDB names, decapsulation of
 // datagrams arriving on its UDP port, and learning remote MACs from them (drivers/net/vxlan).
-import {
-  bytesEqual,
-  type Family,
-  formatIp,
-  formatIpBytes,
-  formatMac,
-  type IpAddr,
-  isMulticastMac,
-  macKeyAt,
-} from './addr.js';
+import { bytesEqual, type Family, formatIpAddr, formatIpBytes, type IpAddr } from '@kemu/ip';
+import { formatMac, isMulticastMac, macKeyAt } from './addr.js';
 import { IPPROTO_UDP, ipSrcOffset, ipv4Packet, ipv6Packet, udpDatagram, vxlanHeader } from './packet.js';
 import { rec } from './world-capture.js';
 import { enqueue } from './world-dev.js';
@@ -26,14 +18,14 @@ export function vxlanXmit(w: WorldState, l: Link, frame: Buffer): void {
     const e = fdb.get(macKeyAt(frame, 0));
     if (e && (e.permanent || w.clockUs - e.updatedUs <= l.ageingMs * 1000)) {
       dsts = e.dsts;
-      how = `fdb hit ${formatMac(frame, 0)} -> ${e.dsts.map(formatIp).join(',')}`;
+      how = `fdb hit ${formatMac(frame, 0)} -> ${e.dsts.map(formatIpAddr).join(',')}`;
     } else {
       dsts = fdb.get(0)?.dsts;
-      how = `fdb miss ${formatMac(frame, 0)}, default -> ${dsts?.map(formatIp).join(',') ?? '(none)'}`;
+      how = `fdb miss ${formatMac(frame, 0)}, default -> ${dsts?.map(formatIpAddr).join(',') ?? '(none)'}`;
     }
   } else {
     dsts = fdb.get(0)?.dsts;
-    how = `flood -> ${dsts?.map(formatIp).join(',') ?? '(none)'}`;
+    how = `flood -> ${dsts?.map(formatIpAddr).join(',') ?? '(none)'}`;
   }
   if (!dsts || dsts.length === 0) {
     rec(
@@ -58,7 +50,7 @@ export function vxlanXmit(w: WorldState, l: Link, frame: Buffer): void {
   for (const dst of dsts) {
     const r = resolveRoute(w, ns, dst.bytes, 0, dst.family);
     if (!r || (r.type !== 'unicast' && r.type !== 'local')) {
-      rec(w, 'drop', ns, l, `vxlan encap to ${formatIp(dst)}`, frame, undefined, 'no route to remote VTEP');
+      rec(w, 'drop', ns, l, `vxlan encap to ${formatIpAddr(dst)}`, frame, undefined, 'no route to remote VTEP');
       continue;
     }
     const src = l.vxLocal ?? selectSource(ns, r, dst.bytes, 0, dst.family);
@@ -82,7 +74,7 @@ export function vxlanXmit(w: WorldState, l: Link, frame: Buffer): void {
         'encap',
         ns,
         l,
-        `vxlan vni ${l.vni} ${formatIp(src)}:${sport} -> ${formatIp(dst)}:${l.vxPort}`,
+        `vxlan vni ${l.vni} ${formatIpAddr(src)}:${sport} -> ${formatIpAddr(dst)}:${l.vxPort}`,
         outer,
         dst.family,
       );
@@ -132,7 +124,7 @@ export function vxlanRcv(
         permanent: false,
         updatedUs: w.clockUs,
       });
-      if (w.tr) rec(w, 'fdb', l.ns, l, `learn ${formatMac(inner, 6)} -> ${formatIp(srcIp)}`);
+      if (w.tr) rec(w, 'fdb', l.ns, l, `learn ${formatMac(inner, 6)} -> ${formatIpAddr(srcIp)}`);
     } else if (!cur.permanent) cur.updatedUs = w.clockUs;
   }
   enqueue(w, l, inner);

@@ -159,6 +159,13 @@ export interface AdmissionAttributes {
   options?: Record<string, unknown>;
   dryRun: boolean;
   userInfo: UserInfo;
+  /**
+   * Warnings for the client; the server sends each as a `Warning: 299 - "<text>"` response header (how
+   * PodSecurity's warn mode and deprecations reach kubectl). Plugins push to it when present.
+   */
+  warnings?: string[];
+  /** Annotations for the request's audit event (e.g. `pod-security.kubernetes.io/audit-violations`). */
+  auditAnnotations?: Record<string, string>;
 }
 
 /**

@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import { Duplex, PassThrough } from 'node:stream';
 import { failedPrecondition } from './errors.js';
 import { CriLogWriter } from './log-writer.js';
+import { readSimFile } from './sim-files.js';
 import { delay, fixedSession } from './streams.js';
 import { nowNs } from './time.js';
 import type {
@@ -233,9 +234,14 @@ export class SimBackend implements Backend {
       case 'env':
         return { stdout: env ? `${env}\n` : '', stderr: '', exitCode: 0 };
       case 'cat': {
-        const f = files[args[0] ?? ''];
-        if (f === undefined) return { stdout: '', stderr: `cat: ${args[0] ?? ''}: No such file or directory\n`, exitCode: 1 };
-        return { stdout: f, stderr: '', exitCode: 0 };
+        let stdout = '';
+        let stderr = '';
+        for (const file of args) {
+          const r = readSimFile(c, file, files);
+          if (r.ok) stdout += r.data.toString('utf8');
+          else stderr += `cat: ${file}: ${r.error}\n`;
+        }
+        return { stdout, stderr, exitCode: stderr ? 1 : 0 };
       }
       case 'sh':
         if (args[0] === '-c' && /^exit \d+$/.test(args[1] ?? '')) return { stdout: '', stderr: '', exitCode: Number(args[1].slice(5)) };

@@ -5,6 +5,7 @@ import coreV1 from './core-v1.js';
 import coreV1Affinity from './core-v1-affinity.js';
 import coreV1Node from './core-v1-node.js';
 import coreV1Pod from './core-v1-pod.js';
+import coreV1Secret from './core-v1-secret.js';
 import coreV1Volume from './core-v1-volume.js';
 import type { SchemaModule } from './dsl.js';
 import metaV1 from './meta-v1.js';
@@ -18,6 +19,7 @@ export const BUILTIN_MODULES: readonly SchemaModule[] = [
   coreV1,
   coreV1Affinity,
   coreV1Pod,
+  coreV1Secret,
   coreV1Node,
   coreV1Volume,
   storageV1,

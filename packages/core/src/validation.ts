@@ -8,6 +8,7 @@ import { kindHooks } from './kind-hooks.js';
 import { type KindInfo, lookupKind } from './kinds.js';
 import { dns1123Label, dns1123Subdomain, labelValue, pathSegmentName, qualifiedName } from './names.js';
 import { parseQuantity, type Quantity } from './quantity.js';
+import { isRBACKind } from './validation-rbac.js';
 
 const RESTART = ['Always', 'Never', 'OnFailure'] as const;
 const DNS_POLICY = ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'] as const;
@@ -45,7 +46,7 @@ export function validateMeta(e: FieldErrors, meta: ObjectMeta | undefined, info:
   } else {
     const seg = pathSegmentName(meta.name);
     if (seg.length) e.check('metadata.name', meta.name, seg);
-    else e.check('metadata.name', meta.name, nameRule(info.kind)(meta.name));
+    else if (!isRBACKind(info.kind)) e.check('metadata.name', meta.name, nameRule(info.kind)(meta.name));
   }
   if (info.namespaced) {
     if (!meta.namespace) e.required('metadata.namespace');

@@ -22,12 +22,13 @@ import { parseCriLog } from '@kemu/cri';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
 import { NodeLifecycleController } from '@kemu/kubelet';
-import { formatTrace } from '@kemu/netsim';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
 import { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from '@kemu/apiserver';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
-import { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
+import { nthAddress, nthSubnet } from '@kemu/ip';
+import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
+import { linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, startNode } from './node.js';
 import {
   connectNode,
@@ -37,7 +38,6 @@ import {
   spawnNodeProcess,
   stopNodeProcess,
 } from './node-process.js';
-import { SimClusterNetwork } from './sim-network.js';
 
 export type StoreKind = 'memory' | 'file' | 'etcd';
 
@@ -120,19 +120,12 @@ async function unmountUnder(dir: string): Promise<void> {
  * node IP (host number 10 + i in `base`), carrying into higher octets as needed.
  */
 export function subnet(base: string, i: number, kind: 'pod' | 'node'): string {
-  const [addr, lenText] = base.split('/');
-  const o = addr.split('.').map(Number);
-  const len = Number(lenText ?? 32);
-  if (o.length !== 4 || o.some((x) => !Number.isInteger(x) || x < 0 || x > 255) || !(len >= 0 && len <= 32)) {
-    throw new Error(`invalid subnet ${base}`);
+  try {
+    return kind === 'pod' ? nthSubnet(base, i + 1, 24) : nthAddress(base, 10 + i);
+  } catch (err) {
+    if (err instanceof RangeError && !err.message.startsWith('invalid')) throw new Error(`${base} is too small for ${i + 1} nodes`);
+    throw err;
   }
-  const network = ((o[0] << 24) >>> 0) + (o[1] << 16) + (o[2] << 8) + o[3];
-  const size = 2 ** (32 - len);
-  const offset = kind === 'pod' ? (i + 1) * 256 : 10 + i;
-  if (offset + (kind === 'pod' ? 256 : 1) > size) throw new Error(`${base} is too small for ${i + 1} nodes`);
-  const n = network + offset;
-  const ip = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-  return kind === 'pod' ? `${ip}/24` : ip;
 }
 
 export async function openStore(
@@ -170,23 +163,22 @@ export class Cluster {
   api?: ApiServer;
   /** Every node is up and the controllers run. */
   ready = false;
-  readonly network: SimClusterNetwork | LinuxClusterNetwork;
+  readonly network: ClusterNetwork;
   private readonly stoppers: Array<() => Promise<void>> = [];
   private constructor(
     readonly options: ClusterOptions,
     readonly store: Store,
   ) {
-    this.network =
-      (options.datapath ?? 'sim') === 'linux'
-        ? new LinuxClusterNetwork(options.stateDir)
-        : new SimClusterNetwork(options.stateDir, (options.store ?? 'memory') !== 'memory');
-    this.network.overlay = options.network ?? 'bridge';
-    if (options.network === 'bgp') this.network.bgp = new ClusterBgp(options.nodes ?? 3);
-    if (this.network instanceof SimClusterNetwork) {
-      this.network.podNetwork = this.podNetwork();
-      this.network.routedUnderlay = options.routedUnderlay ?? (options.nodes ?? 3) > 255;
-      this.network.underlayGateway = subnet(options.nodeSubnet ?? '172.18.0.0/16', -9, 'node');
-    }
+    this.network = createClusterNetwork({
+      datapath: options.datapath ?? 'sim',
+      stateDir: options.stateDir,
+      persist: (options.store ?? 'memory') !== 'memory',
+      overlay: options.network ?? 'bridge',
+      bgp: options.network === 'bgp' ? new ClusterBgp(options.nodes ?? 3) : undefined,
+      podNetwork: this.podNetwork(),
+      routedUnderlay: options.routedUnderlay ?? (options.nodes ?? 3) > 255,
+      underlayGateway: subnet(options.nodeSubnet ?? '172.18.0.0/16', -9, 'node'),
+    });
   }
 
   static async start(options: ClusterOptions): Promise<Cluster> {
@@ -418,17 +410,15 @@ export class Cluster {
   }
 
   async stop(): Promise<void> {
-    const linux = this.network instanceof LinuxClusterNetwork;
+    const linux = this.network.onMachine;
     // A memory store forgets the cluster, so on a real datapath nothing it made may outlive it: pods are
     // torn down through their kubelets first (volumes unpublished, CNI DEL, processes stopped).
     const teardown = linux && (this.options.store ?? 'memory') === 'memory';
     if (teardown) await this.drain();
     // Saved first, as it is with the pods running: kubelets and runtimes then stop without tearing pods
     // down, as on a real node, and a restart finds everything where it was.
-    if (this.network instanceof SimClusterNetwork) {
-      const net = this.network;
-      this.stoppers.push(async () => net.save());
-    }
+    const net = this.network;
+    this.stoppers.push(async () => net.save());
     for (const s of this.stoppers.reverse().splice(0)) {
       try {
         await s();
@@ -440,7 +430,7 @@ export class Cluster {
     if (teardown) {
       try {
         await unmountUnder(this.options.stateDir);
-        await (this.network as LinuxClusterNetwork).destroy();
+        await this.network.destroy();
       } catch (err) {
         this.options.onError?.(err, 'stop: removing network namespaces');
       }
@@ -579,23 +569,9 @@ export class Cluster {
       }
       if (!ip) throw new Error(`pod ${tns}/${tname} has no IP yet`);
     }
-    if (this.network instanceof LinuxClusterNetwork) {
-      const r = await this.network.ping(await this.podNetns(src), ip);
-      return { from: `${fns}/${fname}`, to, ip, ...r, trace: [] };
-    }
-    if (this.remoteNodes.size || this.joinedNodes.size)
+    if (this.network.probesNeedLocalNodes && (this.remoteNodes.size || this.joinedNodes.size))
       throw new Error('hop-by-hop traces need all nodes in one simulated network: run the cluster without node processes');
-    const result = this.network.ping(src.metadata.uid ?? '', ip);
-    return {
-      from: `${fns}/${fname}`,
-      to,
-      ip,
-      reachable: result.reachable,
-      transmitted: result.transmitted,
-      received: result.received,
-      error: result.error,
-      trace: result.trace as unknown[],
-      text: formatTrace(result.trace),
-    };
+    const r = await this.network.probe(await this.podNetns(src), ip);
+    return { from: `${fns}/${fname}`, to, ip, ...r, trace: r.trace as unknown[] };
   }
 }

@@ -7,6 +7,13 @@ export { CsiRouter, type NodeDriver } from './csi-router.js';
 export { demoManifestPath, leftovers, runDemo } from './demo.js';
 export { describeObject } from './describe.js';
 export { humanDuration, KIND_ALIASES, podStatusReason, printTable, resolveKind, table } from './printers.js';
+export {
+  type ClusterNetwork,
+  type ClusterNetworkOptions,
+  createClusterNetwork,
+  type NodeNetwork,
+  type ProbeResult,
+} from './cluster-network.js';
 export { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
-export { NetnsDirectory, SimClusterNetwork, UNDERLAY_NS } from './sim-network.js';
+export { SimClusterNetwork, UNDERLAY_NS } from './sim-network.js';
 export { defaultStateDir, paths } from './state.js';

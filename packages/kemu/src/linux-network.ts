@@ -9,17 +9,16 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLinuxDatapath, HOST_NETNS, isDatapathError, type LinuxDatapath } from '@kemu/cni';
-import type { NetworkManager } from '@kemu/cri';
+import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult } from './cluster-network.js';
 import {
   CLUSTER_NETWORK,
   addHostGwRoutes,
   clusterPlugins,
   countIpFiles,
-  NetnsDirectory,
   nodeCni,
   type NodeRoutes,
   type OverlayKind,
-  RecordingNetwork,
+  RecoveringNetwork,
   uplinkName,
 } from './sim-network.js';
 
@@ -28,24 +27,10 @@ const NSENTER = '/usr/bin/nsenter';
 const PING = '/usr/bin/ping';
 const NETNS_DIR = '/run/netns';
 
-export interface LinuxNodeNetwork {
-  nodeName: string;
-  nodeIP: string;
-  podCIDR: string;
+export interface LinuxNodeNetwork extends NodeNetwork {
   /** The node's namespace (the "host" namespace of its CNI chain). */
   netnsPath: string;
   datapath: LinuxDatapath;
-  manager: NetworkManager;
-  /** For runtimes that leave namespace creation to the network (the sim runtime on a real datapath). */
-  netnsHooks: { create(p: string): Promise<void>; remove(p: string): Promise<void> };
-}
-
-export interface PingOutcome {
-  reachable: boolean;
-  transmitted: number;
-  received: number;
-  error?: string;
-  text: string;
 }
 
 function run(cmd: string, args: string[], timeoutMs = 10_000): Promise<{ code: number; out: string }> {
@@ -84,22 +69,26 @@ async function deleteNetns(name: string): Promise<void> {
     throw new Error(`ip netns delete ${name}: ${r.out.trim()}`);
 }
 
-export class LinuxClusterNetwork {
+export class LinuxClusterNetwork implements ClusterNetwork {
   readonly nodes = new Map<string, LinuxNodeNetwork>();
-  readonly pods = new NetnsDirectory();
   /** Names of this cluster's namespaces carry a hash of its state dir, so two clusters never collide. */
   readonly prefix: string;
   readonly underlayName: string;
   private underlay?: LinuxDatapath;
   /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
-  overlay: OverlayKind = 'bridge';
+  readonly overlay: OverlayKind;
   /** With the bgp overlay: the nodes' speakers, which program the routes between nodes. */
-  bgp?: ClusterBgp;
+  readonly bgp?: ClusterBgp;
+  readonly onMachine = true;
+  readonly probesNeedLocalNodes = false;
+  readonly stateDir: string;
+  readonly nodePrefixLen = 16;
 
-  constructor(
-    readonly stateDir: string,
-    readonly nodePrefixLen = 16,
-  ) {
+  constructor(o: Pick<ClusterNetworkOptions, 'stateDir' | 'overlay' | 'bgp'>) {
+    this.stateDir = o.stateDir;
+    this.overlay = o.overlay ?? 'bridge';
+    this.bgp = o.bgp;
+    const stateDir = o.stateDir;
     this.prefix = `kemu-${createHash('sha256').update(path.resolve(stateDir)).digest('hex').slice(0, 8)}`;
     this.underlayName = `${this.prefix}-underlay`;
   }
@@ -117,6 +106,13 @@ export class LinuxClusterNetwork {
     this.underlay = dp;
     return dp;
   }
+
+  get podNetnsPrefix(): string {
+    return `${this.prefix}-pod-`;
+  }
+
+  /** Nothing to save: the kernel keeps the namespaces. */
+  save(): void {}
 
   /** The node's namespace name; a hash keeps long node names inside what `ip netns` accepts comfortably. */
   nodeNetnsName(nodeName: string): string {
@@ -152,9 +148,7 @@ export class LinuxClusterNetwork {
       podCIDR,
       netnsPath,
       datapath,
-      manager: new RecordingNetwork(`cni on linux (${CLUSTER_NETWORK})`, cni, this.pods, nodeName, netnsHooks, (p) =>
-        fs.existsSync(p),
-      ),
+      manager: new RecoveringNetwork(`cni on linux (${CLUSTER_NETWORK})`, cni, netnsHooks, (p) => fs.existsSync(p)),
       netnsHooks,
     };
     this.nodes.set(nodeName, node);
@@ -174,7 +168,7 @@ export class LinuxClusterNetwork {
   }
 
   /** A real ping from a pod's network namespace. */
-  async ping(netns: string, to: string): Promise<PingOutcome> {
+  async probe(netns: string, to: string): Promise<ProbeResult> {
     if (!netns.startsWith('/') || netns.includes('\0')) throw new Error(`invalid network namespace path ${netns}`);
     if (!/^[0-9a-fA-F.:]+$/.test(to)) throw new Error(`${JSON.stringify(to)} is not an IP address`);
     const r = await run(NSENTER, [`--net=${netns}`, '--', PING, '-c', '1', '-W', '2', '-n', to], 15_000);
@@ -185,7 +179,8 @@ export class LinuxClusterNetwork {
       reachable: received > 0,
       transmitted,
       received,
-      error: received > 0 ? undefined : r.out.trim().split('\n').pop(),
+      error: received > 0 ? undefined : { message: r.out.trim().split('\n').pop() ?? 'no reply' },
+      trace: [],
       text: r.out,
     };
   }

@@ -9,10 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { type Node, SharedInformer, type Store } from '@kemu/core';
 import { HOST_NETNS } from '@kemu/cni';
 import { cri, csi, type GrpcChannel, openChannel, type PromiseApi } from '@kemu/proto';
-import { LinuxClusterNetwork } from './linux-network.js';
+import { createClusterNetwork } from './cluster-network.js';
 import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, startNode } from './node.js';
 import { RemoteStore } from '@kemu/apiserver';
-import { SimClusterNetwork } from './sim-network.js';
 
 export interface NodeProcessSpec {
   name: string;
@@ -183,8 +182,7 @@ export interface RunningNodeProcess {
  * host-gw network daemon does).
  */
 export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
-  const network = o.datapath === 'linux' ? new LinuxClusterNetwork(o.stateDir) : new SimClusterNetwork(o.stateDir, false);
-  network.overlay = o.network;
+  const network = createClusterNetwork({ datapath: o.datapath, stateDir: o.stateDir, overlay: o.network });
   const node = await startNode({
     name: o.name,
     ip: o.ip,
@@ -210,7 +208,8 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
         },
       },
     });
-    if (network instanceof LinuxClusterNetwork && o.network === 'bridge') {
+    // Node processes share the machine's kernel, not a simulated world: only there do routes reach the others.
+    if (network.onMachine && o.network === 'bridge') {
       const mine = network.nodes.get(o.name)!;
       const routes = new Map<string, string>();
       const sync = async (n: Node, gone = false) => {

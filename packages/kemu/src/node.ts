@@ -9,8 +9,7 @@ import { ALPHA_CAPABILITY_NAMES, createCsiDriver, type CsiDriver, DEFAULT_DRIVER
 import { VxlanAgent } from '@kemu/cni-vxlan';
 import { Kubelet, StaticPluginRegistry } from '@kemu/kubelet';
 import { cri, csi, inProcessApi, type PromiseApi } from '@kemu/proto';
-import { LinuxClusterNetwork } from './linux-network.js';
-import type { SimClusterNetwork } from './sim-network.js';
+import type { ClusterNetwork } from './cluster-network.js';
 
 /** Annotations a node process puts on its Node so the control plane can reach its sockets. */
 export const CSI_ENDPOINT_ANNOTATION = 'kemu.io/csi-endpoint';
@@ -22,7 +21,7 @@ export interface NodeSpec {
   podCIDR: string;
   stateDir: string;
   store: Store;
-  network: SimClusterNetwork | LinuxClusterNetwork;
+  network: ClusterNetwork;
   runtime: 'sim' | 'process';
   storage: 'sim' | 'hostpath';
   /** The store outlives this process (file, etcd), so the runtime must keep its state too. */
@@ -109,13 +108,13 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
     };
 
     const net = await s.network.addNode(s.name, s.ip, s.podCIDR);
-    const linux = s.network instanceof LinuxClusterNetwork;
+    const linux = s.network.onMachine;
     const criConfig: CriRuntimeConfig = {
       backend: s.runtime,
       syntheticImages: true,
       network: net.manager,
       sim: { netns: net.netnsHooks },
-      process: { netnsPrefix: `${linux ? (s.network as LinuxClusterNetwork).prefix : 'kemu'}-pod-` },
+      process: { netnsPrefix: s.network.podNetnsPrefix },
       podCidr: s.podCIDR,
       allowedLogRoots: [podLogsDir],
       streaming: false,
@@ -178,7 +177,7 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       cri: runtime,
       criSocket,
       csiSocket,
-      netns: 'netnsPath' in net ? net.netnsPath : undefined,
+      netns: net.netnsPath,
       kubelet,
       csi: driver,
       csiApi,

@@ -15,7 +15,7 @@ describe('the simulated cluster network', () => {
   it('joins 110 nodes to one underlay and routes every pod CIDR between them', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-simnet-'));
     try {
-      const net = new SimClusterNetwork(dir);
+      const net = new SimClusterNetwork({ stateDir: dir });
       for (let i = 0; i < 110; i++) await net.addNode(`kemu-node-${i + 1}`, `172.18.0.${10 + i}`, `10.244.${i + 1}.0/24`);
       expect(net.world.links(UNDERLAY_NS).filter((l) => l.name.startsWith('up-'))).toHaveLength(110);
       const r = net.world.ping('/run/kemu/nodes/kemu-node-100', '172.18.0.10', { count: 1 });

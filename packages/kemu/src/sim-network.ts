@@ -15,7 +15,8 @@ import { createHostLocal, hostLocal, MemoryIpam } from '@kemu/cni-host-local';
 import { loopback } from '@kemu/cni-loopback';
 import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager, type PodNetworkRequest, simNetnsHooks } from '@kemu/cri';
-import { World } from '@kemu/netsim';
+import { formatTrace, World } from '@kemu/netsim';
+import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult } from './cluster-network.js';
 
 export const UNDERLAY_NS = '/run/kemu/underlay';
 export const UNDERLAY_BRIDGE = 'kemu-underlay';
@@ -30,15 +31,10 @@ export function uplinkName(nodeName: string): string {
   return `up-${createHash('sha256').update(nodeName).digest('hex').slice(0, 12)}`;
 }
 
-export interface SimNodeNetwork {
-  nodeName: string;
-  nodeIP: string;
-  podCIDR: string;
+export interface SimNodeNetwork extends NodeNetwork {
   /** The world namespace that is this node's root namespace. */
   hostNamespace: string;
   datapath: SimDatapath;
-  manager: NetworkManager;
-  netnsHooks: { create(p: string): Promise<void>; remove(p: string): Promise<void> };
 }
 
 /** The node's CNI configuration: bridge + host-local from the node's pod CIDR, then portmap. */
@@ -132,62 +128,38 @@ export function countIpFiles(dir: string): number {
   return fs.readdirSync(dir).filter((f) => /^[\d.]+$/.test(f) || f.includes(':')).length;
 }
 
-/** Records which netns a pod's sandbox got, so traces can start from a pod. */
-export class NetnsDirectory {
-  private byUid = new Map<string, { netns: string; node: string; ips: string[] }>();
-  set(uid: string, netns: string, node: string, ips: string[]) {
-    this.byUid.set(uid, { netns, node, ips });
-  }
-  delete(uid: string) {
-    this.byUid.delete(uid);
-  }
-  get(uid: string) {
-    return this.byUid.get(uid);
-  }
-}
-
-/** Wraps the CNI-backed manager to remember each pod's namespace and addresses. */
-export class RecordingNetwork implements NetworkManager {
+/**
+ * The node's CNI-backed manager, plus what a restart needs: with the saved world (or a real kernel), a
+ * recovered sandbox's namespace and interfaces are still there, as a kernel's would be when only the
+ * runtime restarted. Without it, the namespace is recreated and the chain run again: DEL (host-local, like
+ * the reference, refuses a second ADD for a container that holds an address), then ADD, so the pod may
+ * get a new address. The pod's namespace itself is the runtime's to report (PodSandboxStatus).
+ */
+export class RecoveringNetwork implements NetworkManager {
   constructor(
     readonly name: string,
     private readonly inner: CniNetwork,
-    private readonly dir: NetnsDirectory,
-    private readonly node: string,
     private readonly hooks: { create(p: string): Promise<void> },
     private readonly hasNamespace: (p: string) => boolean,
   ) {}
   status() {
     return this.inner.status();
   }
-  async setUp(req: PodNetworkRequest) {
-    const res = await this.inner.setUp(req);
-    this.dir.set(req.uid, req.netnsPath, this.node, res.ips);
-    return res;
+  setUp(req: PodNetworkRequest) {
+    return this.inner.setUp(req);
   }
-  async tearDown(req: PodNetworkRequest) {
-    await this.inner.tearDown(req);
-    this.dir.delete(req.uid);
+  tearDown(req: PodNetworkRequest) {
+    return this.inner.tearDown(req);
   }
   updatePodCidr(cidr: string) {
     return this.inner.updatePodCidr(cidr);
   }
-  /**
-   * After a restart: with the saved world, a recovered sandbox's namespace and interfaces are still there
-   * (as a kernel's would be when only the runtime restarted). Without it, the namespace is recreated and
-   * the chain run again: DEL (host-local, like the reference, refuses a second ADD for a container that
-   * holds an address), then ADD, so the pod may get a new address.
-   */
   async recover(held: PodNetworkRequest[]) {
     for (const r of held) {
-      if (!r.netnsPath) continue;
-      if (this.hasNamespace(r.netnsPath)) {
-        this.dir.set(r.uid, r.netnsPath, this.node, r.ips ?? []);
-        continue;
-      }
+      if (!r.netnsPath || this.hasNamespace(r.netnsPath)) continue;
       await this.hooks.create(r.netnsPath);
       await this.inner.tearDown(r);
-      const res = await this.inner.setUp(r);
-      this.dir.set(r.uid, r.netnsPath, this.node, res.ips);
+      await this.inner.setUp(r);
     }
   }
 }
@@ -212,24 +184,29 @@ export async function addHostGwRoutes(nodes: Iterable<NodeRoutes>, m: NodeRoutes
   }
 }
 
-export class SimClusterNetwork {
+export class SimClusterNetwork implements ClusterNetwork {
   readonly world: World;
   readonly nodes = new Map<string, SimNodeNetwork>();
-  readonly pods = new NetnsDirectory();
   /** bridge: host-gw routes between nodes; vxlan: each node's VxlanAgent programs the overlay instead. */
-  overlay: OverlayKind = 'bridge';
+  readonly overlay: OverlayKind;
   /** With the bgp overlay: the nodes' speakers, which program the routes between nodes. */
-  bgp?: ClusterBgp;
+  readonly bgp?: ClusterBgp;
+  readonly onMachine = false;
+  readonly podNetnsPrefix = 'kemu-pod-';
+  readonly probesNeedLocalNodes = true;
+  readonly persist: boolean;
+  readonly stateDir: string;
+  readonly nodePrefixLen = 16;
   /**
    * With a routed underlay the underlay namespace is a router (a top-of-rack switch that learned the pod
    * CIDRs): one route per node there, and each node sends the pod network to it. Host-gw needs nodes²
    * routes, which a 5,000-node cluster cannot hold; the cluster switches beyond 255 nodes.
    */
-  routedUnderlay = false;
+  readonly routedUnderlay: boolean;
   /** The cluster's pod network, which nodes route to the underlay router. */
-  podNetwork = '10.244.0.0/16';
+  readonly podNetwork: string;
   /** The underlay router's address (the bridge's own address in the node subnet). */
-  underlayGateway = '172.18.0.1';
+  readonly underlayGateway: string;
   private underlayReady = false;
 
   private readonly saveFile: string;
@@ -241,12 +218,16 @@ export class SimClusterNetwork {
   private readonly hostLocal = hostLocal;
 
   /** With `persist`, the world is loaded from and saved to `<stateDir>/netsim.json` (durable stores). */
-  constructor(
-    readonly stateDir: string,
-    readonly persist = false,
-    readonly nodePrefixLen = 16,
-  ) {
-    this.saveFile = path.join(stateDir, 'netsim.json');
+  constructor(o: Omit<ClusterNetworkOptions, 'datapath'>) {
+    this.stateDir = o.stateDir;
+    this.persist = o.persist ?? false;
+    this.overlay = o.overlay ?? 'bridge';
+    this.bgp = o.bgp;
+    this.routedUnderlay = o.routedUnderlay ?? false;
+    this.podNetwork = o.podNetwork ?? '10.244.0.0/16';
+    this.underlayGateway = o.underlayGateway ?? '172.18.0.1';
+    const persist = this.persist;
+    this.saveFile = path.join(this.stateDir, 'netsim.json');
     if (!persist) {
       this.ipam = new MemoryIpam();
       this.hostLocal = createHostLocal({ store: this.ipam });
@@ -309,13 +290,8 @@ export class SimClusterNetwork {
       podCIDR,
       hostNamespace,
       datapath,
-      manager: new RecordingNetwork(
-        `cni on netsim (${CLUSTER_NETWORK})`,
-        cni,
-        this.pods,
-        nodeName,
-        netnsHooks,
-        (p) => this.world.hasNamespace(p),
+      manager: new RecoveringNetwork(`cni on netsim (${CLUSTER_NETWORK})`, cni, netnsHooks, (p) =>
+        this.world.hasNamespace(p),
       ),
       netnsHooks,
     };
@@ -341,9 +317,18 @@ export class SimClusterNetwork {
   }
 
   /** Pings `to` (an IP) from a pod's namespace; the result carries the hop-by-hop trace. */
-  ping(podUid: string, to: string) {
-    const pod = this.pods.get(podUid);
-    if (!pod) throw new Error(`pod ${podUid} has no network namespace on this cluster`);
-    return this.world.ping(pod.netns, to, { count: 1 });
+  async probe(netns: string, to: string): Promise<ProbeResult> {
+    if (!this.world.hasNamespace(netns)) throw new Error(`${netns} is no network namespace of this cluster`);
+    const r = this.world.ping(netns, to, { count: 1 });
+    return {
+      reachable: r.reachable,
+      transmitted: r.transmitted,
+      received: r.received,
+      error: r.error,
+      trace: r.trace,
+      text: formatTrace(r.trace),
+    };
   }
+
+  async destroy(): Promise<void> {}
 }

@@ -3,7 +3,7 @@ export { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 export { containerConfig, containerHash, linuxResources, podLogDirectory, sandboxConfig } from './cri-config.js';
 export { Kubelet } from './kubelet.js';
 export * from './labels.js';
-export { NodeLifecycleController, type NodeLifecycleOptions, UNREACHABLE_TAINT } from './node-lifecycle-controller.js';
+export { CONDITION_TAINTS, NodeLifecycleController, type NodeLifecycleOptions, UNREACHABLE_TAINT } from './node-lifecycle-controller.js';
 export {
   allocatable,
   CONTROLLER_MANAGED_ATTACH_DETACH,
@@ -51,3 +51,5 @@ export {
 } from './cm-qos.js';
 export { type CgroupManager, type CgroupRecord, type CgroupVersion, detectCgroupVersion, RealCgroupManager, SimCgroupManager } from './cgroup-manager.js';
 export { ContainerManager, type PodCgroupInfo } from './container-manager.js';
+export { EVICTION_REASON, type Eviction, EvictionManager, MESSAGES as EVICTION_MESSAGES, type PressureCondition, SIGNAL_TO_CONDITION, SIGNAL_TO_RESOURCE } from './eviction-manager.js';
+export { diskUsage, type FsStats, type PodStats, type Summary, SummaryProvider } from './stats-summary.js';

@@ -14,16 +14,19 @@ import {
   type SharedInformer,
 } from '@kemu/core';
 import { EventRecorder } from '@kemu/core/controllers';
+import { cri } from '@kemu/proto';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import { SimCgroupManager } from './cgroup-manager.js';
 import { ContainerManager, type PodCgroupInfo } from './container-manager.js';
+import { type Eviction, EvictionManager } from './eviction-manager.js';
 import { CsiNodeSync } from './csinode.js';
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity } from './kubelet-config.js';
 import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
-import { baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
+import { allocatable, baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
 import { PodSyncer, type SyncResult } from './pod-sync.js';
 import { ProbeManager, realProbeTransport } from './prober.js';
 import { RuntimeCache } from './runtime-cache.js';
+import { SummaryProvider } from './stats-summary.js';
 import type { KubeletOptions } from './types.js';
 import { VolumeManager } from './volume-manager.js';
 
@@ -47,6 +50,11 @@ export class Kubelet {
   private readonly csiNode?: CsiNodeSync;
   /** The QoS cgroup hierarchy and pod cgroups (real or recorded). */
   readonly containerManager: ContainerManager;
+  /** The Summary API (/stats/summary). */
+  readonly summary: SummaryProvider;
+  readonly eviction: EvictionManager;
+  /** Evictions decided, applied by the pod's worker. */
+  private readonly evictions = new Map<string, Eviction>();
   private readonly workers = new Map<string, Worker>();
   private readonly byUid = new Map<string, Pod>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -103,6 +111,28 @@ export class Kubelet {
     const capacity = o.config ? nodeCapacity(config, { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) }) : { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) };
     const reserved = o.config ? { ...allocatableReservation(config, capacity), ...(o.reserved ?? {}) } : (o.reserved ?? {});
     this.containerManager = new ContainerManager(o.cgroups ?? new SimCgroupManager(), config, capacity);
+    this.summary = new SummaryProvider({
+      nodeName: o.nodeName,
+      runtime: o.runtime,
+      images: o.images,
+      capacity,
+      pods: () => [...this.byUid.values()],
+      podLogsDir: o.podLogsDir ?? '/var/log/pods',
+      rootDir: o.rootDir,
+      containerManager: this.containerManager,
+    });
+    this.eviction = new EvictionManager({
+      config,
+      allocatable: allocatable(capacity, reserved),
+      summary: () => this.summary.summary(),
+      activePods: () => [...this.byUid.values()].filter((p) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed'),
+      evict: async (e) => {
+        this.evictions.set(e.pod.metadata.uid ?? '', e);
+        this.enqueue(e.pod.metadata.uid ?? '');
+      },
+      nodeEvent: (type, reason, message) =>
+        this.events.event({ apiVersion: 'v1', kind: 'Node', metadata: { name: o.nodeName, uid: o.nodeName } } as never, type, reason, message),
+    });
     this.nodeStatus = new NodeStatusManager(
       o.store,
       {
@@ -156,6 +186,8 @@ export class Kubelet {
     this.every(this.o.leaseRenewMs ?? 10_000, () => this.heartbeat());
     this.every(this.o.statusUpdateMs ?? 10_000, () => this.postStatus());
     this.every(this.o.relistPeriodMs ?? 1_000, () => this.relist());
+    // Eviction is on only with a KubeletConfiguration (its thresholds); upstream monitors every 10 s.
+    if (this.o.config) this.every(this.o.evictionMonitoringPeriodMs ?? 10_000, () => this.evictionPass());
     if (this.o.containerEvents) this.consumeEvents();
     if (this.o.staticPodPath) {
       await this.syncStaticPods();
@@ -208,7 +240,7 @@ export class Kubelet {
   private async postStatus() {
     if (this.heartbeatPaused) return;
     const status = await this.o.runtime.Status({ verbose: false });
-    await this.nodeStatus.post(status.status, { volumesInUse: this.volumes.inUse() }, 5 * 60_000);
+    await this.nodeStatus.post(status.status, { volumesInUse: this.volumes.inUse() }, 5 * 60_000, this.eviction.conditions());
     await this.csiNode?.sync();
   }
 
@@ -318,9 +350,43 @@ export class Kubelet {
       return this.forgetCgroup(uid, await this.syncer.terminate(undefined, uid));
     }
     if (pod.metadata.deletionTimestamp) return this.forgetCgroup(uid, await this.syncer.terminate(pod, uid));
+    const eviction = this.evictions.get(uid);
+    if (eviction) {
+      this.evictions.delete(uid);
+      return this.syncer.sync(await this.applyEviction(pod, eviction));
+    }
     // The pod cgroup exists before the sandbox, as the kubelet's pod container manager makes it.
     if (pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') this.containerManager.ensurePod(pod);
     return this.syncer.sync(pod);
+  }
+
+  /** One eviction pass; like upstream, waits (up to 30 s) for evicted pods to stop before looking again. */
+  private async evictionPass() {
+    const evicted = await this.eviction.synchronize();
+    const end = Date.now() + 30_000;
+    for (const e of evicted) {
+      const uid = e.pod.metadata.uid ?? '';
+      while (!this.stopped && Date.now() < end) {
+        const rt = await this.cache.refresh(uid);
+        if (!this.evictions.has(uid) && !rt.containers.some((c) => c.state === cri.ContainerState.CONTAINER_RUNNING)) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  /** Marks an evicted pod Failed (reason Evicted) inside its worker; the sync that follows kills it. */
+  private async applyEviction(pod: Pod, e: Eviction): Promise<Pod> {
+    const cur = await this.o.store.get('Pod', pod.metadata.namespace, pod.metadata.name ?? '');
+    const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const conditions = (cur.status?.conditions ?? []).filter((c) => c.type !== 'DisruptionTarget').map((c) =>
+      c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, status: 'False' as const, lastTransitionTime: now } : c,
+    );
+    if (e.condition) conditions.push({ ...e.condition, lastTransitionTime: now });
+    const { resourceVersion: _rv, ...metadata } = cur.metadata;
+    const updated = await this.o.store.updateStatus({ ...cur, metadata, status: { ...(cur.status ?? {}), phase: 'Failed', reason: 'Evicted', message: e.message, conditions } });
+    this.events.event(updated, 'Warning', 'Evicted', e.message);
+    this.byUid.set(updated.metadata.uid ?? '', updated);
+    return updated;
   }
 
   private forgetCgroup(uid: string, result: SyncResult): SyncResult {

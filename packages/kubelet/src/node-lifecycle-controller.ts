@@ -6,6 +6,13 @@ import { NODE_LEASE_NAMESPACE } from './node-status.js';
 
 export const UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable';
 
+/** NoSchedule taints for node conditions (upstream TaintNodesByCondition). */
+export const CONDITION_TAINTS: Readonly<Record<string, string>> = {
+  MemoryPressure: 'node.kubernetes.io/memory-pressure',
+  DiskPressure: 'node.kubernetes.io/disk-pressure',
+  PIDPressure: 'node.kubernetes.io/pid-pressure',
+};
+
 export interface NodeLifecycleOptions {
   store: Store;
   /** How long a lease may go unrenewed (upstream node-monitor-grace-period 40 s). */
@@ -52,7 +59,10 @@ export class NodeLifecycleController {
       const stale = this.now() - last > this.grace;
       try {
         if (stale) await this.markUnknown(node);
-        else await this.clearUnreachable(node);
+        else {
+          await this.clearUnreachable(node);
+          await this.syncConditionTaints(node.metadata.name ?? '');
+        }
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -79,6 +89,25 @@ export class NodeLifecycleController {
     taints.push({ key: UNREACHABLE_TAINT, effect: 'NoSchedule', timeAdded: now }, { key: UNREACHABLE_TAINT, effect: 'NoExecute', timeAdded: now });
     const fresh = await this.o.store.get('Node', '', node.metadata.name ?? '');
     await this.o.store.update({ ...fresh, spec: { ...(fresh.spec ?? {}), taints } });
+  }
+
+  /** A pressure condition that is True puts its NoSchedule taint on the node; False takes it off. */
+  private async syncConditionTaints(name: string) {
+    const node = await this.o.store.get('Node', '', name);
+    const conditions = node.status?.conditions ?? [];
+    const want = new Set(Object.entries(CONDITION_TAINTS).filter(([type]) => conditions.some((c) => c.type === type && c.status === 'True')).map(([, key]) => key));
+    const managed = new Set(Object.values(CONDITION_TAINTS));
+    const cur = node.spec?.taints ?? [];
+    const kept = cur.filter((t) => !managed.has(t.key) || (want.has(t.key) && t.effect === 'NoSchedule'));
+    const now = rfc3339(new Date(this.now()));
+    for (const key of want) if (!kept.some((t) => t.key === key)) kept.push({ key, effect: 'NoSchedule', timeAdded: now });
+    if (kept.length === cur.length && kept.every((t, i) => t === cur[i])) return;
+    try {
+      await this.o.store.update({ ...node, spec: { ...(node.spec ?? {}), taints: kept } });
+    } catch (err) {
+      // The kubelet posted status meanwhile: the next pass looks again.
+      if ((err as { reason?: string }).reason !== 'Conflict') throw err;
+    }
   }
 
   private async clearUnreachable(node: Node) {

@@ -67,7 +67,12 @@ export function baseLabels(nodeName: string): Record<string, string> {
 }
 
 /** Node conditions from the runtime's Status, in the wording the kubelet uses. */
-export function nodeConditions(prev: Condition[] | undefined, runtime: cri.RuntimeStatus | null | undefined, now: string): Condition[] {
+export function nodeConditions(
+  prev: Condition[] | undefined,
+  runtime: cri.RuntimeStatus | null | undefined,
+  now: string,
+  pressure: Partial<Record<'MemoryPressure' | 'DiskPressure' | 'PIDPressure', boolean>> = {},
+): Condition[] {
   const keep = (type: string, status: Condition['status'], reason: string, message: string): Condition => {
     const old = prev?.find((c) => c.type === type);
     return {
@@ -88,9 +93,15 @@ export function nodeConditions(prev: Condition[] | undefined, runtime: cri.Runti
     }
   }
   return [
-    keep('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
-    keep('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
-    keep('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
+    pressure.MemoryPressure
+      ? keep('MemoryPressure', 'True', 'KubeletHasInsufficientMemory', 'kubelet has insufficient memory available')
+      : keep('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
+    pressure.DiskPressure
+      ? keep('DiskPressure', 'True', 'KubeletHasDiskPressure', 'kubelet has disk pressure')
+      : keep('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+    pressure.PIDPressure
+      ? keep('PIDPressure', 'True', 'KubeletHasInsufficientPID', 'kubelet has insufficient PID available')
+      : keep('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
     problems.length
       ? keep('Ready', 'False', 'KubeletNotReady', problems.join(', '))
       : keep('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status'),
@@ -150,14 +161,19 @@ export class NodeStatusManager {
   private runtimeVersion = '';
 
   /** Posts node status when it changed, or at least every `reportEveryMs` as a heartbeat. */
-  async post(runtime: cri.RuntimeStatus | null | undefined, extra: Partial<NodeStatus>, reportEveryMs: number): Promise<void> {
+  async post(
+    runtime: cri.RuntimeStatus | null | undefined,
+    extra: Partial<NodeStatus>,
+    reportEveryMs: number,
+    pressure: Partial<Record<'MemoryPressure' | 'DiskPressure' | 'PIDPressure', boolean>> = {},
+  ): Promise<void> {
     const cur = await this.store.get('Node', '', this.id.nodeName);
     const now = rfc3339();
     const status: NodeStatus = {
       ...(cur.status ?? {}),
       capacity: this.id.capacity,
       allocatable: allocatable(this.id.capacity, this.id.reserved),
-      conditions: nodeConditions(cur.status?.conditions, runtime, now),
+      conditions: nodeConditions(cur.status?.conditions, runtime, now, pressure),
       addresses: [
         { type: 'InternalIP', address: this.id.nodeIP },
         { type: 'Hostname', address: this.id.nodeName },

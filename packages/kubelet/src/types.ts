@@ -37,6 +37,8 @@ export interface KubeletOptions {
   config?: KubeletConfiguration;
   /** Where pod and QoS cgroups go: real files for a real runtime; default recorded only (sim). */
   cgroups?: CgroupManager;
+  /** How often the eviction manager looks at the signals (upstream 10 s). */
+  evictionMonitoringPeriodMs?: number;
   nodeName: string;
   runtime: RuntimeApi;
   images: ImageApi;

@@ -49,9 +49,8 @@ export function podQOSClass(spec: PodSpec): 'Guaranteed' | 'Burstable' | 'BestEf
   return guaranteed ? 'Guaranteed' : 'Burstable';
 }
 
-function defaultPod(pod: Pod): void {
-  pod.spec ??= { containers: [] };
-  const s = pod.spec;
+/** Defaults of a pod spec, also applied to the pod templates of workload kinds. */
+export function defaultPodSpec(s: PodSpec): void {
   s.restartPolicy ??= 'Always';
   s.dnsPolicy ??= 'ClusterFirst';
   s.terminationGracePeriodSeconds ??= 30;
@@ -71,6 +70,12 @@ function defaultPod(pod: Pod): void {
     if (v.secret) v.secret.defaultMode ??= 0o644;
     if (v.hostPath) v.hostPath.type ??= '';
   }
+}
+
+function defaultPod(pod: Pod): void {
+  pod.spec ??= { containers: [] };
+  const s = pod.spec;
+  defaultPodSpec(s);
   // The DefaultTolerationSeconds admission plugin: tolerate not-ready/unreachable for five minutes.
   s.tolerations ??= [];
   const tol = s.tolerations;

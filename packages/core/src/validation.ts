@@ -253,7 +253,7 @@ function validateNodeSelectorTerm(e: FieldErrors, path: string, term: NodeSelect
   reqs('matchFields');
 }
 
-function validatePodSpec(e: FieldErrors, s: PodSpec | undefined): void {
+export function validatePodSpec(e: FieldErrors, s: PodSpec | undefined): void {
   if (!s || typeof s !== 'object') {
     e.required('spec');
     return;

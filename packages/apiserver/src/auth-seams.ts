@@ -177,8 +177,29 @@ export interface AdmissionChain {
   validate(attrs: AdmissionAttributes): Promise<void>;
 }
 
+/**
+ * An endpoint the auth modules serve: a create that stores nothing and answers with the request plus its
+ * status (the access and token reviews, `kubectl auth can-i` / `whoami`), or a create on a subresource
+ * (`serviceaccounts/<name>/token`, `kubectl create token`). The server lists each in discovery (verbs:
+ * create), authorizes the request as any other (verb create on the resource/subresource) and answers 201
+ * with what `create` returns; errors are StatusErrors.
+ */
+export interface AuthEndpoint {
+  group: string;
+  version: string;
+  /** Plural resource, e.g. `selfsubjectaccessreviews`, or the parent (`serviceaccounts`) for a subresource. */
+  resource: string;
+  /** For subresources: its name (`token`); the parent resource is then served by the server as usual. */
+  subresource?: string;
+  kind: string;
+  namespaced: boolean;
+  create(req: { user: UserInfo; namespace: string; name: string; body: unknown; dryRun: boolean }): Promise<unknown>;
+}
+
 /** The seams a server is built with; any left out take the allow-all defaults below. */
 export interface AuthSeams {
+  /** Endpoints the auth modules add (reviews, TokenRequest). */
+  endpoints?: AuthEndpoint[];
   authenticator?: Authenticator;
   /** Whether a request no authenticator claims runs as system:anonymous (true) or gets 401 (false). */
   anonymous?: boolean;

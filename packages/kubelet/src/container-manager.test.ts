@@ -1,11 +1,15 @@
+import { createCri } from '@kemu/cri';
+import { cri, inProcessApi } from '@kemu/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimCgroupManager } from './cgroup-manager.js';
 import { decodeKubeletConfiguration } from './kubelet-config.js';
 import { startTestKubelet, type TestKubelet, testPod, until } from './testing.js';
 
 const running: TestKubelet[] = [];
+const others: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
   for (const k of running.splice(0)) await k.stop();
+  for (const o of others.splice(0)) await o.close();
 });
 
 describe('the kubelet makes pod cgroups', () => {
@@ -28,5 +32,36 @@ describe('the kubelet makes pod cgroups', () => {
     await until('pod cgroup removed', () => k.kubelet.podCgroup(uid) === undefined);
     expect(cgroups.get(info.cgroup.path)).toBeUndefined();
     expect(cgroups.get('/kubepods.slice/kubepods-burstable.slice')?.files['cpu.shares']).toBe('2');
+  });
+
+  it('passes the pod cgroup as the sandbox cgroup_parent and the container resources through CRI', async () => {
+    const { config } = decodeKubeletConfiguration('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncpuCFSQuotaPeriod: 50ms\n');
+    const instance = await createCri({ backend: 'sim', syntheticImages: true, streaming: false, podCidr: '10.244.1.0/24' });
+    others.push(instance);
+    const api = inProcessApi(cri.RuntimeServiceService, instance.runtimeService);
+    const sandboxes: cri.RunPodSandboxRequest[] = [];
+    const containers: cri.CreateContainerRequest[] = [];
+    const runtime = new Proxy(api, {
+      get(target, prop, recv) {
+        if (prop === 'RunPodSandbox') return (req: cri.RunPodSandboxRequest) => (sandboxes.push(req), target.RunPodSandbox(req));
+        if (prop === 'CreateContainer') return (req: cri.CreateContainerRequest) => (containers.push(req), target.CreateContainer(req));
+        return Reflect.get(target, prop, recv);
+      },
+    });
+    const k = await startTestKubelet({ config, runtime, images: inProcessApi(cri.ImageServiceService, instance.imageService), capacity: { memory: '8Gi' } });
+    running.push(k);
+    const created = await k.store.create(
+      testPod('g', { containers: [{ name: 'app', image: 'busybox', resources: { requests: { cpu: '500m', memory: '128Mi' }, limits: { cpu: '500m', memory: '128Mi' } } }] }),
+    );
+    await until('pod running', async () => (await k.store.get('Pod', 'default', 'g')).status?.phase === 'Running');
+    expect(sandboxes[0].config?.linux?.cgroupParent).toBe(`/kubepods/pod${created.metadata.uid}`);
+    expect(containers[0].config?.linux?.resources).toMatchObject({
+      cpuShares: 512,
+      cpuPeriod: 50_000,
+      cpuQuota: 25_000,
+      memoryLimitInBytes: 128 * 2 ** 20,
+      oomScoreAdj: -997,
+    });
+    expect(k.kubelet.podCgroup(created.metadata.uid!)?.cgroup.files).toMatchObject({ 'cpu.weight': '20', 'cpu.max': '25000 50000', 'memory.max': String(128 * 2 ** 20) });
   });
 });

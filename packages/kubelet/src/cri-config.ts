@@ -2,9 +2,10 @@
 // generateContainerConfig: the same labels, log layout, DNS, port mappings and Linux resources.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { type Container, type Pod, parseQuantity, podQOSClass } from '@kemu/core';
+import type { Container, Pod } from '@kemu/core';
 import { cri } from '@kemu/proto';
 import { resolveWithin, UnsafePathError } from '@kemu/safe-fs';
+import { cgroupParentForCRI, type ContainerResourceOptions, containerLinuxResources, podCgroupName } from './cm-qos.js';
 import {
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_KIND_ANNOTATION,
@@ -21,6 +22,8 @@ export interface SandboxContext {
   podLogsDir: string;
   clusterDNS: string[];
   clusterDomain: string;
+  /** The sandbox's cgroup_parent (the container manager's pod cgroup); default: cgroupfs naming. */
+  cgroupParent?: (pod: Pod) => string;
 }
 
 export function podLogDirectory(podLogsDir: string, pod: Pod): string {
@@ -68,7 +71,7 @@ export function sandboxConfig(pod: Pod, attempt: number, ctx: SandboxContext): c
     },
     annotations: { ...(metadata.annotations ?? {}) },
     linux: {
-      cgroupParent: `/kubepods/${podQOSClass(spec).toLowerCase()}/pod${metadata.uid}`,
+      cgroupParent: ctx.cgroupParent ? ctx.cgroupParent(pod) : cgroupParentForCRI(podCgroupName(pod), 'cgroupfs'),
       securityContext: {
         namespaceOptions: {
           network: mode(hostNetwork, cri.NamespaceMode.POD),
@@ -85,25 +88,17 @@ export function containerHash(container: Container): string {
   return createHash('sha256').update(JSON.stringify(container)).digest('hex').slice(0, 8);
 }
 
-const MIN_SHARES = 2;
-const QUOTA_PERIOD = 100_000;
-
-export function linuxResources(container: Container): cri.LinuxContainerResources {
-  const req = container.resources?.requests ?? {};
-  const lim = container.resources?.limits ?? {};
-  const cpuReq = req.cpu ?? lim.cpu;
-  const milli = (q: string | undefined) => (q === undefined ? 0 : parseQuantity(q).milliValue());
-  const shares = cpuReq === undefined ? MIN_SHARES : Math.max(MIN_SHARES, Math.floor((milli(cpuReq) * 1024) / 1000));
-  const res: cri.LinuxContainerResources = { cpuShares: shares, cpuPeriod: QUOTA_PERIOD };
-  if (lim.cpu !== undefined) res.cpuQuota = Math.max(1000, Math.floor((milli(lim.cpu) * QUOTA_PERIOD) / 1000));
-  if (lim.memory !== undefined) res.memoryLimitInBytes = parseQuantity(lim.memory).value();
-  return res;
+/** A container's CRI resources (the formulas live in cm-qos). */
+export function linuxResources(container: Container, pod?: Pod, opts?: ContainerResourceOptions): cri.LinuxContainerResources {
+  return containerLinuxResources(pod ?? { apiVersion: 'v1', kind: 'Pod', metadata: {}, spec: { containers: [container] } }, container, opts);
 }
 
 export interface ContainerContext {
   /** Host paths of the pod's volumes, by volume name. */
   volumePaths: Map<string, string>;
   kind: 'init' | 'regular';
+  /** CFS period, quota enforcement and node memory for oom_score_adj, from the kubelet's configuration. */
+  resources?: ContainerResourceOptions;
 }
 
 /** A container that cannot be configured (kubelet's CreateContainerConfigError); the pod worker retries it. */
@@ -171,7 +166,7 @@ export function containerConfig(pod: Pod, container: Container, attempt: number,
     stdin: container.stdin ?? false,
     tty: container.tty ?? false,
     linux: {
-      resources: linuxResources(container),
+      resources: linuxResources(container, pod, ctx.resources),
       securityContext: {
         privileged: sc?.privileged ?? false,
         readonlyRootfs: sc?.readOnlyRootFilesystem ?? false,

@@ -11,6 +11,7 @@ import {
   type KubeObject,
   type Pod,
   parseManifests,
+  parseQuantity,
   type SharedInformer,
 } from '@kemu/core';
 import { EventRecorder } from '@kemu/core/controllers';
@@ -20,7 +21,7 @@ import { SimCgroupManager } from './cgroup-manager.js';
 import { ContainerManager, type PodCgroupInfo } from './container-manager.js';
 import { type Eviction, EvictionManager } from './eviction-manager.js';
 import { CsiNodeSync } from './csinode.js';
-import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity } from './kubelet-config.js';
+import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity, parseGoDuration } from './kubelet-config.js';
 import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { allocatable, baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
 import { PodSyncer, type SyncResult } from './pod-sync.js';
@@ -102,8 +103,15 @@ export class Kubelet {
         podLogsDir: o.podLogsDir ?? '/var/log/pods',
         clusterDNS: o.clusterDNS ?? (o.config?.clusterDNS.length ? o.config.clusterDNS : ['10.96.0.10']),
         clusterDomain: o.clusterDomain ?? (o.config?.clusterDomain || 'cluster.local'),
+        // The pod's cgroup, made by the container manager before RunPodSandbox.
+        cgroupParent: (pod) => this.containerManager.ensurePod(pod).cgroupParent,
       },
       crashBackoff: new Backoff(backoff),
+      containerResources: {
+        cpuPeriodUs: Math.round(parseGoDuration((o.config ?? defaultKubeletConfiguration()).cpuCFSQuotaPeriod, 'cpuCFSQuotaPeriod') * 1000),
+        enforceCPULimits: (o.config ?? defaultKubeletConfiguration()).cpuCFSQuota,
+        memoryCapacity: parseQuantity({ ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) }.memory).value(),
+      },
       pullBackoff: new Backoff(backoff),
     });
     if (o.csi) this.csiNode = new CsiNodeSync(o.store, o.nodeName, o.csi);

@@ -5,6 +5,7 @@ import { type Container, isNotFound, type Pod, type PodStatus, type Store } from
 import type { EventRecorder } from '@kemu/core/controllers';
 import { cri } from '@kemu/proto';
 import { type Backoff, goDuration } from './backoff.js';
+import type { ContainerResourceOptions } from './cm-qos.js';
 import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
 import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
 import type { ProbeManager } from './prober.js';
@@ -33,6 +34,8 @@ export interface SyncDeps {
   sandboxCtx: SandboxContext;
   crashBackoff: Backoff;
   pullBackoff: Backoff;
+  /** CFS period, quota enforcement and node memory for container resources (KubeletConfiguration). */
+  containerResources?: ContainerResourceOptions;
 }
 
 const RUNNING = cri.ContainerState.CONTAINER_RUNNING;
@@ -293,7 +296,7 @@ export class PodSyncer {
     }
     let cfg: cri.ContainerConfig;
     try {
-      cfg = containerConfig(pod, c, attempt, { volumePaths, kind });
+      cfg = containerConfig(pod, c, attempt, { volumePaths, kind, resources: this.d.containerResources });
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       this.holdBack(uid, c.name, 'CreateContainerConfigError', err.message);

@@ -2,6 +2,7 @@
 // types, grpc-js service definitions and typed clients, plus the helpers to serve and call them.
 export * as cri from './generated/cri';
 export * as csi from './generated/csi';
+export * as deviceplugin from './generated/deviceplugin';
 export * as pluginregistration from './generated/pluginregistration';
 export {
   collectStream,

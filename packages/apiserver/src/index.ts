@@ -1,7 +1,31 @@
 // @kemu/apiserver public surface.
 export * from './auth-seams.js';
-export { ClusterUnreachableError } from './cluster-unreachable.js';
-export { RemoteStore } from './remote-store.js';
-export { resourcePath } from './resource-path.js';
-export { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from './server.js';
 export { CertificateAuthority, type CertKeyPair, type ClientCertOptions, type ServingCertOptions, userFromCertificate } from './ca.js';
+export { ClusterUnreachableError } from './cluster-unreachable.js';
+export { type HandlerOptions, KUBERNETES_VERSION, RequestHandler } from './handler.js';
+export { defaultImpersonator } from './impersonation.js';
+export { RemoteStore } from './remote-store.js';
+export type { Renderers, RequestContext } from './request-context.js';
+export { requestInfo } from './request-info.js';
+export { resourcePath } from './resource-path.js';
+export {
+  type ApiExtensions,
+  type ApiServer,
+  type ApiServerOptions,
+  type ExecResult,
+  type PodLogOptions,
+  startApiServer,
+  type StreamOptions,
+  type TlsServing,
+} from './server.js';
+export {
+  buildKubeconfig,
+  contextName,
+  defaultKubeconfigPath,
+  type Kubeconfig,
+  type KubeconfigInput,
+  kubeconfigYaml,
+  mergeKubeconfig,
+  removeFromKubeconfig,
+  writeKubeconfigFile,
+} from './kubeconfig.js';

@@ -150,7 +150,11 @@ export class RemoteStore implements Store {
   async bind(binding: Binding, opts: WriteOptions = {}): Promise<Pod> {
     const ns = binding.metadata?.namespace || 'default';
     const path = this.path('Pod', ns, binding.metadata?.name ?? '', 'binding') + query({ dryRun: opts.dryRun ? 'All' : undefined });
-    return (await this.request('POST', path, binding)) as Pod;
+    // The server answers a binding with a Status, as kube-apiserver does; the contract returns the pod.
+    await this.request('POST', path, binding);
+    const pod = (await this.get('Pod', ns, binding.metadata?.name ?? '')) as Pod;
+    if (opts.dryRun) return { ...pod, spec: { ...pod.spec, nodeName: binding.target?.name } };
+    return pod;
   }
 
   async resourceVersion(): Promise<string> {
@@ -170,6 +174,7 @@ export class RemoteStore implements Store {
         resourceVersion: opts.resourceVersion,
         allowWatchBookmarks: opts.allowBookmarks ? true : undefined,
         sendInitialEvents: opts.sendInitialEvents ? true : undefined,
+        resourceVersionMatch: opts.sendInitialEvents ? 'NotOlderThan' : undefined,
       });
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(new Error('the store is closed'));

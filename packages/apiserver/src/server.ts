@@ -1,306 +1,69 @@
-// A Kubernetes-style REST API over a @kemu/core store, served on a unix socket, so `kemu get/apply/...`
-// (and any HTTP client) can drive a running cluster. Paths, verbs, watch streams and error bodies follow
-// the Kubernetes API: /api/v1/namespaces/<ns>/pods/<name>, /apis/<group>/<version>/<resource>, Status
-// objects with the HTTP code, `?watch=1` as newline-delimited JSON events.
+// The API server's listeners: a unix socket (owner-only, for local tools and kemu's own processes) and,
+// when configured, HTTPS on a TCP port serving HTTP/2 and HTTP/1.1 (ALPN) with the cluster CA's serving
+// certificate, asking clients for a certificate signed by that CA (CN = user, O = groups). Both feed the same
+// RequestHandler. Upgrade requests (exec, attach, port-forward over WebSocket or SPDY, which clients send
+// over HTTP/1.1) pass the same authentication and authorization and are then relayed, bytes unchanged, to
+// the node's CRI streaming server, as kube-apiserver relays them through the kubelet.
 import fs from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
 import path from 'node:path';
-import {
-  BadRequestError,
-  type Binding,
-  type DeleteOptions,
-  isStatusError,
-  type KindInfo,
-  kindForResource,
-  type KubeObject,
-  NotFoundError,
-  type PatchType,
-  type Store,
-  StatusError,
-} from '@kemu/core';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import { StatusError, type Store } from '@kemu/core';
+import { allowAllAdmission, type AuthSeams, type Authenticator } from './auth-seams.js';
+import { userFromCertificate } from './ca.js';
+import { type HandlerOptions, type Origin, RequestHandler, resolveKind } from './handler.js';
+import type { Renderers, RequestContext } from './request-context.js';
+import { MAX_REQUEST_BODY_BYTES } from './request-body.js';
+import { toStatus } from './responses.js';
+import type { ApiExtensions } from './server-extensions.js';
+import { streamTarget } from './subresources.js';
 
-/** Extra endpoints a cluster adds: pod logs and exec, which need the node's runtime, and network traces. */
-export interface ApiExtensions {
-  podLog?(namespace: string, name: string, opts: { container?: string; tail?: number }): Promise<string>;
-  podExec?(
-    namespace: string,
-    name: string,
-    opts: { container?: string; command: string[] },
-  ): Promise<ExecResult>;
-  trace?(from: string, to: string): Promise<unknown>;
-  info?(): Promise<unknown>;
+export type { ApiExtensions, ExecResult, PodLogOptions, StreamOptions } from './server-extensions.js';
+
+export interface TlsServing {
+  /** PEM serving certificate (and chain) and its key. */
+  cert: string;
+  key: string;
+  /** PEM CA bundle client certificates are verified against. */
+  clientCA?: string;
 }
 
-export interface ExecResult {
-  stdout: string;
-  stderr: string;
-  exitCode: number;
+export interface ApiServerOptions extends AuthSeams {
+  /** Serve HTTPS on TCP too. */
+  tcp?: { host?: string; port?: number; tls: TlsServing };
+  /** Tables, protobuf: modules that render what the core server does not. */
+  renderers?: Renderers;
+  /** OpenAPI documents by path (/openapi/v2, /openapi/v3, /openapi/v3/apis/<g>/<v>). */
+  openapi?: HandlerOptions['openapi'];
+  maxRequestBodyBytes?: number;
 }
-
-interface Route {
-  info: KindInfo;
-  namespace?: string;
-  name?: string;
-  subresource?: string;
-}
-
-const MAX_BODY = 8 * 1024 * 1024;
-
-function parsePath(pathname: string): Route | { special: string } {
-  const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
-  if (parts[0] === 'kemu') return { special: parts.slice(1).join('/') };
-  let rest: string[];
-  let apiVersion: string;
-  if (parts[0] === 'api' && parts[1] === 'v1') {
-    apiVersion = 'v1';
-    rest = parts.slice(2);
-  } else if (parts[0] === 'apis' && parts.length >= 3) {
-    apiVersion = `${parts[1]}/${parts[2]}`;
-    rest = parts.slice(3);
-  } else {
-    throw new NotFoundError({ resource: 'path', group: '', name: pathname });
-  }
-  let namespace: string | undefined;
-  if (rest[0] === 'namespaces' && rest.length >= 3) {
-    namespace = rest[1];
-    rest = rest.slice(2);
-  }
-  const info = kindForResource(rest[0] ?? '');
-  if (!info || info.apiVersion !== apiVersion) {
-    throw new NotFoundError({
-      resource: rest[0] ?? '',
-      group: apiVersion.includes('/') ? apiVersion.split('/')[0] : '',
-      name: '',
-    });
-  }
-  if (namespace !== undefined && !info.namespaced)
-    throw new BadRequestError(`${info.resource} is not namespaced`);
-  return { info, namespace, name: rest[1], subresource: rest[2] };
-}
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        reject(new BadRequestError(`request body larger than ${MAX_BODY} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function parseAny(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new BadRequestError(`the request body is not valid JSON: ${(err as Error).message}`);
-  }
-}
-
-function parseJson(text: string): KubeObject {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (err) {
-    throw new BadRequestError(`the request body is not valid JSON: ${(err as Error).message}`);
-  }
-  if (!v || typeof v !== 'object' || Array.isArray(v) || typeof (v as KubeObject).kind !== 'string') {
-    throw new BadRequestError('the request body must be a Kubernetes object with apiVersion, kind and metadata');
-  }
-  return v as KubeObject;
-}
-
-function send(res: http.ServerResponse, code: number, body: unknown) {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function sendError(res: http.ServerResponse, err: unknown) {
-  const status = isStatusError(err)
-    ? err.toStatus()
-    : new StatusError(
-        'InternalError',
-        500,
-        `Internal error occurred: ${(err as Error)?.message ?? String(err)}`,
-      ).toStatus();
-  if (!res.headersSent) send(res, status.code ?? 500, status);
-  else res.end();
-}
-
-const PATCH_TYPES: Record<string, PatchType> = {
-  'application/merge-patch+json': 'merge',
-  'application/strategic-merge-patch+json': 'strategic',
-  'application/json-patch+json': 'json',
-};
 
 export interface ApiServer {
   socketPath: string;
+  /** The unix-socket server. */
   server: http.Server;
+  /** https://host:port when serving TCP. */
+  url?: string;
+  port?: number;
+  handler: RequestHandler;
   close(): Promise<void>;
 }
 
-export async function startApiServer(
-  store: Store,
-  socketPath: string,
-  ext: ApiExtensions = {},
-): Promise<ApiServer> {
-  const handler = async (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://kemu');
-    const q = url.searchParams;
-    const route = parsePath(url.pathname);
-    if ('special' in route) {
-      if (route.special === 'trace' && ext.trace)
-        return send(res, 200, await ext.trace(q.get('from') ?? '', q.get('to') ?? ''));
-      if (route.special === 'info' && ext.info) return send(res, 200, await ext.info());
-      if (route.special === 'resourceversion') return send(res, 200, { resourceVersion: await store.resourceVersion() });
-      throw new NotFoundError({ resource: 'kemu', group: '', name: route.special });
-    }
-    const { info, namespace, name, subresource } = route;
-    const kind = info.kind;
-    const method = req.method ?? 'GET';
+/** The x509 client-certificate authenticator: a certificate the TLS layer verified names the user. */
+const x509Authenticator: Authenticator = {
+  async authenticate(req) {
+    const leaf = req.peerCertificates?.[0];
+    if (!leaf) return null;
+    const { name, groups } = userFromCertificate(leaf);
+    if (!name) return null;
+    return { user: { name, groups: [...groups, 'system:authenticated'] } };
+  },
+};
 
-    if (subresource === 'log' && kind === 'Pod' && method === 'GET' && ext.podLog && name) {
-      const tail = q.get('tailLines');
-      const text = await ext.podLog(namespace ?? 'default', name, {
-        container: q.get('container') ?? undefined,
-        tail: tail ? Number(tail) : undefined,
-      });
-      res.writeHead(200, { 'Content-Type': 'text/plain' });
-      res.end(text);
-      return;
-    }
-    if (subresource === 'exec' && kind === 'Pod' && method === 'POST' && ext.podExec && name) {
-      const command = q.getAll('command');
-      if (!command.length)
-        throw new BadRequestError('you must specify at least one command for the container');
-      return send(
-        res,
-        200,
-        await ext.podExec(namespace ?? 'default', name, {
-          container: q.get('container') ?? undefined,
-          command,
-        }),
-      );
-    }
-    const dryRun = q.get('dryRun') === 'All';
-    if (subresource === 'binding' && kind === 'Pod' && method === 'POST' && name) {
-      const binding = parseJson(await readBody(req)) as unknown as Binding;
-      binding.metadata = { ...(binding.metadata ?? {}), name, namespace: namespace ?? 'default' };
-      return send(res, 201, await store.bind(binding, { dryRun }));
-    }
-    if (subresource && subresource !== 'status')
-      throw new NotFoundError({
-        resource: `${info.resource}/${subresource}`,
-        group: info.group,
-        name: name ?? '',
-      });
-
-    switch (method) {
-      case 'GET': {
-        if (name) return send(res, 200, await store.get(kind, namespace ?? '', name));
-        const opts = {
-          namespace,
-          labelSelector: q.get('labelSelector') ?? undefined,
-          fieldSelector: q.get('fieldSelector') ?? undefined,
-          limit: q.get('limit') ? Number(q.get('limit')) : undefined,
-          continue: q.get('continue') ?? undefined,
-        };
-        if (q.get('watch') === '1' || q.get('watch') === 'true') {
-          const watch = await store.watch(kind, {
-            namespace,
-            labelSelector: opts.labelSelector,
-            fieldSelector: opts.fieldSelector,
-            resourceVersion: q.get('resourceVersion') ?? undefined,
-            allowBookmarks: q.get('allowWatchBookmarks') === 'true',
-            sendInitialEvents: q.get('sendInitialEvents') === 'true',
-          });
-          res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
-          // The client counts the watch as established once the headers arrive.
-          res.flushHeaders();
-          req.on('close', () => watch.stop());
-          for await (const ev of watch) {
-            if (!res.write(`${JSON.stringify(ev)}\n`)) await new Promise((r) => res.once('drain', r));
-          }
-          res.end();
-          return;
-        }
-        return send(res, 200, await store.list(kind, opts));
-      }
-      case 'POST': {
-        const obj = parseJson(await readBody(req));
-        if (namespace)
-          obj.metadata = { ...(obj.metadata ?? {}), namespace: obj.metadata?.namespace ?? namespace };
-        return send(res, 201, await store.create(obj, { dryRun }));
-      }
-      case 'PUT': {
-        const obj = parseJson(await readBody(req));
-        if (!name || obj.metadata?.name !== name)
-          throw new BadRequestError('the name of the object does not match the name on the URL');
-        return send(
-          res,
-          200,
-          subresource === 'status' ? await store.updateStatus(obj, { dryRun }) : await store.update(obj, { dryRun }),
-        );
-      }
-      case 'PATCH': {
-        if (!name) throw new BadRequestError('PATCH needs a resource name');
-        const type = PATCH_TYPES[(req.headers['content-type'] ?? '').split(';')[0].trim()];
-        if (!type)
-          throw new StatusError(
-            'BadRequest',
-            415,
-            `the body of the request was in an unknown format - accepted media types include: ${Object.keys(PATCH_TYPES).join(', ')}`,
-          );
-        const patch = parseAny(await readBody(req));
-        return send(
-          res,
-          200,
-          await store.patch(
-            kind,
-            namespace ?? '',
-            name,
-            patch,
-            type,
-            subresource === 'status' ? { subresource: 'status', dryRun } : { dryRun },
-          ),
-        );
-      }
-      case 'DELETE': {
-        if (!name) throw new BadRequestError('deleting a collection is not supported');
-        // DeleteOptions come in the body (as kubectl and client-go send them) or as query parameters.
-        const text = await readBody(req);
-        let opts: DeleteOptions = {};
-        if (text.trim()) {
-          const body = parseAny(text) as DeleteOptions & { dryRun?: unknown };
-          opts = { ...body, dryRun: Array.isArray(body.dryRun) ? body.dryRun.includes('All') : body.dryRun === true };
-          delete (opts as { kind?: string }).kind;
-          delete (opts as { apiVersion?: string }).apiVersion;
-        }
-        const grace = q.get('gracePeriodSeconds');
-        if (grace !== null) opts.gracePeriodSeconds = Number(grace);
-        if (dryRun) opts.dryRun = true;
-        return send(res, 200, await store.delete(kind, namespace ?? '', name, opts));
-      }
-      default:
-        throw new StatusError(
-          'MethodNotAllowed',
-          405,
-          `the server does not allow this method on the requested resource`,
-        );
-    }
-  };
-
-  const server = http.createServer((req, res) => {
-    handler(req, res).catch((err) => sendError(res, err));
-  });
+function listenUnix(server: http.Server, socketPath: string): Promise<void> {
   fs.mkdirSync(path.dirname(socketPath), { recursive: true, mode: 0o700 });
   const st = fs.lstatSync(socketPath, { throwIfNoEntry: false });
   if (st) {
@@ -308,22 +71,179 @@ export async function startApiServer(
     fs.unlinkSync(socketPath);
   }
   const previous = process.umask(0o177);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => resolve());
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
     });
-  } finally {
+  }).finally(() => {
     process.umask(previous);
+    if (fs.existsSync(socketPath)) fs.chmodSync(socketPath, 0o600);
+  });
+}
+
+function rejectUpgrade(socket: Duplex, err: unknown) {
+  const status = toStatus(err);
+  const body = JSON.stringify(status);
+  const reason = http.STATUS_CODES[status.code] ?? 'Error';
+  socket.end(
+    `HTTP/1.1 ${status.code} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** Relays an upgrade request to the streaming server at `target`, then pipes both ways. */
+function relayUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, target: string, open: Set<Duplex>) {
+  const t = new URL(target);
+  const port = Number(t.port) || (t.protocol === 'https:' ? 443 : 80);
+  const upstream: Duplex =
+    t.protocol === 'https:' ? tls.connect({ host: t.hostname, port, rejectUnauthorized: false }) : net.connect(port, t.hostname);
+  open.add(socket);
+  open.add(upstream);
+  const drop = () => {
+    open.delete(socket);
+    open.delete(upstream);
+    socket.destroy();
+    upstream.destroy();
+  };
+  upstream.once(t.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
+    let lines = `${req.method} ${t.pathname}${t.search} HTTP/1.1\r\n`;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) {
+      const k = req.rawHeaders[i];
+      // Credentials stay here: the streaming server is reached by its one-time URL.
+      if (/^(authorization|host|impersonate-)/i.test(k)) continue;
+      lines += `${k}: ${req.rawHeaders[i + 1]}\r\n`;
+    }
+    lines += `Host: ${t.host}\r\n\r\n`;
+    upstream.write(lines);
+    if (head.length) upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  });
+  upstream.on('error', drop);
+  socket.on('error', drop);
+  upstream.on('close', drop);
+  socket.on('close', drop);
+}
+
+export async function startApiServer(
+  store: Store,
+  socketPath: string,
+  ext: ApiExtensions = {},
+  options: ApiServerOptions = {},
+): Promise<ApiServer> {
+  const handler = new RequestHandler(
+    store,
+    ext,
+    {
+      authenticator: options.authenticator,
+      anonymous: options.anonymous,
+      audit: options.audit,
+      impersonator: options.impersonator,
+      authorizer: options.authorizer,
+      admission: options.admission,
+      renderers: options.renderers,
+      openapi: options.openapi,
+      maxRequestBodyBytes: options.maxRequestBodyBytes ?? MAX_REQUEST_BODY_BYTES,
+    },
+    x509Authenticator,
+  );
+  const relayed = new Set<Duplex>();
+  let serverAddress = '127.0.0.1';
+
+  const onUpgrade = (origin: Origin) => (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const audit = handler.newAudit(req);
+    (async () => {
+      const url = new URL(req.url ?? '/', 'http://kemu');
+      const { user, info } = await handler.admitRequest(req, origin, url, audit);
+      const sub = info.subresource;
+      if (!info.isResourceRequest || info.resource !== 'pods' || !['exec', 'attach', 'portforward'].includes(sub))
+        throw new StatusError('BadRequest', 400, `${url.pathname} cannot be upgraded: only pods/exec, pods/attach and pods/portforward stream`);
+      const kind = resolveKind(info);
+      const ctx: RequestContext = {
+        store,
+        ext,
+        admission: options.admission ?? allowAllAdmission,
+        renderers: {},
+        req,
+        res: undefined as never,
+        info,
+        kind,
+        query: url.searchParams,
+        user,
+        rendering: { kind: 'object', media: 'json' },
+        maxBodyBytes: 0,
+      };
+      const target = await streamTarget(ctx, info.namespace, info.name, sub as 'exec' | 'attach' | 'portforward');
+      handler.recordAudit(audit, 'ResponseStarted', 101);
+      relayUpgrade(req, socket, head, target, relayed);
+    })().catch((err) => {
+      const status = toStatus(err);
+      handler.recordAudit(audit, 'ResponseComplete', status.code, { reason: status.reason, message: status.message });
+      rejectUpgrade(socket, err);
+    });
+  };
+
+  const local: Origin = { localSocket: true, get serverAddress() { return serverAddress; } };
+  const unix = http.createServer((req, res) => void handler.handle(req, res, local));
+  unix.on('upgrade', onUpgrade(local));
+  unix.keepAliveTimeout = 65_000;
+  await listenUnix(unix, socketPath);
+
+  let tlsServer: tls.Server | undefined;
+  const tlsOpen = new Set<tls.TLSSocket>();
+  let h1: http.Server | undefined;
+  let h2: http2.Http2Server | undefined;
+  let port: number | undefined;
+  if (options.tcp) {
+    const remote: Origin = { localSocket: false, get serverAddress() { return serverAddress; } };
+    const t = options.tcp.tls;
+    h1 = http.createServer((req, res) => void handler.handle(req, res, remote));
+    h1.on('upgrade', onUpgrade(remote));
+    h1.keepAliveTimeout = 65_000;
+    h2 = http2.createServer({ settings: { maxConcurrentStreams: 1000 } }, (req, res) => void handler.handle(req, res, remote));
+    tlsServer = tls.createServer({
+      cert: t.cert,
+      key: t.key,
+      ca: t.clientCA,
+      requestCert: Boolean(t.clientCA),
+      rejectUnauthorized: false,
+      ALPNProtocols: ['h2', 'http/1.1'],
+      minVersion: 'TLSv1.2',
+    });
+    tlsServer.on('secureConnection', (socket) => {
+      tlsOpen.add(socket);
+      socket.once('close', () => tlsOpen.delete(socket));
+      if (socket.alpnProtocol === 'h2') h2!.emit('connection', socket);
+      else h1!.emit('connection', socket);
+    });
+    tlsServer.on('tlsClientError', () => {});
+    const host = options.tcp.host ?? '127.0.0.1';
+    await new Promise<void>((resolve, reject) => {
+      tlsServer!.once('error', reject);
+      tlsServer!.listen(options.tcp!.port ?? 0, host, () => resolve());
+    });
+    port = (tlsServer.address() as net.AddressInfo).port;
+    serverAddress = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   }
-  fs.chmodSync(socketPath, 0o600);
+
   return {
     socketPath,
-    server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections?.();
-        server.close(() => resolve());
-      }),
+    server: unix,
+    port,
+    url: port !== undefined ? `https://${serverAddress}` : undefined,
+    handler,
+    close: async () => {
+      for (const s of relayed) s.destroy();
+      unix.closeAllConnections?.();
+      h1?.closeAllConnections?.();
+      const closing: Promise<void>[] = [new Promise<void>((r) => unix.close(() => r()))];
+      if (tlsServer) {
+        closing.push(new Promise<void>((r) => tlsServer!.close(() => r())));
+        h2?.close();
+        for (const s of tlsOpen) s.destroy();
+      }
+      await Promise.all(closing);
+    },
   };
 }

@@ -1,0 +1,42 @@
+// What a composed cluster adds to the API server: pod logs and the streaming subresources need a node's
+// runtime, traces the cluster network. Each is optional; without it the subresource is a 404 or 503.
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+}
+
+export interface PodLogOptions {
+  container?: string;
+  tail?: number;
+  follow?: boolean;
+  previous?: boolean;
+  timestamps?: boolean;
+  sinceSeconds?: number;
+  sinceTime?: string;
+  limitBytes?: number;
+}
+
+export interface StreamOptions {
+  container?: string;
+  command?: string[];
+  stdin?: boolean;
+  stdout?: boolean;
+  stderr?: boolean;
+  tty?: boolean;
+  ports?: number[];
+}
+
+export interface ApiExtensions {
+  /** The pod's log as text; with `follow`, an async iterable of chunks that ends when the container does. */
+  podLog?(namespace: string, name: string, opts: PodLogOptions): Promise<string | AsyncIterable<string | Buffer>>;
+  /** Run a command to completion (kemu's own `exec` without a stream). */
+  podExec?(namespace: string, name: string, opts: { container?: string; command: string[] }): Promise<ExecResult>;
+  /**
+   * The URL of the node's CRI streaming server for exec/attach/portforward (what the CRI Exec, Attach and
+   * PortForward calls return); the API server relays the client's upgrade there, as kubelet does.
+   */
+  podStreamUrl?(namespace: string, name: string, kind: 'exec' | 'attach' | 'portforward', opts: StreamOptions): Promise<string>;
+  trace?(from: string, to: string): Promise<unknown>;
+  info?(): Promise<unknown>;
+}

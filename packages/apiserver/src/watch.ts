@@ -1,0 +1,112 @@
+// Watch over HTTP: newline-delimited JSON events on a chunked response, as kube-apiserver streams them.
+// `timeoutSeconds` (or a random 30-60 minutes, as upstream) ends the stream; a resourceVersion older than
+// the store's history is a 200 with one ERROR event carrying 410 Expired (the client relists); one newer
+// than the store is answered within seconds with upstream's 504 "Too large resource version"; the WatchList
+// protocol (sendInitialEvents) is checked as upstream validates it.
+import { isGone, StatusError, type Store, type WatchEvent } from '@kemu/core';
+import { InvalidError } from '@kemu/core';
+import { queryBool } from './request-info.js';
+import type { RequestContext } from './request-context.js';
+import { toStatus } from './responses.js';
+
+/** How long a read at a resourceVersion the store has not reached yet waits before the 504 (upstream: 3 s). */
+export const FRESHNESS_WAIT_MS = 3000;
+const MIN_REQUEST_TIMEOUT_S = 1800;
+
+export function tooLargeResourceVersion(wanted: number, current: number): StatusError {
+  return new StatusError('Timeout', 504, `Too large resource version: ${wanted}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge' as never, message: 'Too large resource version', field: '' }],
+  });
+}
+
+/** Waits until the store's resourceVersion reaches `rv`; the 504 above after FRESHNESS_WAIT_MS. */
+export async function waitForResourceVersion(store: Store, rv: string | null): Promise<void> {
+  if (!rv || rv === '0' || !/^\d+$/.test(rv)) return;
+  const wanted = Number(rv);
+  const deadline = Date.now() + FRESHNESS_WAIT_MS;
+  for (;;) {
+    const current = Number(await store.resourceVersion());
+    if (current >= wanted) return;
+    if (Date.now() >= deadline) throw tooLargeResourceVersion(wanted, current);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function invalidListOptions(field: string, value: unknown, message: string): InvalidError {
+  return new InvalidError('ListOptions', '', 'meta.k8s.io', [
+    { field, type: 'FieldValueForbidden', message: `Forbidden: ${message}` },
+  ]);
+}
+
+export interface WatchEncoder {
+  /** One event as the bytes to write (JSON plus newline, or a Table event). */
+  encode(ev: WatchEvent): string;
+}
+
+export async function serveWatch(ctx: RequestContext, namespace: string | undefined, encoder?: WatchEncoder): Promise<void> {
+  const { store, query: q, kind, req, res } = ctx;
+  const rv = q.get('resourceVersion');
+  const sendInitialEvents = q.get('sendInitialEvents');
+  const allowBookmarks = queryBool(q, 'allowWatchBookmarks');
+  if (sendInitialEvents !== null) {
+    if (q.get('resourceVersionMatch') !== 'NotOlderThan')
+      throw invalidListOptions('resourceVersionMatch', q.get('resourceVersionMatch'), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+    if (!allowBookmarks) throw invalidListOptions('allowWatchBookmarks', false, 'sendInitialEvents requires allowWatchBookmarks=true');
+  } else if (q.get('resourceVersionMatch')) {
+    throw invalidListOptions('resourceVersionMatch', q.get('resourceVersionMatch'), 'resourceVersionMatch is forbidden for watch');
+  }
+  const timeoutParam = q.get('timeoutSeconds');
+  let timeoutS = MIN_REQUEST_TIMEOUT_S * (1 + Math.random());
+  if (timeoutParam !== null) {
+    if (!/^\d+$/.test(timeoutParam)) throw new StatusError('BadRequest', 400, `timeoutSeconds: Invalid value: "${timeoutParam}": must be a non-negative integer`);
+    timeoutS = Number(timeoutParam);
+  }
+  await waitForResourceVersion(store, rv);
+  const initial = sendInitialEvents === null ? undefined : queryBool(q, 'sendInitialEvents');
+  let watch;
+  try {
+    watch = await store.watch(kind.kind, {
+      namespace,
+      labelSelector: q.get('labelSelector') ?? undefined,
+      fieldSelector: q.get('fieldSelector') ?? undefined,
+      // sendInitialEvents=true without a resourceVersion starts from the current state.
+      resourceVersion: initial && !rv ? undefined : (rv ?? undefined),
+      allowBookmarks,
+      sendInitialEvents: initial,
+    });
+  } catch (err) {
+    if (!isGone(err)) throw err;
+    // Upstream establishes the watch and reports the expiry as its only event.
+    writeHead(res);
+    res.end(`${JSON.stringify({ type: 'ERROR', object: toStatus(err) })}\n`);
+    return;
+  }
+  writeHead(res);
+  const stop = () => {
+    clearTimeout(timer);
+    watch.stop();
+  };
+  const timer = setTimeout(stop, timeoutS * 1000);
+  timer.unref();
+  req.on('close', stop);
+  res.on('close', stop);
+  const encode = encoder?.encode ?? ((ev: WatchEvent) => `${JSON.stringify(ev)}\n`);
+  try {
+    for await (const ev of watch) {
+      if (res.writableEnded || res.destroyed) break;
+      if (!(res as import('node:http').ServerResponse).write(encode(ev))) await new Promise((r) => (res as NodeJS.EventEmitter).once('drain', r));
+    }
+  } finally {
+    stop();
+    if (!res.writableEnded) res.end();
+  }
+}
+
+function writeHead(res: RequestContext['res']) {
+  (res as import('node:http').ServerResponse).writeHead(200, {
+    'content-type': 'application/json',
+    'cache-control': 'no-cache, private',
+  });
+  // The client counts the watch as established once the headers arrive.
+  (res as import('node:http').ServerResponse).flushHeaders?.();
+}

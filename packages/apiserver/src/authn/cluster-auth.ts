@@ -1,0 +1,110 @@
+// A cluster's whole auth stack, built from its CA and service-account keys over its store: client
+// certificates, static tokens and ServiceAccount tokens; RBAC with the bootstrap policy and aggregation;
+// impersonation; the admission plugins; and the review and TokenRequest endpoints. `seams` is what the
+// API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
+import { type Store, StatusError } from '@kemu/core';
+import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator } from '../auth-seams.js';
+import { PodSecurityAdmission, type PodSecurityOptions } from '../admission/pod-security.js';
+import { localSubjectAccessReview, selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from '../authz/access-reviews.js';
+import { ensureBootstrapPolicy } from '../authz/bootstrap-policy.js';
+import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregation.js';
+import { RBACEscalationCheck } from '../authz/escalation.js';
+import { RBACAuthorizer } from '../authz/rbac-authorizer.js';
+import { InformerRBACSource } from '../authz/rbac-source.js';
+import { BearerTokenAuthenticator, type TokenAuthenticator } from './bearer-token.js';
+import { HeaderImpersonator } from './impersonation.js';
+import { selfSubjectReview, tokenReview } from './reviews.js';
+import { type ServiceAccountKeys, ServiceAccountTokens } from './service-account-token.js';
+import { StaticTokenAuthenticator } from './token-file.js';
+import { createToken } from './token-request.js';
+import { X509Authenticator } from './x509.js';
+
+export interface ClusterAuthOptions {
+  store: Store;
+  /** The cluster CA's certificate (client certificates must chain to it). */
+  caCertPem: string;
+  serviceAccountKeys: ServiceAccountKeys;
+  /** A static token file (`token,user,uid,"groups"` lines), as --token-auth-file. */
+  tokenFile?: string;
+  /** Requests without credentials run as system:anonymous (upstream's default) rather than 401. */
+  anonymous?: boolean;
+  issuer?: string;
+  apiAudiences?: string[];
+  /** Cap on TokenRequest lifetimes, in seconds. */
+  maxTokenExpirationSeconds?: number;
+  podSecurity?: PodSecurityOptions;
+  /** Admission plugins run after the built-in ones (mutating first, then validating). */
+  extraAdmission?: AdmissionChain[];
+}
+
+export interface ClusterAuth {
+  seams: AuthSeams;
+  rbac: RBACAuthorizer;
+  tokens: ServiceAccountTokens;
+  stop(): Promise<void>;
+}
+
+/** Starts the RBAC caches and the aggregation controller, creates the bootstrap policy, and returns the seams. */
+export async function startClusterAuth(opts: ClusterAuthOptions): Promise<ClusterAuth> {
+  const { store } = opts;
+  await ensureBootstrapPolicy(store);
+  const source = new InformerRBACSource(store);
+  await source.start();
+  const aggregation = new ClusterRoleAggregationController(store, source.clusterRolesInformer);
+  await aggregation.start(false);
+  const rbac = new RBACAuthorizer(source);
+  const tokens = new ServiceAccountTokens({ keys: opts.serviceAccountKeys, store, issuer: opts.issuer, apiAudiences: opts.apiAudiences });
+  const tokenAuthenticators: TokenAuthenticator[] = [];
+  if (opts.tokenFile) tokenAuthenticators.push(StaticTokenAuthenticator.fromFile(opts.tokenFile));
+  tokenAuthenticators.push(tokens);
+
+  const admission = admissionChain(new RBACEscalationCheck(rbac), new PodSecurityAdmission(store, opts.podSecurity), ...(opts.extraAdmission ?? []));
+
+  const endpoint = (group: string, resource: string, kind: string, namespaced: boolean, create: AuthEndpoint['create'], subresource?: string): AuthEndpoint => ({
+    group,
+    version: 'v1',
+    resource,
+    kind,
+    namespaced,
+    create,
+    ...(subresource ? { subresource } : {}),
+  });
+  const AZ = 'authorization.k8s.io';
+  const AN = 'authentication.k8s.io';
+  const endpoints: AuthEndpoint[] = [
+    endpoint(AZ, 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, ({ user, body }) => selfSubjectAccessReview(rbac, user, body as never)),
+    endpoint(AZ, 'subjectaccessreviews', 'SubjectAccessReview', false, ({ body }) => subjectAccessReview(rbac, body as never)),
+    endpoint(AZ, 'localsubjectaccessreviews', 'LocalSubjectAccessReview', true, ({ namespace, body }) => localSubjectAccessReview(rbac, namespace, body as never)),
+    endpoint(AZ, 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', false, async ({ user, body }) => selfSubjectRulesReview(rbac, user, body as never)),
+    endpoint(AN, 'selfsubjectreviews', 'SelfSubjectReview', false, async ({ user }) => selfSubjectReview(user)),
+    endpoint(AN, 'tokenreviews', 'TokenReview', false, ({ body }) => tokenReview(tokenAuthenticators, tokens.apiAudiences, body as never)),
+    endpoint(
+      '',
+      'serviceaccounts',
+      'TokenRequest',
+      true,
+      ({ namespace, name, body }) => {
+        if (!name) throw new StatusError('MethodNotAllowed', 405, 'the server does not allow this method on the requested resource');
+        return createToken({ store, tokens, namespace, name, body, maxExpirationSeconds: opts.maxTokenExpirationSeconds });
+      },
+      'token',
+    ),
+  ];
+
+  return {
+    seams: {
+      endpoints,
+      authenticator: unionAuthenticator(new X509Authenticator(opts.caCertPem), new BearerTokenAuthenticator(tokenAuthenticators)),
+      anonymous: opts.anonymous ?? true,
+      impersonator: new HeaderImpersonator(),
+      authorizer: rbac,
+      admission,
+    },
+    rbac,
+    tokens,
+    async stop() {
+      await aggregation.stop(false);
+      await source.stop();
+    },
+  };
+}

@@ -1,7 +1,8 @@
 // The discovery documents clients read before anything else: /api (APIVersions), /apis (APIGroupList),
 // /apis/<group> (APIGroup), /api/v1 and /apis/<group>/<version> (APIResourceList), and aggregated
 // discovery (apidiscovery.k8s.io v2 and v2beta1 APIGroupDiscoveryList) when the Accept header asks for it.
-import { NotFoundError } from '@kemu/core';
+import { StatusError } from '@kemu/core';
+import type { AuthEndpoint } from './auth-seams.js';
 import type { ResourceInfo } from './resource-catalog.js';
 import { servedGroupVersions } from './resource-catalog.js';
 
@@ -10,8 +11,8 @@ interface GroupVersions {
   versions: string[];
 }
 
-function groups(): { core: ResourceInfo[] | undefined; named: GroupVersions[]; all: Map<string, ResourceInfo[]> } {
-  const all = servedGroupVersions();
+function groups(endpoints: readonly AuthEndpoint[]): { core: ResourceInfo[] | undefined; named: GroupVersions[]; all: Map<string, ResourceInfo[]> } {
+  const all = servedGroupVersions(endpoints);
   const byGroup = new Map<string, string[]>();
   for (const gv of all.keys()) {
     if (!gv.includes('/')) continue;
@@ -97,13 +98,14 @@ export interface DiscoveryRequest {
   /** Set when the client asked for aggregated discovery. */
   aggregated?: 'v2' | 'v2beta1';
   serverAddress: string;
+  endpoints?: readonly AuthEndpoint[];
 }
 
 /** The discovery document for a path, or undefined when the path is not a discovery path. */
 export function discoveryDocument(req: DiscoveryRequest): { body: unknown; contentType?: string } | undefined {
   const { parts } = req;
   if (parts[0] !== 'api' && parts[0] !== 'apis') return undefined;
-  const { core, named, all } = groups();
+  const { core, named, all } = groups(req.endpoints ?? []);
   if (parts.length === 1) {
     if (req.aggregated) {
       const items =
@@ -120,7 +122,7 @@ export function discoveryDocument(req: DiscoveryRequest): { body: unknown; conte
   }
   if (parts[0] === 'api') {
     if (parts.length === 2 && parts[1] === 'v1') return { body: resourceList('v1', core ?? []) };
-    if (parts.length === 2) throw new NotFoundError({ resource: '', group: '', name: '' });
+    if (parts.length === 2) throw pathNotFound();
     return undefined;
   }
   const g = named.find((x) => x.name === parts[1]);
@@ -137,8 +139,6 @@ export function discoveryDocument(req: DiscoveryRequest): { body: unknown; conte
 }
 
 /** The 404 kube-apiserver gives for a path it serves nothing at. */
-export function pathNotFound(): NotFoundError {
-  const e = new NotFoundError({ resource: '', group: '', name: '' });
-  (e as { message: string }).message = 'the server could not find the requested resource';
-  return e;
+export function pathNotFound(): StatusError {
+  return new StatusError('NotFound', 404, 'the server could not find the requested resource', {});
 }

@@ -13,6 +13,7 @@ import {
   anonymousUser,
   type AuditEvent,
   type AuditSink,
+  type AuthEndpoint,
   type AuthenticationRequest,
   type Authenticator,
   type Authorizer,
@@ -29,16 +30,16 @@ import type { Renderers, RequestContext } from './request-context.js';
 import { decodeBody, type IncomingRequest, MAX_REQUEST_BODY_BYTES, readBody } from './request-body.js';
 import { pathSegments, queryBool, requestInfo } from './request-info.js';
 import { getObject, listObjects } from './rest-read.js';
-import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from './rest-write.js';
+import { createObject, deleteCollection, dryRunOf, deleteObject, patchObject, updateObject } from './rest-write.js';
 import { type OutgoingResponse, send, sendError, sendText } from './responses.js';
 import type { ApiExtensions } from './server-extensions.js';
 import { bindPod, evictPod, podLog, scale } from './subresources.js';
-import { serveWatch } from './watch.js';
-
-/** The Kubernetes version this server reports and implements the API of. */
-export const KUBERNETES_VERSION = { major: '1', minor: '32', gitVersion: 'v1.32.0-kemu' };
+import { versionInfo } from './version.js';
+import { serveWatch, type WatchEncoder } from './watch.js';
+import { defaultOpenApi, defaultRenderers } from './default-renderers.js';
 
 export interface HandlerOptions {
+  endpoints?: AuthEndpoint[];
   authenticator?: Authenticator;
   anonymous?: boolean;
   audit?: AuditSink;
@@ -113,7 +114,7 @@ export class RequestHandler {
     this.admission = options.admission ?? allowAllAdmission;
     this.audit = options.audit ?? discardAudit;
     this.impersonator = options.impersonator ?? defaultImpersonator;
-    this.renderers = options.renderers ?? {};
+    this.renderers = { ...defaultRenderers, ...(options.renderers ?? {}) };
   }
 
   /**
@@ -211,6 +212,10 @@ export class RequestHandler {
   private async route(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin, user: UserInfo, info: RequestInfo): Promise<void> {
     const q = url.searchParams;
     if (!info.isResourceRequest) return this.nonResource(req, res, url, origin, info);
+    const endpoint = (this.options.endpoints ?? []).find(
+      (e) => e.group === info.apiGroup && e.version === info.apiVersion && e.resource === info.resource && (e.subresource ?? '') === info.subresource,
+    );
+    if (endpoint) return this.authEndpoint(endpoint, req, res, user, info);
     const kind = resolveKind(info);
     const namespace = kind.namespaced ? info.namespace : '';
     // A name is only on the path for verbs on one object (list/watch may carry one from a field selector).
@@ -249,8 +254,7 @@ export class RequestHandler {
         case 'list':
           return listObjects(ctx, namespace || undefined);
         case 'watch':
-          if (rendering.kind !== 'object' || rendering.media !== 'json') ctx.rendering = { kind: 'object', media: 'json' };
-          return serveWatch(ctx, namespace || undefined);
+          return serveWatch(ctx, namespace || undefined, watchEncoder(ctx));
         case 'create':
           if (kind.kind === 'Binding') return this.legacyBinding(ctx, namespace);
           return createObject(ctx, namespace);
@@ -289,6 +293,18 @@ export class RequestHandler {
     throw pathNotFound();
   }
 
+  /** The create-only endpoints the auth modules serve (reviews, TokenRequest): 201 with what they return. */
+  private async authEndpoint(e: AuthEndpoint, req: IncomingRequest, res: OutgoingResponse, user: UserInfo, info: RequestInfo): Promise<void> {
+    if (info.verb !== 'create') throw methodNotAllowed();
+    if (e.namespaced && !info.namespace) throw pathNotFound();
+    const body = decodeBody(await readBody(req, this.options.maxRequestBodyBytes ?? MAX_REQUEST_BODY_BYTES), req.headers['content-type'], {
+      protobuf: this.renderers.protobufDecode,
+    });
+    const q = new URL(req.url ?? '/', 'http://kemu').searchParams;
+    const out = await e.create({ user, namespace: info.namespace, name: info.name, body, dryRun: dryRunOf(q) });
+    send(res, 201, out);
+  }
+
   private async legacyBinding(ctx: RequestContext, namespace: string): Promise<void> {
     // POST /api/v1/namespaces/<ns>/bindings: the pod is named by the Binding's metadata.name.
     const body = decodeBody(await readBody(ctx.req, ctx.maxBodyBytes), ctx.req.headers['content-type'], { protobuf: this.renderers.protobufDecode });
@@ -312,9 +328,9 @@ export class RequestHandler {
     }
     if (path === '/metrics') return sendText(res, 200, this.metrics.text(), 'text/plain; version=0.0.4; charset=utf-8');
     if (path === '/openapi/v2' || path.startsWith('/openapi/v3')) {
-      const doc = this.options.openapi?.(path);
+      const doc = (this.options.openapi ?? defaultOpenApi)(path);
       if (doc === undefined) throw pathNotFound();
-      if (typeof doc === 'string' || Buffer.isBuffer(doc)) return sendText(res, 200, String(doc), 'application/json');
+      if (typeof doc === 'string' || Buffer.isBuffer(doc)) return sendText(res, 200, doc as string, 'application/json');
       return send(res, 200, doc);
     }
     if (path.startsWith('/kemu/')) return this.kemuEndpoint(res, path.slice('/kemu/'.length), url.searchParams);
@@ -324,6 +340,7 @@ export class RequestHandler {
       parts,
       aggregated: rendering.kind === 'discovery' ? rendering.version : undefined,
       serverAddress: origin.serverAddress,
+      endpoints: this.options.endpoints,
     });
     if (doc) return send(res, 200, doc.body, 'json', doc.contentType);
     if (path === '/') {
@@ -343,15 +360,20 @@ export class RequestHandler {
   }
 }
 
-export function versionInfo() {
+/** Table watches (kubectl get -w): each object event's object is a one-row Table, headers only on the first. */
+function watchEncoder(ctx: RequestContext): WatchEncoder | undefined {
+  const r = ctx.rendering;
+  const table = ctx.renderers.table;
+  if (r.kind !== 'table' || !table) return undefined;
+  let first = true;
+  const includeObject = (ctx.query.get('includeObject') ?? 'Metadata') as 'None' | 'Metadata' | 'Object';
   return {
-    ...KUBERNETES_VERSION,
-    gitCommit: '0000000000000000000000000000000000000000',
-    gitTreeState: 'clean',
-    buildDate: '2026-01-01T00:00:00Z',
-    goVersion: `node${process.versions.node}`,
-    compiler: 'node',
-    platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
+    encode(ev) {
+      if (ev.type === 'ERROR' || ev.type === 'BOOKMARK') return `${JSON.stringify(ev)}\n`;
+      const object = table(ctx.kind, [ev.object], { wide: false, includeObject, version: r.version, noHeaders: !first });
+      first = false;
+      return `${JSON.stringify({ type: ev.type, object })}\n`;
+    },
   };
 }
 

@@ -2,7 +2,8 @@
 export * from './auth-seams.js';
 export { CertificateAuthority, type CertKeyPair, type ClientCertOptions, type ServingCertOptions, userFromCertificate } from './ca.js';
 export { ClusterUnreachableError } from './cluster-unreachable.js';
-export { type HandlerOptions, KUBERNETES_VERSION, RequestHandler } from './handler.js';
+export { type HandlerOptions, RequestHandler } from './handler.js';
+export { KUBERNETES_VERSION, versionInfo } from './version.js';
 export { defaultImpersonator } from './impersonation.js';
 export { RemoteStore } from './remote-store.js';
 export type { Renderers, RequestContext } from './request-context.js';

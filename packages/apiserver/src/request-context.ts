@@ -13,7 +13,7 @@ import type { ApiExtensions } from './server-extensions.js';
  */
 export interface Renderers {
   /** Objects (one, or a list's items) as a meta.k8s.io Table with the kind's columns. */
-  table?(info: KindInfo, objects: KubeObject[], opts: { wide: boolean; includeObject: 'None' | 'Metadata' | 'Object'; listMeta?: Record<string, unknown>; version: 'v1' | 'v1beta1' }): unknown;
+  table?(info: KindInfo, objects: KubeObject[], opts: { wide: boolean; includeObject: 'None' | 'Metadata' | 'Object'; listMeta?: Record<string, unknown>; version: 'v1' | 'v1beta1'; noHeaders?: boolean }): unknown;
   /** Encode an object as a Kubernetes protobuf envelope. */
   protobufEncode?(obj: unknown): Buffer;
   /** Decode a Kubernetes protobuf envelope for a kind. */

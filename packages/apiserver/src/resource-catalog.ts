@@ -2,6 +2,7 @@
 // subresources (with the kind they answer with and their verbs), as kube-apiserver advertises them for the
 // built-in resources. A KindInfo may carry its own `shortNames`/`categories`, which win.
 import { type KindInfo, storedKinds } from '@kemu/core';
+import type { AuthEndpoint } from './auth-seams.js';
 
 export interface SubresourceInfo {
   name: string;
@@ -108,13 +109,28 @@ export function resourceInfo(info: KindInfo): ResourceInfo {
   };
 }
 
-/** Every served resource (registered kinds the store keeps), grouped by `group/version` ('' group = core). */
-export function servedGroupVersions(): Map<string, ResourceInfo[]> {
+/**
+ * Every served resource (registered kinds the store keeps, and create-only endpoints such as reviews),
+ * grouped by `group/version` ('' group = core).
+ */
+export function servedGroupVersions(endpoints: readonly AuthEndpoint[] = []): Map<string, ResourceInfo[]> {
   const out = new Map<string, ResourceInfo[]>();
   for (const info of storedKinds()) {
     const gv = info.apiVersion;
     if (!out.has(gv)) out.set(gv, []);
     out.get(gv)!.push(resourceInfo(info));
+  }
+  for (const e of endpoints) {
+    const gv = e.group ? `${e.group}/${e.version}` : e.version;
+    if (!out.has(gv)) out.set(gv, []);
+    const list = out.get(gv)!;
+    if (e.subresource) {
+      const parent = list.find((r) => r.info.resource === e.resource);
+      parent?.subresources.push({ name: e.subresource, kind: e.kind, group: e.group, version: e.version, verbs: ['create'] });
+      continue;
+    }
+    const info: KindInfo = { kind: e.kind, apiVersion: gv, group: e.group, version: e.version, resource: e.resource, namespaced: e.namespaced, hasStatus: false, fields: {} };
+    list.push({ info, singularName: e.kind.toLowerCase(), shortNames: [], categories: [], verbs: ['create'], subresources: [] });
   }
   for (const list of out.values()) list.sort((a, b) => a.info.resource.localeCompare(b.info.resource));
   return out;

@@ -136,6 +136,7 @@ export async function startApiServer(
     store,
     ext,
     {
+      endpoints: options.endpoints,
       authenticator: options.authenticator,
       anonymous: options.anonymous,
       audit: options.audit,

@@ -7,7 +7,14 @@ const kinds = new Map<string, Required<KindSchema>>();
 /** JSON-level fields per type, with inline fields flattened; cleared whenever a module is registered. */
 const flatCache = new Map<string, Map<string, FieldSchema>>();
 
+let generation = 0;
+
 const kindKey = (apiVersion: string, kind: string) => `${apiVersion}|${kind}`;
+
+/** Changes whenever a module is registered or a kind removed: a cache key for documents built from schemas. */
+export function schemaGeneration(): number {
+  return generation;
+}
 
 /** Register (or replace) a module's types and kinds; each kind gets apiVersion/kind fields and a List type. */
 export function registerSchemaModule(mod: SchemaModule): void {
@@ -35,6 +42,7 @@ export function registerSchemaModule(mod: SchemaModule): void {
     kinds.set(kindKey(k.apiVersion, k.kind), k);
   }
   flatCache.clear();
+  generation++;
 }
 
 /** Remove a kind (and its List type) registered at runtime, e.g. when its CRD is deleted. */
@@ -45,6 +53,7 @@ export function unregisterKindSchema(apiVersion: string, kind: string): void {
   types.delete(k.type);
   types.delete(`${k.type}List`);
   flatCache.clear();
+  generation++;
 }
 
 function withTypeMeta(t: TypeSchema, k: Required<KindSchema>): TypeSchema {

@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events';
 import { Duplex, PassThrough } from 'node:stream';
 import { failedPrecondition } from './errors.js';
 import { CriLogWriter } from './log-writer.js';
+import { runSimProgram, simProgram } from './sim-behavior.js';
 import { readSimFile } from './sim-files.js';
 import { delay, fixedSession } from './streams.js';
 import { nowNs } from './time.js';
@@ -58,6 +59,8 @@ interface SimContainer {
   output: EventEmitter;
   exited?: Promise<void>;
   resolveExit?: () => void;
+  /** Stops a running behaviour-model program (sim-behavior.ts). */
+  abort?: AbortController;
 }
 
 export function simScript(sb: SandboxRecord | undefined, c: ContainerRecord) {
@@ -72,6 +75,8 @@ export function simScript(sb: SandboxRecord | undefined, c: ContainerRecord) {
   const exitAfter = get(SIM_ANNOTATIONS.exitAfter);
   const behavior = get(SIM_ANNOTATIONS.behavior) ?? (exitAfter !== undefined ? 'exit' : 'run');
   return {
+    /** Whether annotations script the container (then the behaviour model of its command is not used). */
+    scripted: get(SIM_ANNOTATIONS.behavior) !== undefined || exitAfter !== undefined || get(SIM_ANNOTATIONS.log) !== undefined,
     behavior,
     exitAfterSec: num(SIM_ANNOTATIONS.exitAfter, 0),
     exitCode: num(SIM_ANNOTATIONS.exitCode, 0),
@@ -174,6 +179,7 @@ export class SimBackend implements Backend {
   private exit(c: ContainerRecord, code: number, reason: string) {
     const s = this.live.get(c.id);
     if (s?.timer) clearTimeout(s.timer);
+    s?.abort?.abort();
     s?.log?.close();
     if (s) s.log = undefined;
     s?.output.emit('end');
@@ -188,12 +194,38 @@ export class SimBackend implements Backend {
     c.startedAt = nowNs();
     c.state = 'running';
     const s = this.sim(c);
-    const lines = script.log ?? (c.config.command?.[0] === 'echo' ? `${[...(c.config.command.slice(1) ?? []), ...(c.config.args ?? [])].join(' ')}\n` : undefined);
-    if (lines && c.logPath) {
-      s.log = new CriLogWriter(c.logPath, c.logRoot);
-      s.log.write('stdout', lines.endsWith('\n') ? lines : `${lines}\n`);
-    }
+    const program = script.scripted ? undefined : simProgram(c.config.command ?? [], c.config.args ?? []);
+    if ((script.log || program) && c.logPath) s.log = new CriLogWriter(c.logPath, c.logRoot);
+    if (script.log) s.log?.write('stdout', script.log.endsWith('\n') ? script.log : `${script.log}\n`);
     this.schedule(c, sb, c.startedAt);
+    if (program) this.runProgram(sb, c, s, program);
+  }
+
+  /** Runs the container's command through the behaviour model; the container exits with its status. */
+  private runProgram(sb: SandboxRecord, c: ContainerRecord, s: SimContainer, program: NonNullable<ReturnType<typeof simProgram>>) {
+    const abort = new AbortController();
+    s.abort = abort;
+    const files = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
+    // The program starts once StartContainer has returned, as a process would run after its start.
+    const started = new Promise<void>((resolve) => {
+      const t = setImmediate(resolve);
+      abort.signal.addEventListener('abort', () => clearImmediate(t), { once: true });
+    });
+    void started.then(() => runSimProgram(program, {
+      write: (stream, text) => {
+        if (text && !abort.signal.aborted) s.log?.write(stream, text);
+      },
+      cat: (file) => readSimFile(c, file, files),
+      env: () => (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n'),
+      sleep: (ms) =>
+        new Promise<void>((resolve) => {
+          if (abort.signal.aborted || ms === Number.POSITIVE_INFINITY) return;
+          const t = setTimeout(resolve, ms);
+          abort.signal.addEventListener('abort', () => clearTimeout(t), { once: true });
+        }),
+    })).then((code) => {
+      if (!abort.signal.aborted && c.state === 'running') this.exit(c, code, code === 0 ? 'Completed' : 'Error');
+    });
   }
 
   async stopContainer(c: ContainerRecord, timeoutSec: number): Promise<void> {
@@ -209,6 +241,7 @@ export class SimBackend implements Backend {
     await this.lat('removeContainer');
     const s = this.live.get(c.id);
     if (s?.timer) clearTimeout(s.timer);
+    s?.abort?.abort();
     s?.log?.close();
     this.live.delete(c.id);
     this.untrack(c);
@@ -380,6 +413,7 @@ export class SimBackend implements Backend {
   async close(): Promise<void> {
     for (const s of this.live.values()) {
       if (s.timer) clearTimeout(s.timer);
+      s.abort?.abort();
       s.log?.close();
     }
     this.live.clear();

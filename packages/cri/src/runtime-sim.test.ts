@@ -241,7 +241,7 @@ describe('bad input', () => {
 describe('containers', () => {
   it('creates, starts, lists, inspects, stops and removes a container', async () => {
     const pod = await runPod();
-    const cid = await runContainer(pod, { command: ['echo', 'hello', 'world'], labels: { role: 'echo' } }, false);
+    const cid = await runContainer(pod, { command: ['sh', '-c', 'echo hello world; sleep infinity'], labels: { role: 'echo' } }, false);
     let st = await status(cid);
     expect(st).toMatchObject({ id: cid, state: cri.ContainerState.CONTAINER_CREATED, metadata: { name: 'c', attempt: 0 } });
     expect(st.imageRef).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -357,7 +357,7 @@ describe('containers', () => {
 
   it('updates resources, reopens logs and rejects both for exited containers', async () => {
     const pod = await runPod();
-    const cid = await runContainer(pod, { command: ['echo', 'first'] });
+    const cid = await runContainer(pod, { command: ['sh', '-c', 'echo first; sleep infinity'] });
     await shim.call('UpdateContainerResources', { containerId: cid, linux: { cpuQuota: 50000, cpuPeriod: 100000, memoryLimitInBytes: 1 << 28 } });
     const st = await status(cid);
     expect(st.resources!.linux).toMatchObject({ cpuQuota: 50000, cpuPeriod: 100000, memoryLimitInBytes: 1 << 28 });

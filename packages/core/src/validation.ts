@@ -1,6 +1,6 @@
 // Validation on create and update, with field paths and wording as the API server reports them.
 import { isIP } from 'node:net';
-import type { Container, NodeSelectorTerm, Pod, PodSpec, Toleration } from './api-core.js';
+import type { ConfigMap, Container, NodeSelectorTerm, Pod, PodSpec, Toleration } from './api-core.js';
 import type { KubeObject, LabelSelector, ObjectMeta } from './api-meta.js';
 import { InvalidError, type StatusCause } from './errors.js';
 import { FieldErrors } from './field-errors.js';
@@ -9,6 +9,7 @@ import { type KindInfo, lookupKind } from './kinds.js';
 import { dns1123Label, dns1123Subdomain, labelValue, pathSegmentName, qualifiedName } from './names.js';
 import { parseQuantity, type Quantity } from './quantity.js';
 import { isRBACKind } from './validation-rbac.js';
+import { validateConfigMapData } from './validation-secret.js';
 
 const RESTART = ['Always', 'Never', 'OnFailure'] as const;
 const DNS_POLICY = ['ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None'] as const;
@@ -469,11 +470,7 @@ function validateKindBody(e: FieldErrors, obj: KubeObject): void {
       }
       break;
     case 'ConfigMap':
-      for (const k of [...Object.keys(obj.data ?? {}), ...Object.keys(obj.binaryData ?? {})]) {
-        if (!/^[-._a-zA-Z0-9]+$/.test(k) || k.length > 253 || k === '.' || k === '..') {
-          e.invalid('data', k, "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')");
-        }
-      }
+      validateConfigMapData(e, obj as ConfigMap);
       break;
     case 'Event':
       if (!obj.involvedObject) e.required('involvedObject');

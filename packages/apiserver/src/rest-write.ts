@@ -13,6 +13,7 @@ import {
 import type { AdmissionAttributes, AdmissionOperation } from './auth-seams.js';
 import { APPLY_YAML_TYPE, bodyMediaType, unsupportedMediaType } from './content-negotiation.js';
 import { recordManagedFields } from './managed-fields.js';
+import { checkFields, fieldValidationOf, unknownFieldOutcome } from './field-validation.js';
 import { checkCommonShape, objectFromBody } from './object-decode.js';
 import type { RequestContext } from './request-context.js';
 import { decodeBody, parseJsonBody, readBody } from './request-body.js';
@@ -64,6 +65,22 @@ export async function admit(
   await ctx.admission.validate(attrs);
 }
 
+/** Server-side field validation of an object about to be written (unknown fields dropped; 400 or warnings). */
+export function validateFields(ctx: RequestContext, obj: KubeObject): void {
+  const mode = fieldValidationOf(ctx.query);
+  const warnings = unknownFieldOutcome(ctx.kind, mode, checkFields(ctx.kind, obj as unknown as Record<string, unknown>).unknown);
+  if (warnings.length) addWarnings(ctx, warnings);
+}
+
+/** `Warning: 299 - "<text>"` headers, as kube-apiserver sends them. */
+export function addWarnings(ctx: RequestContext, warnings: string[]): void {
+  const res = ctx.res as import('node:http').ServerResponse;
+  if (res.headersSent) return;
+  const prev = res.getHeader('warning');
+  const list = prev === undefined ? [] : Array.isArray(prev) ? prev.map(String) : [String(prev)];
+  res.setHeader('warning', [...list, ...warnings.map((w) => `299 - ${JSON.stringify(w)}`)]);
+}
+
 async function bodyOf(ctx: RequestContext): Promise<unknown> {
   const bytes = await readBody(ctx.req, ctx.maxBodyBytes);
   return decodeBody(bytes, ctx.req.headers['content-type'], { protobuf: ctx.renderers.protobufDecode });
@@ -73,6 +90,7 @@ export async function createObject(ctx: RequestContext, namespace: string): Prom
   const dryRun = dryRunOf(ctx.query);
   const manager = fieldManagerOf(ctx);
   const obj = objectFromBody(ctx.kind, await bodyOf(ctx), namespace);
+  validateFields(ctx, obj);
   recordManagedFields(obj, undefined, manager, 'Update', ctx.kind.apiVersion);
   await admit(ctx, 'CREATE', namespace, obj.metadata.name ?? '', obj, undefined, dryRun);
   const created = await ctx.store.create(obj, { dryRun });
@@ -83,6 +101,7 @@ export async function updateObject(ctx: RequestContext, namespace: string, name:
   const dryRun = dryRunOf(ctx.query);
   const manager = fieldManagerOf(ctx);
   const obj = objectFromBody(ctx.kind, await bodyOf(ctx), namespace, name);
+  validateFields(ctx, obj);
   const old = await ctx.store.get(ctx.kind.kind, namespace, name);
   recordManagedFields(obj, old, manager, 'Update', ctx.kind.apiVersion, ctx.info.subresource);
   await admit(ctx, 'UPDATE', namespace, name, obj, old, dryRun);
@@ -125,6 +144,9 @@ export async function patchObject(ctx: RequestContext, namespace: string, name: 
     }
     if (next === null || typeof next !== 'object' || Array.isArray(next)) throw new BadRequestError('the patch does not leave an object');
     checkCommonShape(ctx.kind, next as unknown as Record<string, unknown>);
+    next.apiVersion = ctx.kind.apiVersion;
+    next.kind = ctx.kind.kind;
+    validateFields(ctx, next);
     next.apiVersion = ctx.kind.apiVersion;
     next.kind = ctx.kind.kind;
     next.metadata = { ...(next.metadata ?? {}), name, ...(ctx.kind.namespaced ? { namespace } : {}) };

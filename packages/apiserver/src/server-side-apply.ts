@@ -9,7 +9,7 @@ import { checkCommonShape } from './object-decode.js';
 import type { RequestContext } from './request-context.js';
 import { parseYamlBody } from './request-body.js';
 import { render } from './rest-read.js';
-import { admit } from './rest-write.js';
+import { admit, validateFields } from './rest-write.js';
 import { queryBool } from './request-info.js';
 
 const isObject = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -74,6 +74,7 @@ export async function serverSideApply(
   if (config.apiVersion !== ctx.kind.apiVersion || config.kind !== ctx.kind.kind)
     throw new BadRequestError(`the applied configuration's ${config.apiVersion}/${config.kind} does not match the URL's ${ctx.kind.apiVersion}/${ctx.kind.kind}`);
   checkCommonShape(ctx.kind, config);
+  validateFields(ctx, config as KubeObject);
   const meta = (config.metadata ??= {});
   if (meta.name && meta.name !== name) throw new BadRequestError(`the name of the object (${meta.name}) does not match the name on the URL (${name})`);
   if (ctx.kind.namespaced && meta.namespace && meta.namespace !== namespace)

@@ -1,5 +1,6 @@
 // Test support: an API server over a memory store on a temp unix socket and an HTTPS port, with a fresh CA
 // and an admin kubeconfig that kubectl and the official clients read unchanged.
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,4 +46,31 @@ export async function startTestApiServer(
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+export interface ProcessResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a client program (kubectl, python3) with a private HOME and the given kubeconfig; never a shell. */
+export function runClient(bin: string, args: string[], opts: { kubeconfig: string; stdin?: string; timeoutMs?: number; env?: Record<string, string> }): Promise<ProcessResult> {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-client-home-'));
+  return new Promise((resolve) => {
+    const child = execFile(
+      bin,
+      args,
+      {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, KUBECONFIG: opts.kubeconfig, ...(opts.env ?? {}) },
+        timeout: opts.timeoutMs ?? 60_000,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        fs.rmSync(home, { recursive: true, force: true });
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) || 1 : 0, stdout, stderr });
+      },
+    );
+    child.stdin?.end(opts.stdin ?? '');
+  });
 }

@@ -6,6 +6,8 @@ import type { Container, Pod } from '@kemu/core';
 import { cri } from '@kemu/proto';
 import { resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import { cgroupParentForCRI, type ContainerResourceOptions, containerLinuxResources, podCgroupName } from './cm-qos.js';
+import { ContainerConfigError } from './container-config-error.js';
+import { type EnvVarValue, expandCommandAndArgs, expandSubPathExpr } from './container-env.js';
 import {
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_KIND_ANNOTATION,
@@ -97,14 +99,13 @@ export interface ContainerContext {
   /** Host paths of the pod's volumes, by volume name. */
   volumePaths: Map<string, string>;
   kind: 'init' | 'regular';
+  /** The container's resolved environment (container-env.ts); literal `env` values when absent. */
+  env?: EnvVarValue[];
   /** CFS period, quota enforcement and node memory for oom_score_adj, from the kubelet's configuration. */
   resources?: ContainerResourceOptions;
 }
 
-/** A container that cannot be configured (kubelet's CreateContainerConfigError); the pod worker retries it. */
-export class ContainerConfigError extends Error {
-  override readonly name = 'ContainerConfigError';
-}
+export { ContainerConfigError };
 
 /**
  * The host path of a volume mount with a subPath. A container can put a symbolic link into a volume it
@@ -125,13 +126,16 @@ export function subPathHostPath(volumePath: string, subPath: string, volumeName:
 
 export function containerConfig(pod: Pod, container: Container, attempt: number, ctx: ContainerContext): cri.ContainerConfig {
   const { metadata } = pod;
+  const env = ctx.env ?? (container.env ?? []).filter((e) => e.value !== undefined).map((e) => ({ name: e.name, value: e.value! }));
+  const { command, args } = expandCommandAndArgs(container, env);
   const mounts: cri.Mount[] = [];
   for (const m of container.volumeMounts ?? []) {
     const hostPath = ctx.volumePaths.get(m.name);
     if (!hostPath) continue;
+    const subPath = m.subPathExpr ? expandSubPathExpr(m.subPathExpr, env) : m.subPath;
     mounts.push({
       containerPath: m.mountPath,
-      hostPath: m.subPath ? subPathHostPath(hostPath, m.subPath, m.name) : hostPath,
+      hostPath: subPath ? subPathHostPath(hostPath, subPath, m.name) : hostPath,
       readonly: m.readOnly ?? false,
       propagation:
         m.mountPropagation === 'Bidirectional'
@@ -145,10 +149,10 @@ export function containerConfig(pod: Pod, container: Container, attempt: number,
   return {
     metadata: { name: container.name, attempt },
     image: { image: container.image ?? '' },
-    command: container.command ?? [],
-    args: container.args ?? [],
+    command,
+    args,
     workingDir: container.workingDir ?? '',
-    envs: (container.env ?? []).filter((e) => e.value !== undefined).map((e) => ({ key: e.name, value: e.value })),
+    envs: env.map((e) => ({ key: e.name, value: e.value })),
     mounts,
     labels: {
       [CONTAINER_NAME_LABEL]: container.name,

@@ -19,6 +19,7 @@ import { cri } from '@kemu/proto';
 import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import { SimCgroupManager } from './cgroup-manager.js';
 import { ContainerManager, type PodCgroupInfo } from './container-manager.js';
+import { DeviceAdmissionError, DeviceManager } from './device-manager.js';
 import { type Eviction, EvictionManager } from './eviction-manager.js';
 import { CsiNodeSync } from './csinode.js';
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity, parseGoDuration } from './kubelet-config.js';
@@ -29,6 +30,7 @@ import { ProbeManager, realProbeTransport } from './prober.js';
 import { RuntimeCache } from './runtime-cache.js';
 import { SummaryProvider } from './stats-summary.js';
 import type { KubeletOptions } from './types.js';
+import { storeObjectSource } from './object-source.js';
 import { VolumeManager } from './volume-manager.js';
 
 interface Worker {
@@ -54,6 +56,10 @@ export class Kubelet {
   /** The Summary API (/stats/summary). */
   readonly summary: SummaryProvider;
   readonly eviction: EvictionManager;
+  /** Device plugins (extended resources), when a device-plugins directory is configured. */
+  readonly devices?: DeviceManager;
+  private readonly baseCapacity: Record<string, string>;
+  private readonly baseAllocatable: Record<string, string>;
   /** Evictions decided, applied by the pod's worker. */
   private readonly evictions = new Map<string, Eviction>();
   private readonly workers = new Map<string, Worker>();
@@ -79,7 +85,8 @@ export class Kubelet {
     this.pods = this.factory.informer('Pod', { fieldSelector: `spec.nodeName=${o.nodeName}`, onError: (e) => onError(e, 'pod informer') });
     this.cache = new RuntimeCache(o.runtime);
     const rootDir = o.rootDir ?? '/var/lib/kubelet';
-    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined);
+    const objects = storeObjectSource(o.store, o.nodeName);
+    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined, objects);
     this.events = new EventRecorder(o.store, { component: 'kubelet', host: o.nodeName, disableStore: o.recordEvents === false });
     this.probes = new ProbeManager(o.runtime, o.probeTransport ?? realProbeTransport, (uid, _id, kind, ok, message) => {
       const pod = this.byUid.get(uid);
@@ -90,6 +97,8 @@ export class Kubelet {
     this.syncer = new PodSyncer({
       store: o.store,
       nodeName: o.nodeName,
+      objects,
+      hookTransport: o.probeTransport,
       nodeIP: () => this.nodeIP,
       runtimeName: () => this.runtimeName,
       runtime: o.runtime,
@@ -107,6 +116,8 @@ export class Kubelet {
         cgroupParent: (pod) => this.containerManager.ensurePod(pod).cgroupParent,
       },
       crashBackoff: new Backoff(backoff),
+      // The devices' Allocate answers (env, mounts, device nodes, CDI) go into the container's config.
+      containerConfigHook: (pod, c, cfg) => (this.devices ? this.devices.applyToContainer(pod, c.name, cfg) : cfg),
       containerResources: {
         cpuPeriodUs: Math.round(parseGoDuration((o.config ?? defaultKubeletConfiguration()).cpuCFSQuotaPeriod, 'cpuCFSQuotaPeriod') * 1000),
         enforceCPULimits: (o.config ?? defaultKubeletConfiguration()).cpuCFSQuota,
@@ -119,6 +130,16 @@ export class Kubelet {
     const capacity = o.config ? nodeCapacity(config, { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) }) : { ...DEFAULT_CAPACITY, ...(o.capacity ?? {}) };
     const reserved = o.config ? { ...allocatableReservation(config, capacity), ...(o.reserved ?? {}) } : (o.reserved ?? {});
     this.containerManager = new ContainerManager(o.cgroups ?? new SimCgroupManager(), config, capacity);
+    this.baseCapacity = capacity;
+    this.baseAllocatable = allocatable(capacity, reserved);
+    if (o.devicePluginDir) {
+      this.devices = new DeviceManager({
+        dir: o.devicePluginDir,
+        // A plugin's devices or their health changed: post node status now rather than at the next period.
+        onChange: () => void this.track(this.postStatus().catch((e) => this.error(e, 'node status after a device change'))),
+        onError: (e, ctx) => this.error(e, ctx),
+      });
+    }
     this.summary = new SummaryProvider({
       nodeName: o.nodeName,
       runtime: o.runtime,
@@ -171,6 +192,7 @@ export class Kubelet {
     const version = await this.o.runtime.Version({ version: 'v1' });
     this.runtimeName = version.runtimeName || 'kemu';
     this.containerManager.start();
+    await this.devices?.start();
     await this.nodeStatus.register(version);
     await this.heartbeat();
     await this.postStatus();
@@ -194,6 +216,7 @@ export class Kubelet {
     this.every(this.o.leaseRenewMs ?? 10_000, () => this.heartbeat());
     this.every(this.o.statusUpdateMs ?? 10_000, () => this.postStatus());
     this.every(this.o.relistPeriodMs ?? 1_000, () => this.relist());
+    this.every(this.o.syncFrequencyMs ?? 60_000, () => this.resyncAll());
     // Eviction is on only with a KubeletConfiguration (its thresholds); upstream monitors every 10 s.
     if (this.o.config) this.every(this.o.evictionMonitoringPeriodMs ?? 10_000, () => this.evictionPass());
     if (this.o.containerEvents) this.consumeEvents();
@@ -209,6 +232,7 @@ export class Kubelet {
     for (const t of this.timers) clearInterval(t);
     for (const w of this.workers.values()) if (w.timer) clearTimeout(w.timer);
     this.eventsAbort?.abort();
+    await this.devices?.stop();
     this.probes.stopAll();
     await this.factory.stop();
     await Promise.allSettled([...this.inflight]);
@@ -248,8 +272,22 @@ export class Kubelet {
   private async postStatus() {
     if (this.heartbeatPaused) return;
     const status = await this.o.runtime.Status({ verbose: false });
-    await this.nodeStatus.post(status.status, { volumesInUse: this.volumes.inUse() }, 5 * 60_000, this.eviction.conditions());
+    const ext = this.devices?.resources() ?? { capacity: {}, allocatable: {} };
+    await this.nodeStatus.post(
+      status.status,
+      {
+        volumesInUse: this.volumes.inUse(),
+        capacity: { ...this.baseCapacity, ...ext.capacity },
+        allocatable: { ...this.baseAllocatable, ...ext.allocatable },
+      },
+      5 * 60_000,
+      this.eviction.conditions(),
+    );
     await this.csiNode?.sync();
+  }
+
+  private async resyncAll() {
+    for (const uid of this.byUid.keys()) this.enqueue(uid);
   }
 
   private async relist() {
@@ -363,6 +401,16 @@ export class Kubelet {
       this.evictions.delete(uid);
       return this.syncer.sync(await this.applyEviction(pod, eviction));
     }
+    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') this.devices?.release(uid);
+    else if (this.devices && !this.devices.admitted(pod)) {
+      // Admission: the pod's devices are allocated before anything of it runs.
+      try {
+        await this.devices.allocate(pod);
+      } catch (err) {
+        if (!(err instanceof DeviceAdmissionError)) throw err;
+        return this.syncer.sync(await this.failPod(pod, err.reason, err.message));
+      }
+    }
     // The pod cgroup exists before the sandbox, as the kubelet's pod container manager makes it.
     if (pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') this.containerManager.ensurePod(pod);
     return this.syncer.sync(pod);
@@ -384,21 +432,29 @@ export class Kubelet {
 
   /** Marks an evicted pod Failed (reason Evicted) inside its worker; the sync that follows kills it. */
   private async applyEviction(pod: Pod, e: Eviction): Promise<Pod> {
+    return this.failPod(pod, 'Evicted', e.message, e.condition);
+  }
+
+  /** Marks a pod Failed with a reason (eviction, admission rejection); the sync that follows kills it. */
+  private async failPod(pod: Pod, reason: string, message: string, condition?: Eviction['condition']): Promise<Pod> {
     const cur = await this.o.store.get('Pod', pod.metadata.namespace, pod.metadata.name ?? '');
     const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const conditions = (cur.status?.conditions ?? []).filter((c) => c.type !== 'DisruptionTarget').map((c) =>
       c.type === 'Ready' || c.type === 'ContainersReady' ? { ...c, status: 'False' as const, lastTransitionTime: now } : c,
     );
-    if (e.condition) conditions.push({ ...e.condition, lastTransitionTime: now });
+    if (condition) conditions.push({ ...condition, lastTransitionTime: now });
     const { resourceVersion: _rv, ...metadata } = cur.metadata;
-    const updated = await this.o.store.updateStatus({ ...cur, metadata, status: { ...(cur.status ?? {}), phase: 'Failed', reason: 'Evicted', message: e.message, conditions } });
-    this.events.event(updated, 'Warning', 'Evicted', e.message);
+    const updated = await this.o.store.updateStatus({ ...cur, metadata, status: { ...(cur.status ?? {}), phase: 'Failed', reason, message, conditions } });
+    this.events.event(updated, 'Warning', reason, message);
     this.byUid.set(updated.metadata.uid ?? '', updated);
     return updated;
   }
 
   private forgetCgroup(uid: string, result: SyncResult): SyncResult {
-    if (result.done) this.containerManager.removePod(uid);
+    if (result.done) {
+      this.containerManager.removePod(uid);
+      this.devices?.release(uid);
+    }
     return result;
   }
 

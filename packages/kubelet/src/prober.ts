@@ -191,7 +191,8 @@ export class ProbeManager {
   }
 }
 
-function resolvePort(port: number | string, container: Container): number {
+/** A probe or hook port: a number, or the name of one of the container's ports. */
+export function resolvePort(port: number | string, container: Container): number {
   if (typeof port === 'number') return port;
   if (/^\d+$/.test(port)) return Number(port);
   const named = container.ports?.find((p) => p.name === port);

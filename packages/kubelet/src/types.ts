@@ -39,6 +39,8 @@ export interface KubeletOptions {
   cgroups?: CgroupManager;
   /** How often the eviction manager looks at the signals (upstream 10 s). */
   evictionMonitoringPeriodMs?: number;
+  /** Serve the device-plugin Registration service in this directory (upstream <root>/device-plugins). */
+  devicePluginDir?: string;
   nodeName: string;
   runtime: RuntimeApi;
   images: ImageApi;
@@ -61,6 +63,11 @@ export interface KubeletOptions {
   clusterDomain?: string;
   /** PLEG relist period (upstream 1 s). */
   relistPeriodMs?: number;
+  /**
+   * Every pod is synced again this often (upstream syncFrequency, 1 min): the files of configMap, secret,
+   * downwardAPI and projected volumes follow their sources at this pace.
+   */
+  syncFrequencyMs?: number;
   /** Lease renew interval (upstream 10 s) and duration (upstream 40 s). */
   leaseRenewMs?: number;
   leaseDurationSeconds?: number;

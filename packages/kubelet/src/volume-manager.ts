@@ -1,6 +1,8 @@
 // Mounting a pod's volumes the way the kubelet's CSI volume plugin does: wait for the VolumeAttachment
 // when the driver needs attaching, NodeStageVolume once per volume per node (global mount), then
-// NodePublishVolume per pod; and the reverse when the pod goes. emptyDir and hostPath are local paths.
+// NodePublishVolume per pod; and the reverse when the pod goes. emptyDir and hostPath are local paths;
+// configMap, secret, downwardAPI and projected volumes are written here (AtomicWriter) and rewritten on
+// every sync, so a changed source reaches the files.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,13 +17,18 @@ import {
   type VolumeAttachment,
 } from '@kemu/core';
 import { csi } from '@kemu/proto';
+import { AtomicWriter } from './atomic-writer.js';
+import type { EnvObjectSource } from './container-env.js';
 import type { CsiNodeApi, CsiPluginRegistry } from './types.js';
+import { isSourceVolume, pluginDirName, sourcePayload, type TokenSource, VolumeSourceError } from './volume-sources.js';
 
 /** Thrown while a volume cannot be set up yet (unbound claim, attach pending, driver not registered). */
 export class VolumeWaitError extends Error {
   constructor(
     message: string,
     readonly reason = 'FailedMount',
+    /** The volume that could not be set up, when one is to blame. */
+    readonly volume?: string,
   ) {
     super(message);
     this.name = 'VolumeWaitError';
@@ -67,6 +74,10 @@ export class VolumeManager {
     private readonly plugins: CsiPluginRegistry | undefined,
     /** Creates local directories (emptyDir, CSI target parents) when true. */
     private readonly manageDirs: boolean,
+    /** ConfigMaps, Secrets and the node's allocatable, for the volumes whose files the kubelet writes. */
+    private readonly objects?: EnvObjectSource,
+    /** Service account tokens for projected volumes (the TokenRequest API), when the cluster has one. */
+    private readonly tokens?: TokenSource,
   ) {}
 
   /** Unique names of every CSI volume mounted on this node (node.status.volumesInUse). */
@@ -82,7 +93,10 @@ export class VolumeManager {
   async mount(pod: Pod): Promise<Map<string, string>> {
     const uid = pod.metadata.uid ?? '';
     const have = this.pods.get(uid);
-    if (have && have.paths.size === (pod.spec.volumes ?? []).length) return have.paths;
+    if (have && have.paths.size === (pod.spec.volumes ?? []).length) {
+      await this.refreshSources(pod, have);
+      return have.paths;
+    }
     const state: PodVolumes = have ?? { paths: new Map(), csi: [] };
     this.pods.set(uid, state);
     for (const vol of pod.spec.volumes ?? []) {
@@ -104,14 +118,48 @@ export class VolumeManager {
         state.paths.set(vol.name, targetPath);
       } else if (vol.hostPath) {
         state.paths.set(vol.name, vol.hostPath.path);
+      } else if (isSourceVolume(vol)) {
+        const dir = path.join(this.podDir(pod), 'volumes', pluginDirName(vol), vol.name);
+        await this.writeSource(pod, vol, dir);
+        state.paths.set(vol.name, dir);
       } else {
-        // emptyDir and the projected kinds get a private directory under the pod.
-        const dir = path.join(this.podDir(pod), 'volumes', `kubernetes.io~${vol.emptyDir ? 'empty-dir' : 'projected'}`, vol.name);
+        // emptyDir gets a private directory under the pod.
+        const dir = path.join(this.podDir(pod), 'volumes', pluginDirName(vol), vol.name);
         if (this.manageDirs) fs.mkdirSync(dir, { recursive: true, mode: 0o750 });
         state.paths.set(vol.name, dir);
       }
     }
     return state.paths;
+  }
+
+  /** Writes a configMap/secret/downwardAPI/projected volume's files; SetUp errors carry the kubelet's message. */
+  private async writeSource(pod: Pod, vol: NonNullable<Pod['spec']['volumes']>[number], dir: string): Promise<boolean> {
+    if (!this.objects) return false;
+    let payload;
+    try {
+      payload = await sourcePayload(pod, vol, this.objects, this.tokens);
+    } catch (err) {
+      if (err instanceof VolumeSourceError) throw new VolumeWaitError(err.message, 'FailedMount', vol.name);
+      throw err;
+    }
+    if (!this.manageDirs) return false;
+    return new AtomicWriter(dir, `volume ${JSON.stringify(vol.name)}`).write(payload);
+  }
+
+  /**
+   * Rewrites the files of the pod's source volumes from their current objects (the kubelet's periodic
+   * remount). A source that cannot be read now keeps its last files, as upstream does.
+   */
+  private async refreshSources(pod: Pod, state: PodVolumes): Promise<void> {
+    for (const vol of pod.spec.volumes ?? []) {
+      const dir = state.paths.get(vol.name);
+      if (!dir || !isSourceVolume(vol)) continue;
+      try {
+        await this.writeSource(pod, vol, dir);
+      } catch (err) {
+        if (!(err instanceof VolumeWaitError)) throw err;
+      }
+    }
   }
 
   /** Tears down what `mount` set up for the pod (NodeUnpublish, NodeUnstage when last user). Idempotent. */

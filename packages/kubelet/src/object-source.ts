@@ -1,0 +1,31 @@
+// The objects a pod's env and volumes refer to, read from the store (the kubelet's ConfigMap, Secret and
+// Service managers). A missing object is `undefined`; other errors propagate.
+import { type ConfigMap, isNotFound, type KubeObject, lookupKind, type Secret, type Store } from '@kemu/core';
+import type { EnvObjectSource } from './container-env.js';
+import type { ServiceForEnv } from './service-env.js';
+
+async function getOrUndefined<T>(get: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await get();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+export function storeObjectSource(store: Store, nodeName: string): EnvObjectSource {
+  return {
+    configMap: (ns, name) => getOrUndefined(() => store.get('ConfigMap', ns, name) as Promise<ConfigMap>),
+    secret: (ns, name) => getOrUndefined(() => store.get('Secret', ns, name) as Promise<Secret>),
+    async services() {
+      // Services are served once the workload kinds are registered; before that there are none.
+      if (!lookupKind('Service')) return [];
+      const list = await store.list('Service');
+      return list.items as KubeObject[] as ServiceForEnv[];
+    },
+    async nodeAllocatable() {
+      const node = await getOrUndefined(() => store.get('Node', undefined, nodeName));
+      return node?.status?.allocatable ?? node?.status?.capacity ?? {};
+    },
+  };
+}

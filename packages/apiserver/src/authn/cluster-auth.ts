@@ -4,7 +4,15 @@
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
 import { type Store, StatusError } from '@kemu/core';
 import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator } from '../auth-seams.js';
+import { DefaultStorageClassAdmission } from '../admission/default-storage-class.js';
+import { DefaultTolerationSecondsAdmission } from '../admission/default-toleration-seconds.js';
+import { LimitRangerAdmission } from '../admission/limit-ranger.js';
+import { NamespaceLifecycleAdmission } from '../admission/namespace-lifecycle.js';
+import { NodeRestrictionAdmission } from '../admission/node-restriction.js';
 import { PodSecurityAdmission, type PodSecurityOptions } from '../admission/pod-security.js';
+import { ensureSystemPriorityClasses, PriorityAdmission } from '../admission/priority.js';
+import { ResourceQuotaAdmission, ResourceQuotaStatusController } from '../admission/resource-quota.js';
+import { ServiceAccountAdmission } from '../admission/service-account.js';
 import { localSubjectAccessReview, selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from '../authz/access-reviews.js';
 import { ensureBootstrapPolicy } from '../authz/bootstrap-policy.js';
 import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregation.js';
@@ -14,6 +22,7 @@ import { InformerRBACSource } from '../authz/rbac-source.js';
 import { BearerTokenAuthenticator, type TokenAuthenticator } from './bearer-token.js';
 import { HeaderImpersonator } from './impersonation.js';
 import { selfSubjectReview, tokenReview } from './reviews.js';
+import { ServiceAccountControllers } from './service-account-controllers.js';
 import { type ServiceAccountKeys, ServiceAccountTokens } from './service-account-token.js';
 import { StaticTokenAuthenticator } from './token-file.js';
 import { createToken } from './token-request.js';
@@ -33,9 +42,26 @@ export interface ClusterAuthOptions {
   /** Cap on TokenRequest lifetimes, in seconds. */
   maxTokenExpirationSeconds?: number;
   podSecurity?: PodSecurityOptions;
-  /** Admission plugins run after the built-in ones (mutating first, then validating). */
+  /** Built-in admission plugins to leave out, by upstream name (e.g. `ServiceAccount`). */
+  disableAdmissionPlugins?: AdmissionPluginName[];
+  /** Admission plugins run after the built-in mutating and validating ones, before RBAC escalation and quota. */
   extraAdmission?: AdmissionChain[];
+  onError?(err: unknown): void;
 }
+
+/** The built-in plugins, in kube-apiserver's recommended order. */
+export const ADMISSION_PLUGINS = [
+  'NamespaceLifecycle',
+  'LimitRanger',
+  'ServiceAccount',
+  'NodeRestriction',
+  'PodSecurity',
+  'Priority',
+  'DefaultTolerationSeconds',
+  'DefaultStorageClass',
+  'ResourceQuota',
+] as const;
+export type AdmissionPluginName = (typeof ADMISSION_PLUGINS)[number];
 
 export interface ClusterAuth {
   seams: AuthSeams;
@@ -58,7 +84,31 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   if (opts.tokenFile) tokenAuthenticators.push(StaticTokenAuthenticator.fromFile(opts.tokenFile));
   tokenAuthenticators.push(tokens);
 
-  const admission = admissionChain(new RBACEscalationCheck(rbac), new PodSecurityAdmission(store, opts.podSecurity), ...(opts.extraAdmission ?? []));
+  const off = new Set(opts.disableAdmissionPlugins ?? []);
+  const on = (n: AdmissionPluginName) => !off.has(n);
+  const serviceAccounts = new ServiceAccountControllers(store, opts.caCertPem, opts.onError);
+  await serviceAccounts.start();
+  const quotaStatus = on('ResourceQuota') ? new ResourceQuotaStatusController(store, undefined, opts.onError) : undefined;
+  await quotaStatus?.start();
+  if (on('Priority')) await ensureSystemPriorityClasses(store);
+  const plugins: Record<AdmissionPluginName, () => AdmissionChain> = {
+    NamespaceLifecycle: () => new NamespaceLifecycleAdmission(store),
+    LimitRanger: () => new LimitRangerAdmission(store),
+    ServiceAccount: () => new ServiceAccountAdmission(store),
+    NodeRestriction: () => new NodeRestrictionAdmission(store),
+    PodSecurity: () => new PodSecurityAdmission(store, opts.podSecurity),
+    Priority: () => new PriorityAdmission(store),
+    DefaultTolerationSeconds: () => new DefaultTolerationSecondsAdmission(),
+    DefaultStorageClass: () => new DefaultStorageClassAdmission(store),
+    ResourceQuota: () => new ResourceQuotaAdmission(store),
+  };
+  const builtins = ADMISSION_PLUGINS.filter((n) => n !== 'ResourceQuota' && on(n)).map((n) => plugins[n]());
+  const admission = admissionChain(
+    ...builtins,
+    ...(opts.extraAdmission ?? []),
+    new RBACEscalationCheck(rbac),
+    ...(on('ResourceQuota') ? [plugins.ResourceQuota()] : []),
+  );
 
   const endpoint = (group: string, resource: string, kind: string, namespaced: boolean, create: AuthEndpoint['create'], subresource?: string): AuthEndpoint => ({
     group,
@@ -103,6 +153,8 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     rbac,
     tokens,
     async stop() {
+      await quotaStatus?.stop();
+      await serviceAccounts.stop();
       await aggregation.stop(false);
       await source.stop();
     },

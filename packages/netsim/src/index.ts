@@ -20,6 +20,7 @@ export {
 } from './world.js';
 export { NetsimError, errnoOf, isNetsimError, type ErrnoCode } from './errors.js';
 export { formatTrace, type HopKind, type Trace, type TraceHop } from './trace.js';
+export type { NfTableName } from './nf-rule.js';
 export { pcapBytes, LINKTYPE_ETHERNET, type CapturedFrame } from './pcap.js';
 export {
   decodeFrame,

@@ -7,6 +7,7 @@ export type HopKind =
   | 'route' // route lookup result
   | 'neigh' // neighbour (ARP/NDP) resolution
   | 'nat' // DNAT / SNAT / MASQUERADE / de-NAT
+  | 'nf' // a netfilter rule matched (table, chain, rule number and text)
   | 'encap' // VXLAN encapsulation
   | 'decap' // VXLAN decapsulation
   | 'forward' // IP forwarding in a namespace

@@ -7,6 +7,7 @@ import type { FdbInfo, FdbSpec } from './types.js';
 import { capture, rec } from './world-capture.js';
 import { devXmit, netifReceive, tick } from './world-dev.js';
 import type { FdbEntry, Link } from './world-model.js';
+import { nfBridged } from './world-netfilter.js';
 import { linkByName, nsByName, type WorldState } from './world-state.js';
 
 export function release(port: Link): void {
@@ -193,7 +194,8 @@ export function bridgeForward(w: WorldState, br: Link, ingress: Link | null, fra
         return;
       }
       if (w.tr) rec(w, 'fdb', br.ns, br, `hit ${formatMac(frame, 0)} -> port ${e.port.name}`);
-      devXmit(w, e.port, frame);
+      const f = ingress ? nfBridged(w, br, frame) : frame;
+      if (f) devXmit(w, e.port, f);
       return;
     }
   }

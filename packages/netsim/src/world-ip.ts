@@ -7,9 +7,9 @@ import { ETH_P_IP, ETH_P_IPV6, ethFrame, inetChecksum, ipDstOffset, IPPROTO_ICMP
 import { rec } from './world-capture.js';
 import { devXmit } from './world-dev.js';
 import { resolveRoute } from './world-fib.js';
-import { type CtRef, type Link, type Ns, type Route, RT_TABLE_LOCAL, RT_TABLE_MAIN } from './world-model.js';
+import { type Link, type Ns, type Route, RT_TABLE_LOCAL, RT_TABLE_MAIN } from './world-model.js';
 import { neighOutput } from './world-neighbour.js';
-import { nfLocalIn, nfLocalOut, nfPostrouting, nfPrerouting } from './world-netfilter.js';
+import { nfForward, nfLocalIn, nfLocalOut, nfPostrouting, nfPrerouting, type Skb } from './world-netfilter.js';
 import type { WorldState } from './world-state.js';
 
 export function ipRcv(w: WorldState, l: Link, frame: Buffer, family: Family): void {
@@ -34,10 +34,11 @@ export function ipRcv(w: WorldState, l: Link, frame: Buffer, family: Family): vo
   }
   const len = family === 4 ? p.readUInt16BE(2) : 40 + p.readUInt16BE(4);
   const pkt = len < p.length ? p.subarray(0, len) : p;
-  const ct = nfPrerouting(w, ns, pkt, family, l);
+  const skb = nfPrerouting(w, ns, pkt, family, l);
+  if (!skb) return;
   const dOff = ipDstOffset(family);
   if (isLocalDst(ns, pkt, dOff, family)) {
-    localDeliver(w, ns, l, pkt, family, ct);
+    localDeliver(w, ns, l, pkt, family, skb);
     return;
   }
   if (family === 6 && pkt[24] === 0xff) {
@@ -73,11 +74,11 @@ export function ipRcv(w: WorldState, l: Link, frame: Buffer, family: Family): vo
     routeTypeDrop(w, ns, l, r, pkt, family, true);
     return;
   }
-  // NF_INET_FORWARD would run here; no forward-chain rules exist yet.
+  if (!nfForward(w, ns, pkt, family, skb, r.dev)) return;
   pkt[ttlOff]!--;
   if (family === 4) refreshChecksums(pkt, 4);
   if (w.tr) rec(w, 'forward', ns, l, `forward to ${formatIpBytes(pkt, dOff, family)}`, pkt, family);
-  ipRouteOutput(w, ns, pkt, family, r, true, ct);
+  ipRouteOutput(w, ns, pkt, family, r, true, skb);
 }
 
 export function routeTypeDrop(
@@ -122,7 +123,7 @@ export function ipRouteOutput(
   family: Family,
   r: Route,
   forwarded: boolean,
-  ct: CtRef | null,
+  skb: Skb | null,
 ): void {
   const dOff = ipDstOffset(family);
   if (w.tr) {
@@ -140,7 +141,7 @@ export function ipRouteOutput(
     rec(w, 'drop', ns, null, 'output', p, family, 'route has no device');
     return;
   }
-  nfPostrouting(w, ns, p, family, dev, ct);
+  if (!nfPostrouting(w, ns, p, family, dev, skb)) return;
   if (dev.kind === 'loopback') {
     const f = ethFrame(new Uint8Array(6), new Uint8Array(6), family === 4 ? ETH_P_IP : ETH_P_IPV6, p);
     devXmit(w, dev, f);
@@ -157,7 +158,9 @@ export function ipRouteOutput(
 
 /** Locally generated packet: OUTPUT NAT, route, POSTROUTING, out. Returns an errno name on refusal. */
 export function ipLocalOut(w: WorldState, ns: Ns, p: Buffer, family: Family, replyTo?: Link): string | null {
-  const ct = nfLocalOut(w, ns, p, family);
+  const skb = nfLocalOut(w, ns, p, family);
+  // A netfilter DROP in OUTPUT fails the send, as sendmsg() does with EPERM.
+  if (!skb) return 'EPERM';
   const dOff = ipDstOffset(family);
   // Replies to link-local / multicast sources leave by the interface the request came in on.
   let r: Route | null;
@@ -173,7 +176,7 @@ export function ipLocalOut(w: WorldState, ns: Ns, p: Buffer, family: Family, rep
     routeTypeDrop(w, ns, null, r, p, family, false);
     return r.type === 'blackhole' ? 'EINVAL' : r.type === 'prohibit' ? 'EACCES' : 'EHOSTUNREACH';
   }
-  ipRouteOutput(w, ns, p, family, r, false, ct);
+  ipRouteOutput(w, ns, p, family, r, false, skb);
   return null;
 }
 
@@ -183,9 +186,9 @@ export function localDeliver(
   l: Link,
   p: Buffer,
   family: Family,
-  ct: CtRef | null,
+  skb: Skb | null,
 ): void {
-  nfLocalIn(w, ns, l, p, family, ct);
+  if (!nfLocalIn(w, ns, l, p, family, skb)) return;
   const proto = family === 4 ? p[9]! : p[6]!;
   const l4 = family === 4 ? (p[0]! & 0xf) * 4 : 40;
   const end = family === 4 ? p.readUInt16BE(2) : 40 + p.readUInt16BE(4);

@@ -3,6 +3,7 @@
 // none of it is part of the package's public surface.
 import { type Family, type IpAddr, type IpKey, type Prefix } from '@kemu/ip';
 import { macKeyAt } from './addr.js';
+import { Netfilter } from './nf-table.js';
 import { VXLAN_PORT } from './packet.js';
 import type { LinkKind, Listener, NatRule, NeighState, RouteType } from './types.js';
 
@@ -178,6 +179,8 @@ export class Ns {
   fwd6 = false;
   nat: CompiledNat[] = [];
   natSeq = 0;
+  /** iptables-style tables and nftables-style maps (world-netfilter.ts runs them). */
+  nf = new Netfilter();
   sysctls = new Map<string, string>();
   ct = new Map<string, { conn: Conn; dir: 'orig' | 'reply' }>();
   listeners: Listener[] = [];

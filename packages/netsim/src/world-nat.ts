@@ -92,6 +92,10 @@ export function rewrite(
   refreshChecksums(p, family);
 }
 
+/**
+ * Conntrack on the way in: a packet of a known connection gets its established NAT mapping; the first
+ * packet of a new one gets an unconfirmed entry, which NAT rules may still change.
+ */
 export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: Link | null): CtRef | null {
   const t = tupleOf(p, family);
   if (!t) return null;
@@ -143,6 +147,15 @@ export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: 
     confirmed: false,
     lastUs: w.clockUs,
   };
+  ns.ct.set(k, { conn, dir: 'orig' });
+  return { conn, dir: 'orig', isNew: true };
+}
+
+/** The first packet of a connection meets the namespace's DNAT rules (`addNatRule`). */
+export function natDnatNew(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: Link | null, ref: CtRef): void {
+  const conn = ref.conn;
+  const t = conn.orig;
+  const orig = conn.orig;
   const protoName = t.proto === IPPROTO_TCP ? 'tcp' : t.proto === IPPROTO_UDP ? 'udp' : null;
   if (protoName) {
     for (const r of ns.nat) {
@@ -174,8 +187,6 @@ export function natPre(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: 
       break;
     }
   }
-  ns.ct.set(k, { conn, dir: 'orig' });
-  return { conn, dir: 'orig', isNew: true };
 }
 
 export function natPost(w: WorldState, ns: Ns, p: Buffer, family: Family, out: Link, ref: CtRef): void {
@@ -200,6 +211,12 @@ export function natPost(w: WorldState, ns: Ns, p: Buffer, family: Family, out: L
     }
     return;
   }
+  if (!c.snat) natSnatNew(w, ns, p, family, out, c);
+  ctConfirm(ns, c);
+}
+
+/** The first packet of a connection meets the namespace's SNAT/MASQUERADE rules (`addNatRule`). */
+function natSnatNew(w: WorldState, ns: Ns, p: Buffer, family: Family, out: Link, c: Conn): void {
   const sOff = ipSrcOffset(family);
   const dOff = ipDstOffset(family);
   for (const r of ns.nat) {
@@ -235,5 +252,4 @@ export function natPost(w: WorldState, ns: Ns, p: Buffer, family: Family, out: L
       );
     break;
   }
-  ctConfirm(ns, c);
 }

@@ -7,6 +7,7 @@ import { registerVxlanPort } from './packet.js';
 import type { LinkKind, Listener, NatRuleInfo, NeighState, RouteInfo } from './types.js';
 import { insertRoute, routeInfo } from './world-fib.js';
 import { type Addr, DEFAULT_AGEING_MS, Link, Ns, type PortFlags, validNsName } from './world-model.js';
+import * as nf from './nf-table.js';
 import { compileNat } from './world-nat.js';
 import type { WorldState } from './world-state.js';
 
@@ -85,6 +86,12 @@ export function toJSON(w: WorldState): WorldJSON {
       routes,
       nat: ns.nat.map((r) => ({ id: r.id, rule: structuredClone(r.rule) })),
       natSeq: ns.natSeq,
+      ...(ns.nf.ruleCount
+        ? {
+            iptables: { v4: nf.save(ns.nf, 4), v6: nf.save(ns.nf, 6) },
+            nftMaps: Object.fromEntries([...ns.nf.maps].map(([k, m]) => [k, Object.fromEntries(m.elements)])),
+          }
+        : {}),
       sysctls: Object.fromEntries(ns.sysctls),
       listeners: ns.listeners.map((l) => ({ ...l })),
       nextEphemeral: ns.nextEphemeral,
@@ -240,6 +247,9 @@ export function restore(w: WorldState, j: WorldJSON): void {
       ns.nat.push(c);
     }
     ns.natSeq = n.natSeq ?? ns.nat.length;
+    for (const [name, elements] of Object.entries(n.nftMaps ?? {})) nf.setMap(ns.nf, name, elements);
+    if (n.iptables?.v4) nf.restore(ns.nf, 4, n.iptables.v4);
+    if (n.iptables?.v6) nf.restore(ns.nf, 6, n.iptables.v6);
     ns.sysctls = new Map(Object.entries(n.sysctls ?? {}));
     ns.listeners = (n.listeners ?? []).map((l) => ({ ...l }));
     ns.nextEphemeral = n.nextEphemeral ?? 32768;
@@ -290,6 +300,9 @@ export interface NsJSON {
   routes: RouteJSON[];
   nat: NatRuleInfo[];
   natSeq: number;
+  /** iptables-save text per family, when the namespace has rules. */
+  iptables?: { v4: string; v6: string };
+  nftMaps?: Record<string, Record<string, string>>;
   sysctls?: Record<string, string>;
   listeners: Listener[];
   nextEphemeral: number;

@@ -5,6 +5,7 @@
 //
 // This class is the façade: the public calls, each handed to the subsystem module that owns it
 // (world-*.ts), all of them working on one WorldState.
+import type { Family } from '@kemu/ip';
 import { NetsimError } from './errors.js';
 import type { CapturedFrame } from './pcap.js';
 import type {
@@ -32,7 +33,7 @@ import type {
   UdpSendResult,
 } from './world-results.js';
 import { stack } from './world-stack.js';
-import { WorldState } from './world-state.js';
+import { nsByName, WorldState } from './world-state.js';
 import * as bridge from './world-bridge.js';
 import * as captures from './world-capture.js';
 import * as clock from './world-clock.js';
@@ -42,6 +43,8 @@ import * as ifaddr from './world-ifaddr.js';
 import * as l4 from './world-l4.js';
 import * as link from './world-link.js';
 import * as nat from './world-nat.js';
+import * as nf from './nf-table.js';
+import type { NfTableName } from './nf-rule.js';
 import * as neighbour from './world-neighbour.js';
 import * as netns from './world-netns.js';
 import * as persist from './world-persist.js';
@@ -226,6 +229,41 @@ export class World {
 
   natRules(nsName: string): NatRuleInfo[] {
     return nat.natRules(this.w, nsName);
+  }
+
+  /**
+   * `iptables-restore` (family 4) or `ip6tables-restore` (6) in a namespace: every table of the input is
+   * replaced (or, with `noflush`, changed) only if all of it is valid; errors name the line.
+   */
+  iptablesRestore(nsName: string, text: string, o: { family?: Family; noflush?: boolean } = {}): void {
+    if (typeof text !== 'string') throw new NetsimError('EINVAL', 'iptables-restore input must be text');
+    nf.restore(nsByName(this.w, nsName).nf, o.family ?? 4, text, { noflush: o.noflush });
+  }
+
+  /** `iptables-save` of a namespace: the tables that were ever loaded, with rules as iptables prints them. */
+  iptablesSave(nsName: string, o: { family?: Family; table?: NfTableName } = {}): string {
+    return nf.save(nsByName(this.w, nsName).nf, o.family ?? 4, o.table);
+  }
+
+  /** Packet and byte counters of every rule, by table and chain (`iptables -L -v -x`). */
+  iptablesCounters(nsName: string, o: { family?: Family; table: NfTableName }): { chain: string; rule: string; packets: number; bytes: number }[] {
+    const t = nsByName(this.w, nsName).nf.tables(o.family ?? 4).get(o.table);
+    const out = [];
+    for (const c of t?.values() ?? []) for (const r of c.rules) out.push({ chain: c.name, rule: r.spec, packets: r.packets, bytes: r.bytes });
+    return out;
+  }
+
+  /**
+   * Creates or replaces an nftables-style verdict map (or set) that `-j VMAP --map NAME --key ...` rules
+   * look packets up in: element keys like "10.96.0.10 . tcp . 53", verdicts accept, drop, "jump CHAIN",
+   * "goto CHAIN" (or "member" for a set). One lookup, however many elements.
+   */
+  nftSetMap(nsName: string, name: string, elements: Record<string, string>): void {
+    nf.setMap(nsByName(this.w, nsName).nf, name, elements);
+  }
+
+  nftDeleteMap(nsName: string, name: string): void {
+    nf.deleteMap(nsByName(this.w, nsName).nf, name);
   }
 
   /** Connection-tracking entries of a namespace (`conntrack -L`), as "src:sport -> dst:dport" pairs. */

@@ -2,17 +2,18 @@
 // Used when no CNI runtime is wired in; it makes pod IPs show up in PodSandboxStatus but moves no
 // packets. Allocations are not persisted separately: after a restart they are rebuilt from the IPs the
 // recovered sandboxes hold.
+import { bigIntToBytes, bytesToBigInt, formatIPv4, networkOf, parseCidr, parseIPv4 } from '@kemu/ip';
 import { invalidArgument, unavailable } from './errors.js';
 import type { NetworkManager, NetworkStatus, PodNetworkRequest, PodNetworkResult } from './types.js';
 
 function ipToInt(ip: string): number {
-  const p = ip.split('.').map(Number);
-  if (p.length !== 4 || p.some((x) => !Number.isInteger(x) || x < 0 || x > 255)) throw invalidArgument(`invalid IPv4 address ${ip}`);
-  return ((p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]) >>> 0;
+  const b = parseIPv4(ip);
+  if (!b) throw invalidArgument(`invalid IPv4 address ${ip}`);
+  return Number(bytesToBigInt(b));
 }
 
 function intToIp(n: number): string {
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+  return formatIPv4(bigIntToBytes(4, BigInt(n)));
 }
 
 export interface PodCidrIpamOptions {
@@ -33,12 +34,11 @@ export class PodCidrIpam implements NetworkManager {
   private setCidr(cidr: string) {
     const first = cidr.split(',').map((c) => c.trim()).find((c) => c.includes('.'));
     if (!first) throw invalidArgument(`pod CIDR ${JSON.stringify(cidr)} has no IPv4 range`);
-    const [addr, bits] = first.split('/');
-    const prefix = Number(bits);
-    if (!(prefix >= 8 && prefix <= 30)) throw invalidArgument(`pod CIDR ${first}: prefix must be between /8 and /30`);
-    const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-    this.base = (ipToInt(addr) & mask) >>> 0;
-    this.size = 2 ** (32 - prefix);
+    const c = parseCidr(first);
+    if (!c || c.family !== 4) throw invalidArgument(`invalid pod CIDR ${first}`);
+    if (!(c.prefix >= 8 && c.prefix <= 30)) throw invalidArgument(`pod CIDR ${first}: prefix must be between /8 and /30`);
+    this.base = Number(networkOf(c));
+    this.size = 2 ** (32 - c.prefix);
     this.next = 2; // .1 is the gateway
   }
 

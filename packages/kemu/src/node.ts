@@ -146,6 +146,8 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       rootDir: kubeletRoot,
       podLogsDir,
       relistPeriodMs: fast ? 200 : 1000,
+      // Mounted ConfigMaps/Secrets follow their sources at this pace (upstream's syncFrequency is 1 min).
+      syncFrequencyMs: fast ? 1000 : 60_000,
       leaseRenewMs: fast ? 500 : 10_000,
       statusUpdateMs: fast ? 500 : 10_000,
       // Upstream's CrashLoopBackOff is 10 s doubling to 5 min; fast mode keeps the shape at a smaller scale.

@@ -1,0 +1,113 @@
+// The composed cluster on embedded defaults: a pod whose env and mounted files come from a ConfigMap and
+// a Secret (env, envFrom, a projected volume), what `kemu exec` shows of them, a ConfigMap change reaching
+// the mounted file, the kubelet's error for a missing key, and a Job-style `echo done` pod completing.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod } from '@kemu/core';
+import { Cluster } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runningPod, until } from '../cluster/util.js';
+
+let cluster: Cluster;
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-podspec-'));
+
+beforeAll(async () => {
+  cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
+  await cluster.store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config', namespace: 'default' }, data: { LOG_LEVEL: 'debug', 'app.properties': 'color=blue\n' } });
+  await cluster.store.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db-creds', namespace: 'default' }, stringData: { username: 'app', password: 's3cr3t' } });
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+  fs.rmSync(stateDir, { recursive: true, force: true });
+});
+
+const exec = (pod: string, command: string[]) => cluster.extensions().podExec!('default', pod, { command });
+
+describe('a pod configured from a ConfigMap and a Secret', () => {
+  it('sees env, envFrom and projected files, and the file follows a ConfigMap change', async () => {
+    const pod: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } },
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            command: ['sleep', 'infinity'],
+            envFrom: [{ configMapRef: { name: 'app-config' } }],
+            env: [
+              { name: 'DB_USER', valueFrom: { secretKeyRef: { name: 'db-creds', key: 'username' } } },
+              { name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: 'db-creds', key: 'password' } } },
+              { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+              { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+              { name: 'DSN', value: 'postgres://$(DB_USER):$(DB_PASSWORD)@db:5432/$(LOG_LEVEL) $$(kept)' },
+            ],
+            volumeMounts: [{ name: 'config', mountPath: '/etc/app', readOnly: true }],
+          },
+        ],
+        volumes: [
+          {
+            name: 'config',
+            projected: {
+              sources: [
+                { configMap: { name: 'app-config', items: [{ key: 'app.properties', path: 'app.properties' }] } },
+                { secret: { name: 'db-creds', items: [{ key: 'password', path: 'secret/password', mode: 0o400 }] } },
+                { downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+              ],
+            },
+          },
+        ],
+      },
+    };
+    await cluster.store.create(pod);
+    const running = await runningPod(cluster.store, 'web');
+
+    const env = (await exec('web', ['env'])).stdout.split('\n');
+    expect(env).toEqual(
+      expect.arrayContaining([
+        'LOG_LEVEL=debug',
+        'DB_USER=app',
+        'DB_PASSWORD=s3cr3t',
+        `NODE=${running.spec.nodeName}`,
+        `POD_IP=${running.status?.podIP}`,
+        'DSN=postgres://app:s3cr3t@db:5432/debug $(kept)',
+      ]),
+    );
+    expect(await exec('web', ['cat', '/etc/app/app.properties'])).toEqual({ stdout: 'color=blue\n', stderr: '', exitCode: 0 });
+    expect((await exec('web', ['cat', '/etc/app/secret/password'])).stdout).toBe('s3cr3t');
+    expect((await exec('web', ['cat', '/etc/app/labels'])).stdout).toBe('app="web"');
+
+    const cm = await cluster.store.get('ConfigMap', 'default', 'app-config');
+    await cluster.store.update({ ...cm, data: { ...cm.data, 'app.properties': 'color=green\n' } });
+    await until('mounted file updated', async () => (await exec('web', ['cat', '/etc/app/app.properties'])).stdout === 'color=green\n', 15_000);
+  });
+
+  it('holds a container whose Secret key is missing in CreateContainerConfigError with the kubelet message', async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'nokey', namespace: 'default' },
+      spec: { containers: [{ name: 'app', image: 'busybox:1.36', env: [{ name: 'T', valueFrom: { secretKeyRef: { name: 'db-creds', key: 'token' } } }] }] },
+    });
+    const waiting = await until('CreateContainerConfigError', async () => {
+      const p = (await cluster.store.get('Pod', 'default', 'nokey')) as Pod;
+      const w = p.status?.containerStatuses?.[0]?.state?.waiting;
+      return w?.reason === 'CreateContainerConfigError' && w;
+    });
+    expect(waiting.message).toBe("couldn't find key token in Secret default/db-creds");
+  });
+
+  it('runs a Job-style `echo done` pod to Succeeded with "done" in its log', async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'once', namespace: 'default' },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'job', image: 'busybox:1.36', command: ['echo', 'done'] }] },
+    });
+    await until('Succeeded', async () => ((await cluster.store.get('Pod', 'default', 'once')) as Pod).status?.phase === 'Succeeded');
+    expect(await cluster.extensions().podLog!('default', 'once', {})).toBe('done\n');
+  });
+});

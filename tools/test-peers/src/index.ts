@@ -154,6 +154,8 @@ export const peers = {
   protobufIncludes: file('/usr/include/google/protobuf/descriptor.proto', 'libprotobuf-dev'),
   pythonGrpc: pythonModule('grpc', 'python3-grpcio'),
   pythonProtobuf: pythonModule('google.protobuf', 'python3-protobuf'),
+  /** The official Kubernetes Python client. */
+  pythonKubernetes: pythonModule('kubernetes', 'python3-kubernetes'),
   busybox: file('/bin/busybox', 'busybox-static'),
   unshare: program('unshare', 'util-linux'),
   nsenter: program('nsenter', 'util-linux'),

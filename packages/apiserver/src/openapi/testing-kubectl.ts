@@ -46,7 +46,7 @@ function discovery(pathname: string): unknown {
     apiVersion: 'v1',
     groupVersion: kinds[0].info.apiVersion,
     resources: kinds.flatMap(({ info }) => [
-      { name: info.resource, singularName: info.kind.toLowerCase(), namespaced: info.namespaced, kind: info.kind, verbs },
+      { name: info.resource, singularName: info.kind.toLowerCase(), namespaced: info.namespaced, kind: info.kind, verbs, shortNames: (info as { shortNames?: string[] }).shortNames ?? [] },
       ...(info.hasStatus ? [{ name: `${info.resource}/status`, singularName: '', namespaced: info.namespaced, kind: info.kind, verbs: ['get', 'patch', 'update'] }] : []),
     ]),
   };

@@ -1,4 +1,5 @@
 // The kind schemas: the DSL (see dsl.ts for how to add a kind), the registry, and the built-in modules.
+import apiextensionsV1 from './apiextensions-v1.js';
 import calicoV1 from './calico-v1.js';
 import coordinationV1 from './coordination-v1.js';
 import coreV1 from './core-v1.js';
@@ -26,6 +27,7 @@ export const BUILTIN_MODULES: readonly SchemaModule[] = [
   schedulingV1,
   coordinationV1,
   calicoV1,
+  apiextensionsV1,
 ];
 
 for (const m of BUILTIN_MODULES) registerSchemaModule(m);

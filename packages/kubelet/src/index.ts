@@ -53,3 +53,4 @@ export { type CgroupManager, type CgroupRecord, type CgroupVersion, detectCgroup
 export { ContainerManager, type PodCgroupInfo } from './container-manager.js';
 export { EVICTION_REASON, type Eviction, EvictionManager, MESSAGES as EVICTION_MESSAGES, type PressureCondition, SIGNAL_TO_CONDITION, SIGNAL_TO_RESOURCE } from './eviction-manager.js';
 export { diskUsage, type FsStats, type PodStats, type Summary, SummaryProvider } from './stats-summary.js';
+export { CHECKPOINT_FILE, DeviceAdmissionError, DeviceManager, type DeviceManagerOptions } from './device-manager.js';

@@ -1,0 +1,144 @@
+// The controller manager: runs the named controllers on one shared informer factory, switched on and off
+// by name as kube-controller-manager's `--controllers=*,-job`, under leader election on the
+// `kube-system/kube-controller-manager` Lease so only one manager of a cluster acts at a time.
+import { hostname } from 'node:os';
+import { InformerFactory, LeaderElector, type Store } from '@kemu/core';
+import type { Clock } from './clock.js';
+import { ControllerContext } from './controller-context.js';
+import { CronJobController } from './cronjob-controller.js';
+import { DeploymentController } from './deployment-controller.js';
+import { EndpointSliceController } from './endpointslice-controller.js';
+import { JobController, type JobControllerOptions } from './job-controller.js';
+import { ReplicaSetController } from './replica-set-controller.js';
+import { ServiceAccountController } from './service-account-controller.js';
+import { TTLAfterFinishedController } from './ttl-after-finished-controller.js';
+
+interface Runnable {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type Factory = (ctx: ControllerContext, opts: ControllerManagerOptions) => Runnable;
+
+/** Controllers by kube-controller-manager's names. */
+const CONTROLLERS: Record<string, Factory> = {
+  deployment: (ctx) => new DeploymentController(ctx),
+  replicaset: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicaSet' }),
+  replicationcontroller: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicationController' }),
+  endpointslice: (ctx, o) => new EndpointSliceController(ctx, { endpoints: enabledIn(o, 'endpoint') }),
+  serviceaccount: (ctx) => new ServiceAccountController(ctx),
+  job: (ctx, o) => new JobController(ctx, o.job),
+  cronjob: (ctx) => new CronJobController(ctx),
+  'ttl-after-finished': (ctx) => new TTLAfterFinishedController(ctx),
+};
+
+/** Names accepted by `--controllers` (`endpoint` is the legacy Endpoints half of `endpointslice`). */
+export const CONTROLLER_NAMES: readonly string[] = [...Object.keys(CONTROLLERS), 'endpoint'].sort();
+
+export interface ControllerManagerOptions {
+  store: Store;
+  /** `*` (all), names, and `-name` to disable, as `--controllers` (default `*`). */
+  controllers?: string | string[];
+  clock?: Clock;
+  informers?: InformerFactory;
+  /** Run under leader election (default true). */
+  leaderElect?: boolean;
+  identity?: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+  disableEvents?: boolean;
+  job?: JobControllerOptions;
+  onError?(controller: string, err: unknown): void;
+}
+
+/** The set of enabled controller names; throws on an unknown name, as kube-controller-manager refuses to start. */
+export function enabledControllers(spec: string | string[] = '*'): Set<string> {
+  const items = (Array.isArray(spec) ? spec : spec.split(',')).map((s) => s.trim()).filter(Boolean);
+  const on = new Set<string>();
+  let all = false;
+  const off = new Set<string>();
+  for (const it of items) {
+    if (it === '*') all = true;
+    else if (it.startsWith('-')) off.add(it.slice(1));
+    else on.add(it);
+  }
+  for (const n of [...on, ...off]) {
+    if (!CONTROLLER_NAMES.includes(n)) throw new Error(`"${n}" is not in the list of known controllers: ${CONTROLLER_NAMES.join(', ')}`);
+  }
+  const out = new Set<string>();
+  for (const n of CONTROLLER_NAMES) if ((all || on.has(n)) && !off.has(n)) out.add(n);
+  return out;
+}
+
+function enabledIn(o: ControllerManagerOptions, name: string): boolean {
+  return enabledControllers(o.controllers ?? '*').has(name);
+}
+
+export class ControllerManager {
+  readonly enabled: Set<string>;
+  readonly context: ControllerContext;
+  private running: Runnable[] = [];
+  private elector: LeaderElector | undefined;
+  private electing: Promise<void> | undefined;
+
+  constructor(readonly options: ControllerManagerOptions) {
+    this.enabled = enabledControllers(options.controllers ?? '*');
+    this.context = new ControllerContext({
+      store: options.store,
+      informers: options.informers ?? new InformerFactory(options.store),
+      clock: options.clock,
+      disableEvents: options.disableEvents,
+      onError: options.onError,
+    });
+  }
+
+  /** Start (as leader, or at once without leader election). Resolves once controllers run or election began. */
+  async start(): Promise<void> {
+    if (this.options.leaderElect === false) {
+      await this.startControllers();
+      return;
+    }
+    this.elector = new LeaderElector({
+      store: this.options.store,
+      name: 'kube-controller-manager',
+      identity: this.options.identity ?? `${hostname()}_${process.pid}_${Math.random().toString(16).slice(2, 10)}`,
+      leaseDurationMs: this.options.leaseDurationMs,
+      renewDeadlineMs: this.options.renewDeadlineMs,
+      retryPeriodMs: this.options.retryPeriodMs,
+      callbacks: {
+        onStartedLeading: () => this.startControllers(),
+        onStoppedLeading: () => void this.stopControllers(),
+      },
+    });
+    this.electing = this.elector.run();
+  }
+
+  get leading(): boolean {
+    return this.elector ? this.elector.isLeader() : this.running.length > 0;
+  }
+
+  private async startControllers(): Promise<void> {
+    const list: Runnable[] = [];
+    for (const name of this.enabled) {
+      const f = CONTROLLERS[name];
+      if (f) list.push(f(this.context, this.options));
+    }
+    this.running = list;
+    this.context.informers.start();
+    await Promise.all(list.map((c) => c.start()));
+  }
+
+  private async stopControllers(): Promise<void> {
+    const list = this.running;
+    this.running = [];
+    await Promise.all(list.map((c) => c.stop()));
+  }
+
+  async stop(): Promise<void> {
+    this.elector?.stop();
+    await this.electing?.catch(() => undefined);
+    await this.stopControllers();
+    await this.context.informers.stop();
+  }
+}

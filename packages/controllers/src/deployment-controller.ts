@@ -1,0 +1,463 @@
+// The Deployment controller: one ReplicaSet per pod template (named `<deployment>-<pod-template-hash>`),
+// RollingUpdate within maxSurge/maxUnavailable and Recreate, revision annotations and history cleanup,
+// pause/resume, the progress deadline with the Progressing and Available conditions, and every status
+// counter `kubectl rollout status` reads. Rollback (`rollout undo`) is a client-side template change.
+import {
+  Controller,
+  deepCopy,
+  type Deployment,
+  isAlreadyExists,
+  isNotFound,
+  type KubeObject,
+  type Pod,
+  type ReplicaSet,
+  rfc3339,
+  selectorFromLabelSelector,
+  type SharedInformer,
+} from '@kemu/core';
+import type { ControllerContext } from './controller-context.js';
+import {
+  copiedAnnotations,
+  computeHash,
+  type DeploymentCondition,
+  DESIRED_REPLICAS_ANNOTATION,
+  equalIgnoreHash,
+  getCondition,
+  MAX_REPLICAS_ANNOTATION,
+  maxRevision,
+  maxSurge,
+  maxUnavailable,
+  newRSNewReplicas,
+  POD_TEMPLATE_HASH,
+  Reasons,
+  REVISION_ANNOTATION,
+  REVISION_HISTORY_ANNOTATION,
+  revisionOf,
+  setCondition,
+} from './deployment-util.js';
+import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, withOwnerIndexes } from './indexes.js';
+import { controllerRef, controllerUid } from './pod-util.js';
+
+const COMPONENT = 'deployment-controller';
+
+export interface DeploymentControllerOptions {
+  workers?: number;
+}
+
+const byCreation = (a: KubeObject, b: KubeObject) =>
+  (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '');
+
+export class DeploymentController {
+  readonly controller: Controller;
+  private readonly deployments: SharedInformer<'Deployment'>;
+  private readonly sets: SharedInformer<'ReplicaSet'>;
+  private readonly pods: SharedInformer<'Pod'>;
+
+  constructor(
+    private readonly ctx: ControllerContext,
+    opts: DeploymentControllerOptions = {},
+  ) {
+    this.deployments = withOwnerIndexes(ctx.informers.informer('Deployment'));
+    this.sets = withOwnerIndexes(ctx.informers.informer('ReplicaSet'));
+    this.pods = withOwnerIndexes(ctx.informers.informer('Pod'));
+    this.controller = new Controller({
+      name: COMPONENT,
+      workers: opts.workers ?? 5,
+      informers: [this.deployments, this.sets, this.pods],
+      reconcile: (key) => this.sync(key),
+      onError: (_k, e) => ctx.error(COMPONENT, e),
+    });
+    this.deployments.addEventHandler(this.controller.handler());
+    const owner = (rs: ReplicaSet) => {
+      const ref = rs.metadata.ownerReferences?.find((r) => r.controller && r.kind === 'Deployment');
+      if (ref) this.controller.enqueue(`${rs.metadata.namespace}/${ref.name}`);
+      else if (!rs.metadata.deletionTimestamp) {
+        for (const d of this.deployments.indexer.byIndex(NAMESPACE_INDEX, rs.metadata.namespace ?? '')) {
+          if (selectorFromLabelSelector(d.spec.selector).matches(rs.metadata.labels)) this.controller.enqueue(d);
+        }
+      }
+    };
+    this.sets.addEventHandler({ onAdd: owner, onUpdate: (_a, b) => owner(b), onDelete: owner });
+    // Recreate waits for the old pods to be gone.
+    this.pods.addEventHandler({
+      onDelete: (p: Pod) => {
+        const rsUid = controllerUid(p);
+        if (!rsUid) return;
+        const rs = (this.sets.indexer.byIndex(NAMESPACE_INDEX, p.metadata.namespace ?? '') as ReplicaSet[]).find((s) => s.metadata.uid === rsUid);
+        if (rs) owner(rs);
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.controller.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.controller.stop();
+  }
+
+  /** The ReplicaSets a Deployment owns, adopting matching orphans (upstream getReplicaSetsForDeployment). */
+  private async claimReplicaSets(d: Deployment): Promise<ReplicaSet[]> {
+    const sel = selectorFromLabelSelector(d.spec.selector);
+    const out: ReplicaSet[] = [];
+    for (const rs of this.sets.indexer.byIndex(NAMESPACE_INDEX, d.metadata.namespace ?? '') as ReplicaSet[]) {
+      const owner = controllerUid(rs);
+      if (owner === d.metadata.uid) out.push(rs);
+      else if (!owner && !rs.metadata.deletionTimestamp && !d.metadata.deletionTimestamp && sel.matches(rs.metadata.labels)) {
+        try {
+          const adopted = await this.ctx.store.patch(
+            'ReplicaSet',
+            rs.metadata.namespace,
+            rs.metadata.name!,
+            { metadata: { ownerReferences: [...(rs.metadata.ownerReferences ?? []), controllerRef(d)], uid: rs.metadata.uid } },
+            'merge',
+          );
+          out.push(adopted);
+        } catch (e) {
+          if (!isNotFound(e)) throw e;
+        }
+      }
+    }
+    return out.sort(byCreation);
+  }
+
+  private async sync(key: string) {
+    const [ns, name] = key.split('/');
+    const cached = this.deployments.lister.get(ns, name);
+    if (!cached || cached.metadata.deletionTimestamp) return undefined;
+    const d = deepCopy(cached) as Deployment;
+    const everything = d.spec.selector && Object.keys(d.spec.selector).length === 0;
+    if (everything) {
+      this.ctx.event(COMPONENT, d, 'Warning', 'SelectingAll', 'This deployment is selecting all pods. A non-empty selector is required.');
+      return undefined;
+    }
+    const sets = await this.claimReplicaSets(d);
+    if (d.spec.paused) return this.syncPaused(d, sets);
+    if (d.spec.strategy?.type === 'Recreate') return this.rolloutRecreate(d, sets);
+    return this.rolloutRolling(d, sets);
+  }
+
+  /** Find the new ReplicaSet (template equal ignoring the hash) and the old ones. */
+  private split(d: Deployment, sets: ReplicaSet[]): { newRS?: ReplicaSet; old: ReplicaSet[] } {
+    const matches = sets.filter((rs) => equalIgnoreHash(rs.spec.template, d.spec.template));
+    // Several may match after a hash change: the oldest one wins, as upstream's FindNewReplicaSet.
+    const newRS = matches.sort(byCreation)[0];
+    return { newRS, old: sets.filter((rs) => rs !== newRS) };
+  }
+
+  /** Get the new ReplicaSet, creating it (or bumping its revision) when `create` is set. */
+  private async getNewRS(d: Deployment, sets: ReplicaSet[], create: boolean): Promise<{ newRS?: ReplicaSet; old: ReplicaSet[]; created: boolean }> {
+    const { newRS, old } = this.split(d, sets);
+    const maxOld = maxRevision(old);
+    const revision = String(maxOld + 1);
+    if (newRS) {
+      // An old template came back (rollback): it becomes the newest revision.
+      const cur = revisionOf(newRS);
+      const want: Record<string, string> = { ...(newRS.metadata.annotations ?? {}), ...copiedAnnotations(d) };
+      if (cur <= maxOld) {
+        want[REVISION_ANNOTATION] = revision;
+        const hist = newRS.metadata.annotations?.[REVISION_HISTORY_ANNOTATION];
+        want[REVISION_HISTORY_ANNOTATION] = hist ? `${hist},${cur}` : String(cur);
+      }
+      want[DESIRED_REPLICAS_ANNOTATION] = String(d.spec.replicas ?? 1);
+      want[MAX_REPLICAS_ANNOTATION] = String((d.spec.replicas ?? 1) + maxSurge(d));
+      let rs = newRS;
+      if (JSON.stringify(want) !== JSON.stringify(newRS.metadata.annotations ?? {}) || (newRS.spec.minReadySeconds ?? 0) !== (d.spec.minReadySeconds ?? 0)) {
+        const next = deepCopy(newRS);
+        next.metadata.annotations = want;
+        next.spec.minReadySeconds = d.spec.minReadySeconds;
+        rs = await this.ctx.store.update(next);
+      }
+      await this.setDeploymentRevision(d, rs.metadata.annotations?.[REVISION_ANNOTATION] ?? revision);
+      return { newRS: rs, old, created: false };
+    }
+    if (!create) return { old, created: false };
+    const hash = computeHash(d.spec.template, d.status?.collisionCount);
+    const template = deepCopy(d.spec.template);
+    template.metadata = { ...template.metadata, labels: { ...(template.metadata?.labels ?? {}), [POD_TEMPLATE_HASH]: hash } };
+    const selector = deepCopy(d.spec.selector);
+    selector.matchLabels = { ...(selector.matchLabels ?? {}), [POD_TEMPLATE_HASH]: hash };
+    const rs: ReplicaSet = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: {
+        name: `${d.metadata.name}-${hash}`,
+        namespace: d.metadata.namespace,
+        labels: template.metadata.labels,
+        annotations: {
+          ...copiedAnnotations(d),
+          [REVISION_ANNOTATION]: revision,
+          [DESIRED_REPLICAS_ANNOTATION]: String(d.spec.replicas ?? 1),
+          [MAX_REPLICAS_ANNOTATION]: String((d.spec.replicas ?? 1) + maxSurge(d)),
+        },
+        ownerReferences: [controllerRef(d)],
+      },
+      spec: { replicas: 0, minReadySeconds: d.spec.minReadySeconds, selector, template },
+    };
+    rs.spec.replicas = newRSNewReplicas(d, [...old, rs], rs);
+    try {
+      const created = await this.ctx.store.create(rs);
+      if ((rs.spec.replicas ?? 0) > 0) {
+        this.ctx.event(COMPONENT, d, 'Normal', 'ScalingReplicaSet', `Scaled up replica set ${created.metadata.name} from 0 to ${rs.spec.replicas}`);
+      }
+      await this.setDeploymentRevision(d, revision);
+      await this.patchStatusConditions(d, [
+        { type: 'Progressing', status: 'True', reason: Reasons.NewReplicaSetCreated, message: `Created new replica set "${created.metadata.name}"` },
+      ]);
+      return { newRS: created, old, created: true };
+    } catch (e) {
+      if (isAlreadyExists(e)) {
+        // A ReplicaSet of that name with another template: a hash collision. Bump collisionCount and retry.
+        const existing = await this.ctx.store.get('ReplicaSet', d.metadata.namespace, rs.metadata.name!).catch(() => undefined);
+        if (existing && controllerUid(existing) === d.metadata.uid && equalIgnoreHash(existing.spec.template, d.spec.template)) {
+          return { newRS: existing, old, created: false };
+        }
+        const next = deepCopy(d);
+        next.status = { ...(next.status ?? {}), collisionCount: (d.status?.collisionCount ?? 0) + 1 };
+        await this.ctx.store.updateStatus(next);
+        throw e;
+      }
+      await this.patchStatusConditions(d, [
+        { type: 'ReplicaFailure', status: 'True', reason: Reasons.FailedRSCreate, message: String((e as Error)?.message ?? e) },
+      ]);
+      throw e;
+    }
+  }
+
+  private async setDeploymentRevision(d: Deployment, revision: string): Promise<void> {
+    if (d.metadata.annotations?.[REVISION_ANNOTATION] === revision) return;
+    const updated = await this.ctx.store.patch(
+      'Deployment',
+      d.metadata.namespace,
+      d.metadata.name!,
+      { metadata: { annotations: { [REVISION_ANNOTATION]: revision } } },
+      'merge',
+    );
+    d.metadata.annotations = updated.metadata.annotations;
+    d.metadata.resourceVersion = updated.metadata.resourceVersion;
+  }
+
+  private async scale(d: Deployment, rs: ReplicaSet, to: number): Promise<ReplicaSet> {
+    const from = rs.spec.replicas ?? 0;
+    const desired = String(d.spec.replicas ?? 1);
+    const maxR = String((d.spec.replicas ?? 1) + maxSurge(d));
+    if (from === to && rs.metadata.annotations?.[DESIRED_REPLICAS_ANNOTATION] === desired && rs.metadata.annotations?.[MAX_REPLICAS_ANNOTATION] === maxR) return rs;
+    const next = deepCopy(rs);
+    next.spec.replicas = to;
+    next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [DESIRED_REPLICAS_ANNOTATION]: desired, [MAX_REPLICAS_ANNOTATION]: maxR };
+    const out = await this.ctx.store.update(next);
+    if (from !== to) {
+      this.ctx.event(COMPONENT, d, 'Normal', 'ScalingReplicaSet', `Scaled ${to > from ? 'up' : 'down'} replica set ${rs.metadata.name} from ${from} to ${to}`);
+    }
+    return out;
+  }
+
+  private async rolloutRolling(d: Deployment, sets: ReplicaSet[]) {
+    const r = await this.getNewRS(d, sets, true);
+    let newRS = r.newRS!;
+    let old = r.old;
+    // Scale up the new ReplicaSet within maxSurge.
+    const want = (newRS.spec.replicas ?? 0) > (d.spec.replicas ?? 1) ? (d.spec.replicas ?? 1) : newRSNewReplicas(d, [...old, newRS], newRS);
+    newRS = await this.scale(d, newRS, want);
+    // Scale down old ReplicaSets within maxUnavailable.
+    old = await this.reconcileOld(d, [...old, newRS], old, newRS);
+    await this.cleanup(d, old);
+    return this.syncStatus(d, newRS, [...old, newRS], old);
+  }
+
+  /** upstream reconcileOldReplicaSets: unhealthy old replicas first, then healthy ones down to minAvailable. */
+  private async reconcileOld(d: Deployment, all: ReplicaSet[], old: ReplicaSet[], newRS: ReplicaSet): Promise<ReplicaSet[]> {
+    const oldCount = old.reduce((n, rs) => n + (rs.spec.replicas ?? 0), 0);
+    if (oldCount === 0) return old;
+    const allCount = all.reduce((n, rs) => n + (rs.spec.replicas ?? 0), 0);
+    const minAvailable = (d.spec.replicas ?? 1) - maxUnavailable(d);
+    const newUnavailable = (newRS.spec.replicas ?? 0) - (newRS.status?.availableReplicas ?? 0);
+    let maxScaledDown = allCount - minAvailable - newUnavailable;
+    if (maxScaledDown <= 0) return old;
+    const out = [...old].sort(byCreation);
+    // Clean up unhealthy replicas of old sets first.
+    for (let i = 0; i < out.length && maxScaledDown > 0; i++) {
+      const rs = out[i];
+      const replicas = rs.spec.replicas ?? 0;
+      if (replicas === 0) continue;
+      const unhealthy = replicas - (rs.status?.availableReplicas ?? 0);
+      if (unhealthy <= 0) continue;
+      const down = Math.min(maxScaledDown, unhealthy);
+      out[i] = await this.scale(d, rs, replicas - down);
+      maxScaledDown -= down;
+    }
+    // Then healthy ones, while availability stays at or above minAvailable.
+    const available = [...out, newRS].reduce((n, rs) => n + (rs.status?.availableReplicas ?? 0), 0);
+    let total = available - minAvailable;
+    for (let i = 0; i < out.length && total > 0; i++) {
+      const rs = out[i];
+      const replicas = rs.spec.replicas ?? 0;
+      if (replicas === 0) continue;
+      const down = Math.min(replicas, total);
+      out[i] = await this.scale(d, rs, replicas - down);
+      total -= down;
+    }
+    return out;
+  }
+
+  private async rolloutRecreate(d: Deployment, sets: ReplicaSet[]) {
+    const r = await this.getNewRS(d, sets, false);
+    let old = r.old;
+    // Scale every old ReplicaSet to zero and wait for its pods to go.
+    let scaled = false;
+    old = await Promise.all(
+      old.map(async (rs) => {
+        if ((rs.spec.replicas ?? 0) === 0) return rs;
+        scaled = true;
+        return this.scale(d, rs, 0);
+      }),
+    );
+    if (scaled) return this.syncStatus(d, r.newRS, r.newRS ? [...old, r.newRS] : old, old);
+    const oldPodsRunning = old.some((rs) =>
+      (this.pods.indexer.byIndex(CONTROLLER_UID_INDEX, rs.metadata.uid!) as Pod[]).some((p) => p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded'),
+    );
+    if (oldPodsRunning) return this.syncStatus(d, r.newRS, r.newRS ? [...old, r.newRS] : old, old);
+    let newRS = r.newRS;
+    if (!newRS) newRS = (await this.getNewRS(d, sets, true)).newRS!;
+    newRS = await this.scale(d, newRS, d.spec.replicas ?? 1);
+    await this.cleanup(d, old);
+    return this.syncStatus(d, newRS, [...old, newRS], old);
+  }
+
+  private async syncPaused(d: Deployment, sets: ReplicaSet[]) {
+    const r = await this.getNewRS(d, sets, false);
+    // Paused: only proportional scaling of the existing sets, no rollout.
+    let newRS = r.newRS;
+    const active = [...r.old, ...(newRS ? [newRS] : [])].filter((rs) => (rs.spec.replicas ?? 0) > 0);
+    const desired = d.spec.replicas ?? 1;
+    const total = active.reduce((n, rs) => n + (rs.spec.replicas ?? 0), 0);
+    if (active.length === 1 && total !== desired) {
+      const only = await this.scale(d, active[0], desired);
+      if (newRS && only.metadata.uid === newRS.metadata.uid) newRS = only;
+    } else if (active.length === 0 && newRS) newRS = await this.scale(d, newRS, desired);
+    await this.cleanup(d, r.old);
+    return this.syncStatus(d, newRS, [...r.old, ...(newRS ? [newRS] : [])], r.old);
+  }
+
+  /** Delete old, empty ReplicaSets beyond revisionHistoryLimit, oldest first. */
+  private async cleanup(d: Deployment, old: ReplicaSet[]): Promise<void> {
+    const limit = d.spec.revisionHistoryLimit ?? 10;
+    const empty = old
+      .filter((rs) => (rs.spec.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0 && !rs.metadata.deletionTimestamp)
+      .sort((a, b) => revisionOf(a) - revisionOf(b) || byCreation(a, b));
+    const extra = empty.length - limit;
+    for (let i = 0; i < extra; i++) {
+      await this.ctx.store.delete('ReplicaSet', empty[i].metadata.namespace, empty[i].metadata.name!, { preconditions: { uid: empty[i].metadata.uid } }).catch((e) => {
+        if (!isNotFound(e)) throw e;
+      });
+    }
+  }
+
+  private async patchStatusConditions(d: Deployment, conds: DeploymentCondition[]): Promise<void> {
+    const now = rfc3339(this.ctx.clock.now());
+    let list = (d.status?.conditions ?? []) as DeploymentCondition[];
+    for (const c of conds) list = setCondition(list, { ...c, lastUpdateTime: now, lastTransitionTime: now });
+    const fresh = await this.ctx.store.get('Deployment', d.metadata.namespace, d.metadata.name!).catch(() => undefined);
+    if (!fresh) return;
+    fresh.status = { ...(fresh.status ?? {}), conditions: list };
+    d.status = (await this.ctx.store.updateStatus(fresh)).status;
+  }
+
+  /** Status and conditions (upstream syncRolloutStatus); returns a requeue for the progress deadline. */
+  private async syncStatus(d: Deployment, newRS: ReplicaSet | undefined, all: ReplicaSet[], _old: ReplicaSet[]) {
+    const now = this.ctx.clock.now();
+    const nowStamp = rfc3339(now);
+    const sum = (f: (rs: ReplicaSet) => number) => all.reduce((n, rs) => n + f(rs), 0);
+    const desired = d.spec.replicas ?? 1;
+    const replicas = sum((rs) => rs.status?.replicas ?? 0);
+    const available = sum((rs) => rs.status?.availableReplicas ?? 0);
+    const status: Deployment['status'] = {
+      observedGeneration: d.metadata.generation,
+      replicas,
+      updatedReplicas: newRS?.status?.replicas ?? 0,
+      readyReplicas: sum((rs) => rs.status?.readyReplicas ?? 0),
+      availableReplicas: available,
+      unavailableReplicas: Math.max(0, Math.max(replicas, desired) - available),
+      ...(d.status?.collisionCount !== undefined ? { collisionCount: d.status.collisionCount } : {}),
+    };
+    const cur = (d.status?.conditions ?? []) as DeploymentCondition[];
+    let conds = cur;
+    const minAvailable = desired - maxUnavailable(d);
+    conds = setCondition(
+      conds,
+      available >= minAvailable
+        ? { type: 'Available', status: 'True', reason: Reasons.MinimumReplicasAvailable, message: 'Deployment has minimum availability.', lastUpdateTime: nowStamp, lastTransitionTime: nowStamp }
+        : { type: 'Available', status: 'False', reason: Reasons.MinimumReplicasUnavailable, message: 'Deployment does not have minimum availability.', lastUpdateTime: nowStamp, lastTransitionTime: nowStamp },
+    );
+    let requeueMs: number | undefined;
+    const prog = getCondition(d, 'Progressing');
+    const complete =
+      !!newRS && status.updatedReplicas === desired && status.replicas === desired && available === desired && d.metadata.generation === status.observedGeneration;
+    const deadline = d.spec.progressDeadlineSeconds;
+    if (d.spec.paused) {
+      conds = setCondition(conds, { type: 'Progressing', status: 'Unknown', reason: Reasons.DeploymentPaused, message: 'Deployment is paused', lastUpdateTime: nowStamp, lastTransitionTime: nowStamp });
+    } else if (prog?.reason === Reasons.DeploymentPaused) {
+      conds = setCondition(conds, { type: 'Progressing', status: 'Unknown', reason: Reasons.DeploymentResumed, message: 'Deployment is resumed', lastUpdateTime: nowStamp, lastTransitionTime: nowStamp });
+    } else if (newRS && complete) {
+      conds = setCondition(conds, {
+        type: 'Progressing',
+        status: 'True',
+        reason: Reasons.NewReplicaSetAvailable,
+        message: `ReplicaSet "${newRS.metadata.name}" has successfully progressed.`,
+        lastUpdateTime: nowStamp,
+        lastTransitionTime: nowStamp,
+      });
+    } else if (newRS) {
+      const progressed =
+        !prog ||
+        (d.status?.updatedReplicas ?? 0) < status.updatedReplicas! ||
+        (d.status?.availableReplicas ?? 0) < available ||
+        (d.status?.readyReplicas ?? 0) < status.readyReplicas! ||
+        prog.reason === Reasons.NewReplicaSetCreated ||
+        prog.reason === Reasons.NewReplicaSetAvailable ||
+        prog.reason === Reasons.DeploymentResumed;
+      const since = prog?.lastUpdateTime ? Date.parse(prog.lastUpdateTime) : now.getTime();
+      if (deadline !== undefined && deadline < 2147483647 && !progressed && prog?.status === 'True' && since + deadline * 1000 <= now.getTime()) {
+        conds = setCondition(conds, {
+          type: 'Progressing',
+          status: 'False',
+          reason: Reasons.ProgressDeadlineExceeded,
+          message: `ReplicaSet "${newRS.metadata.name}" has timed out progressing.`,
+          lastUpdateTime: nowStamp,
+          lastTransitionTime: nowStamp,
+        });
+      } else if (progressed || prog?.reason !== Reasons.ProgressDeadlineExceeded) {
+        const c: DeploymentCondition = {
+          type: 'Progressing',
+          status: 'True',
+          reason: Reasons.ReplicaSetUpdated,
+          message: `ReplicaSet "${newRS.metadata.name}" is progressing.`,
+          lastUpdateTime: progressed ? nowStamp : (prog?.lastUpdateTime ?? nowStamp),
+          lastTransitionTime: prog?.status === 'True' ? (prog.lastTransitionTime ?? nowStamp) : nowStamp,
+        };
+        conds = [...conds.filter((x) => x.type !== 'Progressing'), c];
+        if (deadline !== undefined && deadline < 2147483647) {
+          const at = (progressed ? now.getTime() : since) + deadline * 1000;
+          requeueMs = this.ctx.clock.realDelay(Math.max(0, at - now.getTime())) + 10;
+        }
+      }
+    }
+    if (newRS && !d.spec.paused) conds = conds.filter((c) => c.type !== 'ReplicaFailure');
+    // Keep upstream's order: Available before Progressing.
+    conds = [...conds].sort((a, b) => ['Available', 'Progressing', 'ReplicaFailure'].indexOf(a.type) - ['Available', 'Progressing', 'ReplicaFailure'].indexOf(b.type));
+    status.conditions = conds;
+    const before = JSON.stringify({ ...d.status, conditions: undefined });
+    const after = JSON.stringify({ ...status, conditions: undefined });
+    if (before !== after || JSON.stringify(d.status?.conditions ?? []) !== JSON.stringify(conds)) {
+      const next = deepCopy(d);
+      next.status = status;
+      try {
+        await this.ctx.store.updateStatus(next);
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+      }
+    }
+    return requeueMs !== undefined ? { requeueAfterMs: requeueMs } : undefined;
+  }
+}

@@ -30,3 +30,27 @@ export {
   removeFromKubeconfig,
   writeKubeconfigFile,
 } from './kubeconfig.js';
+export {
+  acceptsTable,
+  buildTable,
+  humanDuration,
+  parseIncludeObject,
+  podStatusReason,
+  registerPrinter,
+  type Table,
+  type TableColumnDefinition,
+  type TableRow,
+} from './tables/index.js';
+export { openApiV2, openApiV3, openApiV3Index } from './openapi/index.js';
+export { decodeObjectBytes, encodeObject, PROTOBUF_CONTENT_TYPE, supportsProtobuf } from './protobuf/index.js';
+export {
+  type CustomResourceDefinition,
+  registerCustomResource,
+  registerCustomResourceDefinitionKind,
+  scaleOf,
+  servedCustomResource,
+  serveStoredCustomResources,
+  unregisterCustomResource,
+  withScale,
+} from './crd/index.js';
+export { type ClusterCredentials, clusterCredentials } from './cluster-credentials.js';

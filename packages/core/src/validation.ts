@@ -9,6 +9,7 @@ import { type KindInfo, lookupKind } from './kinds.js';
 import { dns1123Label, dns1123Subdomain, labelValue, pathSegmentName, qualifiedName } from './names.js';
 import { parseQuantity, type Quantity } from './quantity.js';
 import { isRBACKind } from './validation-rbac.js';
+import { validatePodSources } from './validation-pod-sources.js';
 import { validateConfigMapData } from './validation-secret.js';
 
 const RESTART = ['Always', 'Never', 'OnFailure'] as const;
@@ -287,6 +288,7 @@ export function validatePodSpec(e: FieldErrors, s: PodSpec | undefined): void {
   const names = new Set<string>();
   validateContainers(e, 'spec.initContainers', s.initContainers, volumes, names, true);
   validateContainers(e, 'spec.containers', s.containers, volumes, names, false);
+  validatePodSources(e, s);
   if (s.restartPolicy !== undefined && !oneOf(s.restartPolicy, RESTART)) e.notSupported('spec.restartPolicy', s.restartPolicy, RESTART);
   if (s.dnsPolicy !== undefined && !oneOf(s.dnsPolicy, DNS_POLICY)) e.notSupported('spec.dnsPolicy', s.dnsPolicy, DNS_POLICY);
   if (s.terminationGracePeriodSeconds !== undefined && !(Number.isInteger(s.terminationGracePeriodSeconds) && s.terminationGracePeriodSeconds >= 0)) {

@@ -30,6 +30,7 @@ import { ProbeManager, realProbeTransport } from './prober.js';
 import { RuntimeCache } from './runtime-cache.js';
 import { SummaryProvider } from './stats-summary.js';
 import type { KubeletOptions } from './types.js';
+import { storeObjectSource } from './object-source.js';
 import { VolumeManager } from './volume-manager.js';
 
 interface Worker {
@@ -84,7 +85,8 @@ export class Kubelet {
     this.pods = this.factory.informer('Pod', { fieldSelector: `spec.nodeName=${o.nodeName}`, onError: (e) => onError(e, 'pod informer') });
     this.cache = new RuntimeCache(o.runtime);
     const rootDir = o.rootDir ?? '/var/lib/kubelet';
-    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined);
+    const objects = storeObjectSource(o.store, o.nodeName);
+    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined, objects);
     this.events = new EventRecorder(o.store, { component: 'kubelet', host: o.nodeName, disableStore: o.recordEvents === false });
     this.probes = new ProbeManager(o.runtime, o.probeTransport ?? realProbeTransport, (uid, _id, kind, ok, message) => {
       const pod = this.byUid.get(uid);
@@ -95,6 +97,8 @@ export class Kubelet {
     this.syncer = new PodSyncer({
       store: o.store,
       nodeName: o.nodeName,
+      objects,
+      hookTransport: o.probeTransport,
       nodeIP: () => this.nodeIP,
       runtimeName: () => this.runtimeName,
       runtime: o.runtime,
@@ -212,6 +216,7 @@ export class Kubelet {
     this.every(this.o.leaseRenewMs ?? 10_000, () => this.heartbeat());
     this.every(this.o.statusUpdateMs ?? 10_000, () => this.postStatus());
     this.every(this.o.relistPeriodMs ?? 1_000, () => this.relist());
+    this.every(this.o.syncFrequencyMs ?? 60_000, () => this.resyncAll());
     // Eviction is on only with a KubeletConfiguration (its thresholds); upstream monitors every 10 s.
     if (this.o.config) this.every(this.o.evictionMonitoringPeriodMs ?? 10_000, () => this.evictionPass());
     if (this.o.containerEvents) this.consumeEvents();
@@ -279,6 +284,10 @@ export class Kubelet {
       this.eviction.conditions(),
     );
     await this.csiNode?.sync();
+  }
+
+  private async resyncAll() {
+    for (const uid of this.byUid.keys()) this.enqueue(uid);
   }
 
   private async relist() {

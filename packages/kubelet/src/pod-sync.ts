@@ -6,11 +6,14 @@ import type { EventRecorder } from '@kemu/core/controllers';
 import { cri } from '@kemu/proto';
 import { type Backoff, goDuration } from './backoff.js';
 import type { ContainerResourceOptions } from './cm-qos.js';
+import { type EnvObjectSource, makeEnvironmentVariables } from './container-env.js';
 import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
+import { type HookRunner, LifecycleHookError, runLifecycleHandler, runPreStop } from './lifecycle-handlers.js';
+import { storeObjectSource } from './object-source.js';
 import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
-import type { ProbeManager } from './prober.js';
+import { type ProbeManager, realProbeTransport } from './prober.js';
 import { isReadySandbox, type PodRuntime, type RuntimeCache } from './runtime-cache.js';
-import type { ImageApi, RuntimeApi } from './types.js';
+import type { ImageApi, ProbeTransport, RuntimeApi } from './types.js';
 import { type VolumeManager, VolumeWaitError } from './volume-manager.js';
 
 export interface SyncResult {
@@ -38,7 +41,14 @@ export interface SyncDeps {
   containerResources?: ContainerResourceOptions;
   /** Adds what the container manager hands a container (device plugins' Allocate answers). */
   containerConfigHook?: (pod: Pod, container: Container, cfg: cri.ContainerConfig) => cri.ContainerConfig;
+  /** ConfigMaps, Secrets, Services and the node's allocatable for env and volumes (default: the store). */
+  objects?: EnvObjectSource;
+  /** Where httpGet lifecycle hooks go (default: real sockets). */
+  hookTransport?: ProbeTransport;
 }
+
+/** The shortest StopContainer timeout after a preStop hook (upstream minimumGracePeriodInSeconds). */
+const MINIMUM_GRACE_SECONDS = 2;
 
 const RUNNING = cri.ContainerState.CONTAINER_RUNNING;
 const EXITED = cri.ContainerState.CONTAINER_EXITED;
@@ -52,7 +62,13 @@ export class PodSyncer {
   private waiting = new Map<string, Map<string, { reason: string; message?: string }>>();
   private sandboxIPs = new Map<string, string[]>();
 
-  constructor(private readonly d: SyncDeps) {}
+  private readonly objects: EnvObjectSource;
+  private readonly hooks: HookRunner;
+
+  constructor(private readonly d: SyncDeps) {
+    this.objects = d.objects ?? storeObjectSource(d.store, d.nodeName);
+    this.hooks = { runtime: d.runtime, transport: d.hookTransport ?? realProbeTransport };
+  }
 
   private holdBack(uid: string, name: string, reason: string, message?: string) {
     let m = this.waiting.get(uid);
@@ -81,7 +97,8 @@ export class PodSyncer {
       volumePaths = await this.d.volumes.mount(pod);
     } catch (err) {
       if (!(err instanceof VolumeWaitError)) throw err;
-      this.d.events.event(pod, 'Warning', err.reason, `MountVolume.SetUp failed: ${err.message}`);
+      const what = err.volume ? ` for volume ${JSON.stringify(err.volume)} ` : '';
+      this.d.events.event(pod, 'Warning', err.reason, `MountVolume.SetUp failed${what}: ${err.message}`);
       await this.writeStatus(pod, rt, 'ContainerCreating');
       return { requeueMs: 500 };
     }
@@ -157,7 +174,7 @@ export class PodSyncer {
             const what = failure.kind === 'startup' ? 'failed startup probe' : 'failed liveness probe';
             this.d.events.event(pod, 'Normal', 'Killing', `Container ${c.name} ${what}, will be restarted`);
             this.d.probes.removeContainer(latest.id!);
-            await this.d.runtime.StopContainer({ containerId: latest.id, timeout: pod.spec.terminationGracePeriodSeconds ?? 30 });
+            await this.killContainer(pod, c, latest.id!, pod.spec.terminationGracePeriodSeconds ?? 30, podIPs[0] ?? '');
             wantSooner(0);
           }
           continue;
@@ -298,7 +315,10 @@ export class PodSyncer {
     }
     let cfg: cri.ContainerConfig;
     try {
-      cfg = containerConfig(pod, c, attempt, { volumePaths, kind, resources: this.d.containerResources });
+      const hostIPs = [this.d.nodeIP()];
+      const { env, warnings } = await makeEnvironmentVariables(pod, c, this.objects, { podIPs: pod.spec.hostNetwork ? hostIPs : podIPs, hostIPs });
+      for (const w of warnings) this.d.events.event(pod, 'Warning', w.reason, w.message);
+      cfg = containerConfig(pod, c, attempt, { volumePaths, kind, env, resources: this.d.containerResources });
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       this.holdBack(uid, c.name, 'CreateContainerConfigError', err.message);
@@ -317,16 +337,37 @@ export class PodSyncer {
     await this.d.runtime.StartContainer({ containerId });
     this.release(uid, c.name);
     this.d.events.event(pod, 'Normal', 'Started', `Started container ${c.name}`);
-    const postStart = (c as Container & { lifecycle?: { postStart?: { exec?: { command?: string[] } } } }).lifecycle?.postStart;
-    if (postStart?.exec?.command?.length) {
-      const res = await this.d.runtime.ExecSync({ containerId, cmd: postStart.exec.command, timeout: 30 });
-      if (res.exitCode !== 0) {
-        this.d.events.event(pod, 'Warning', 'FailedPostStartHook', `PostStartHook failed: exit code ${res.exitCode}`);
-        await this.d.runtime.StopContainer({ containerId, timeout: pod.spec.terminationGracePeriodSeconds ?? 30 });
+    const postStart = c.lifecycle?.postStart;
+    if (postStart) {
+      try {
+        await runLifecycleHandler(this.hooks, postStart, { pod, container: c, containerId, podIP: podIPs[0] ?? '' });
+      } catch (err) {
+        if (!(err instanceof LifecycleHookError)) throw err;
+        // The hook's output is not put into the event, so that secrets do not leak (as upstream).
+        this.d.events.event(pod, 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
+        await this.killContainer(pod, c, containerId, pod.spec.terminationGracePeriodSeconds ?? 30, podIPs[0] ?? '');
         return;
       }
     }
     this.d.probes.add({ pod, container: c, containerId, podIP: podIPs[0] ?? '' });
+  }
+
+  /**
+   * Stops one container as the kubelet's killContainer does: the preStop hook first, for at most the grace
+   * period, whose time is taken off the grace StopContainer is given (never under two seconds).
+   */
+  private async killContainer(pod: Pod, c: Container, containerId: string, graceSeconds: number, podIP: string) {
+    this.d.events.event(pod, 'Normal', 'Killing', `Stopping container ${c.name}`);
+    let grace = graceSeconds;
+    const preStop = c.lifecycle?.preStop;
+    if (preStop && grace > 0) {
+      grace -= await runPreStop(this.hooks, preStop, { pod, container: c, containerId, podIP }, grace, (message) =>
+        this.d.events.event(pod, 'Warning', 'FailedPreStopHook', message),
+      );
+      // A hook that used up the grace period still leaves the container a short window for SIGTERM.
+      if (grace < MINIMUM_GRACE_SECONDS) grace = MINIMUM_GRACE_SECONDS;
+    }
+    await this.d.runtime.StopContainer({ containerId, timeout: grace });
   }
 
   /**
@@ -337,10 +378,16 @@ export class PodSyncer {
     const uid = pod.metadata.uid ?? '';
     this.d.probes.removePod(uid);
     const running = rt.containers.filter((c) => c.state === RUNNING || c.state === CREATED);
-    if (running.length && 'spec' in pod && pod.spec) {
-      this.d.events.event(pod as Pod, 'Normal', 'Killing', `Stopping container ${running.map((c) => c.metadata?.name).join(', ')}`);
-    }
-    await Promise.all(running.map((c) => this.d.runtime.StopContainer({ containerId: c.id, timeout: graceSeconds })));
+    const spec = 'spec' in pod ? pod.spec : undefined;
+    const all = [...(spec?.initContainers ?? []), ...(spec?.containers ?? []), ...(spec?.ephemeralContainers ?? [])];
+    const podIP = rt.sandboxes[0]?.id ? (this.sandboxIPs.get(rt.sandboxes[0].id) ?? [])[0] ?? '' : '';
+    await Promise.all(
+      running.map((c) => {
+        const cs = all.find((x) => x.name === c.metadata?.name);
+        if (!cs) return this.d.runtime.StopContainer({ containerId: c.id, timeout: graceSeconds });
+        return this.killContainer(pod as Pod, cs, c.id!, graceSeconds, podIP);
+      }),
+    );
     for (const s of rt.sandboxes) {
       if (s.state === cri.PodSandboxState.SANDBOX_READY) await this.d.runtime.StopPodSandbox({ podSandboxId: s.id });
       this.sandboxIPs.delete(s.id!);

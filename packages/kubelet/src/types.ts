@@ -63,6 +63,11 @@ export interface KubeletOptions {
   clusterDomain?: string;
   /** PLEG relist period (upstream 1 s). */
   relistPeriodMs?: number;
+  /**
+   * Every pod is synced again this often (upstream syncFrequency, 1 min): the files of configMap, secret,
+   * downwardAPI and projected volumes follow their sources at this pace.
+   */
+  syncFrequencyMs?: number;
   /** Lease renew interval (upstream 10 s) and duration (upstream 40 s). */
   leaseRenewMs?: number;
   leaseDurationSeconds?: number;

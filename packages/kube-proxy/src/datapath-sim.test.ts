@@ -1,0 +1,89 @@
+import { createMemoryStore } from '@kemu/core';
+import { formatTrace } from '@kemu/netsim';
+import { describe, expect, it } from 'vitest';
+import { buildRules, restoreInput } from './iptables-rules.js';
+import { Proxier } from './proxier.js';
+import { simRuleSink } from './rule-sink.js';
+import { servicePorts } from './service-ports.js';
+import { service, slice, twoNodes } from './test-helpers.js';
+
+const PODS = { a: { node: 1, ip: '10.244.1.2' }, b: { node: 1, ip: '10.244.1.3' }, c: { node: 2, ip: '10.244.2.2' } } as const;
+
+async function program(w: ReturnType<typeof twoNodes>, ports: ReturnType<typeof servicePorts>) {
+  for (const n of ['node1', 'node2']) {
+    const sink = simRuleSink(w, n);
+    await sink.restore(restoreInput(buildRules(ports, { nodeName: n, clusterCIDR: '10.244.0.0/16' }), await sink.save()));
+  }
+}
+
+describe('kube-proxy on the simulated datapath', () => {
+  it('a ClusterIP reaches every endpoint, on this node and the other, with replies un-NATed', async () => {
+    const w = twoNodes(PODS);
+    await program(
+      w,
+      servicePorts(
+        [service('web', { clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20'] })],
+        [slice('web', [{ ip: '10.244.1.3', node: 'node1' }, { ip: '10.244.2.2', node: 'node2' }])],
+      ),
+    );
+    const first = w.tcpConnect('a', '10.96.0.20', 80);
+    expect(first.state).toBe('established');
+    expect(formatTrace(first.trace)).toMatch(/nat KUBE-SERVICES rule 1: -A KUBE-SERVICES -d 10\.96\.0\.20\/32 .*-j KUBE-SVC-/);
+    const hit = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      expect(w.tcpConnect('a', '10.96.0.20', 80, { trace: false }).state).toBe('established');
+    }
+    for (const c of w.conntrack('node1')) if (c.proto === 6) hit.add(c.reply.split(':')[0]!);
+    expect([...hit].sort()).toEqual(['10.244.1.3', '10.244.2.2']);
+  });
+
+  it('a NodePort answers on every node, masqueraded so replies return through it', async () => {
+    const w = twoNodes(PODS);
+    await program(
+      w,
+      servicePorts(
+        [service('np', { type: 'NodePort', clusterIP: '10.96.0.21', clusterIPs: ['10.96.0.21'], ports: [{ name: 'http', protocol: 'TCP', port: 80, nodePort: 30080 }] })],
+        [slice('np', [{ ip: '10.244.2.2', node: 'node2' }])],
+      ),
+    );
+    for (const nodeIP of ['192.168.0.1', '192.168.0.2']) {
+      const r = w.tcpConnect('ext', nodeIP, 30080);
+      expect([nodeIP, r.state]).toEqual([nodeIP, 'established']);
+      expect(formatTrace(r.trace)).toContain('nat KUBE-NODEPORTS rule 1');
+    }
+    expect(w.conntrack('node1').find((c) => c.proto === 6)!.nat).toEqual(['dnat', 'snat']);
+  });
+
+  it('a Service without endpoints is rejected, and the trace says so', async () => {
+    const w = twoNodes(PODS);
+    await program(w, servicePorts([service('empty', { clusterIP: '10.96.0.22', clusterIPs: ['10.96.0.22'] })], []));
+    const r = w.tcpConnect('a', '10.96.0.22', 80);
+    expect(r.state).toBe('unreachable');
+    expect(r.trace.find((h) => h.kind === 'drop')).toMatchObject({
+      ns: 'node1',
+      reason: 'rejected: default/empty:http has no endpoints',
+    });
+  });
+
+  it('follows Services and EndpointSlices in the store and leaves no chain behind when they go', async () => {
+    const store = await createMemoryStore();
+    const w = twoNodes(PODS);
+    const errors: unknown[] = [];
+    const proxier = new Proxier({ store, sink: simRuleSink(w, 'node1'), nodeName: 'node1', clusterCIDR: '10.244.0.0/16', minSyncPeriodMs: 10, onError: (e) => errors.push(e) });
+    await proxier.start();
+    try {
+      const svc = await store.create(service('web', {}));
+      const ip = (svc as { spec: { clusterIP: string } }).spec.clusterIP;
+      await store.create(slice('web', [{ ip: '10.244.2.2', node: 'node2' }]));
+      await expect.poll(() => w.tcpConnect('a', ip, 80, { trace: false }).state, { timeout: 5000 }).toBe('established');
+      await store.delete('Service', 'default', 'web');
+      await store.delete('EndpointSlice', 'default', 'web-abcde');
+      await expect.poll(() => w.iptablesSave('node1', { table: 'nat' }).match(/KUBE-(SVC|SEP)-/g), { timeout: 5000 }).toBeNull();
+      expect(w.tcpConnect('a', ip, 80, { trace: false }).state).not.toBe('established');
+      expect(errors).toEqual([]);
+    } finally {
+      await proxier.stop();
+      await store.close();
+    }
+  });
+});

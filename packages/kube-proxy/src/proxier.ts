@@ -1,0 +1,102 @@
+// One node's kube-proxy: watches Services and EndpointSlices and keeps the node's rules in step, with
+// changes batched (a sync at most every minSyncPeriod, as --iptables-min-sync-period) and a periodic
+// full sync. Each sync writes the whole rule set and deletes chains of Services that went.
+import { type EndpointSlice, InformerFactory, type Service, type Store } from '@kemu/core';
+import { buildRules, type NodeContext, restoreInput } from './iptables-rules.js';
+import type { RuleSink } from './rule-sink.js';
+import { servicePorts } from './service-ports.js';
+
+export interface ProxierOptions extends NodeContext {
+  store: Store;
+  sink: RuleSink;
+  /** Shortest time between two syncs (default 1 s, upstream's --iptables-min-sync-period). */
+  minSyncPeriodMs?: number;
+  /** A full sync at least this often (default 30 s, upstream's --iptables-sync-period). */
+  syncPeriodMs?: number;
+  onError?: (err: unknown) => void;
+}
+
+export interface SyncStats {
+  /** When the sync finished (ms since epoch) and how long it took. */
+  at: number;
+  durationMs: number;
+  servicePorts: number;
+  rules: number;
+}
+
+export class Proxier {
+  private readonly factory: InformerFactory;
+  private readonly services;
+  private readonly slices;
+  private timer?: NodeJS.Timeout;
+  private periodic?: NodeJS.Timeout;
+  private running: Promise<void> | null = null;
+  private dirty = false;
+  private lastRun = 0;
+  private stopped = false;
+  last?: SyncStats;
+
+  constructor(private readonly o: ProxierOptions) {
+    this.factory = new InformerFactory(o.store);
+    const onError = (e: unknown) => o.onError?.(e);
+    this.services = this.factory.informer('Service', { onError });
+    this.slices = this.factory.informer('EndpointSlice', { onError });
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    this.services.addEventHandler(changed);
+    this.slices.addEventHandler(changed);
+  }
+
+  async start(): Promise<void> {
+    this.factory.start();
+    await this.factory.waitForCacheSync();
+    await this.syncNow();
+    this.periodic = setInterval(() => this.schedule(), this.o.syncPeriodMs ?? 30_000);
+    this.periodic.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    clearInterval(this.periodic);
+    await this.factory.stop();
+    await this.running;
+  }
+
+  /** Asks for a sync; several changes within minSyncPeriod are one sync. */
+  schedule(): void {
+    if (this.stopped || !this.services.hasSynced() || !this.slices.hasSynced()) return;
+    this.dirty = true;
+    if (this.timer || this.running) return;
+    const wait = Math.max(0, this.lastRun + (this.o.minSyncPeriodMs ?? 1000) - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.syncNow();
+    }, wait);
+    this.timer.unref?.();
+  }
+
+  /** Writes the node's rules now from the informers' caches. */
+  async syncNow(): Promise<void> {
+    if (this.running) {
+      this.dirty = true;
+      return this.running;
+    }
+    this.dirty = false;
+    this.running = (async () => {
+      const start = performance.now();
+      try {
+        const ports = servicePorts(this.services.indexer.list() as Service[], this.slices.indexer.list() as EndpointSlice[]);
+        const rules = buildRules(ports, this.o);
+        await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+        this.last = { at: Date.now(), durationMs: performance.now() - start, servicePorts: ports.length, rules: rules.filter.length + rules.nat.length };
+      } catch (err) {
+        this.o.onError?.(err);
+      } finally {
+        this.lastRun = Date.now();
+        this.running = null;
+      }
+    })();
+    await this.running;
+    if (this.dirty) this.schedule();
+  }
+}

@@ -1,0 +1,56 @@
+// Where a node's rules go: a netfilter that reads back its tables (iptables-save) and takes a
+// `--noflush` iptables-restore. One implementation drives the simulated datapath, one real Linux.
+import { spawn } from 'node:child_process';
+
+export interface RuleSink {
+  /** The filter and nat tables as iptables-save prints them. */
+  save(): Promise<string>;
+  /** Applies iptables-restore input with --noflush; all of it or nothing. */
+  restore(text: string): Promise<void>;
+}
+
+/** What the simulated datapath offers (netsim's World). */
+export interface SimNetfilter {
+  iptablesSave(ns: string, o?: { table?: 'filter' | 'nat' }): string;
+  iptablesRestore(ns: string, text: string, o?: { noflush?: boolean }): void;
+}
+
+export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
+  return {
+    async save() {
+      return world.iptablesSave(ns, { table: 'filter' }) + world.iptablesSave(ns, { table: 'nat' });
+    },
+    async restore(text) {
+      world.iptablesRestore(ns, text, { noflush: true });
+    },
+  };
+}
+
+const NSENTER = '/usr/bin/nsenter';
+
+function run(args: string[], input?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NSENTER, args, { stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (err += c));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.slice(2).join(' ')}: ${err.trim() || `exit ${code}`}`))));
+    child.stdin.end(input ?? '');
+  });
+}
+
+/** Real iptables in the network namespace at `netnsPath` (entered with nsenter; no shell involved). */
+export function linuxRuleSink(netnsPath: string): RuleSink {
+  if (!netnsPath.startsWith('/') || netnsPath.includes('\0')) throw new Error(`invalid network namespace path ${netnsPath}`);
+  const ns = `--net=${netnsPath}`;
+  return {
+    async save() {
+      return (await run([ns, '--', 'iptables-save', '-t', 'filter'])) + (await run([ns, '--', 'iptables-save', '-t', 'nat']));
+    },
+    async restore(text) {
+      await run([ns, '--', 'iptables-restore', '--noflush', '-w', '5'], text);
+    },
+  };
+}

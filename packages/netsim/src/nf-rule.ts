@@ -341,7 +341,8 @@ export function parseRule(words: string[], family: Family): NfRule {
       const v = take(w);
       const p = Number(v);
       if (!/^\d*\.?\d+$/.test(v) || !(p >= 0 && p <= 1)) bad(`statistic: invalid probability "${v}"`);
-      c.probability = p;
+      // The kernel keeps the probability as a 31-bit fraction; iptables-save prints that value back.
+      c.probability = Math.round(p * 0x80000000) / 0x80000000;
       continue;
     }
     if (c?.kind === 'statistic-nth' && (w === '--every' || w === '--packet')) {

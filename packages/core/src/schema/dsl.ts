@@ -32,8 +32,10 @@
 //      value is meaningful and kept), `inline` (the field's own fields appear at this level in JSON, as Go's
 //      `json:",inline"`), `patchStrategy`/`patchMergeKey`, `listType`/`listMapKeys`, `mapType`, `enum`.
 //    - Do not write `apiVersion`/`kind`: every kind's type gets them; every kind gets its `<Kind>List` type.
-//    - Facts (names, numbers, types, strategies) must match upstream exactly: read upstream's
-//      generated.proto and OpenAPI with the search tool. Descriptions are short and in our own words.
+//    - Facts (names, numbers, types, strategies) must match upstream exactly. To start from them, let
+//      `node tools/schema-gen/from-kubectl.mjs k8s.io.api.apps.v1 Deployment ...` write the module from the
+//      descriptors and struct tags in the kubectl binary, then settle its TODOs (list types, pointers)
+//      against upstream's types.go. Descriptions are short and in our own words.
 // 2. Add one line importing the module to `BUILTIN_MODULES` in `packages/core/src/schema/index.ts`.
 //    The kind itself (resource, scope, selectable fields) is still registered in kinds.ts / registerKind.
 

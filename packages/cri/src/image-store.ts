@@ -5,11 +5,15 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { readFileBounded, resolveWithin } from '@kemu/safe-fs';
+import { readFileBounded, resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import * as tar from 'tar';
-import { invalidArgument, notFound, unavailable } from './errors.js';
+import { ContentStore } from './content-store.js';
+import { invalidArgument, notFound, RpcError, unavailable } from './errors.js';
 import { globMatch, isImageId, normalizeRef, parseImageRef } from './image-ref.js';
+import type { Credentials } from './registry-auth.js';
+import { pullFromRegistry, RegistryError } from './registry-client.js';
 import { writeFileAtomicSync } from './state-store.js';
+import * as grpc from '@grpc/grpc-js';
 import type { ImageRecord } from './types.js';
 
 export interface ImageStoreOptions {
@@ -19,6 +23,11 @@ export interface ImageStoreOptions {
   syntheticImages?: boolean;
   /** Glob patterns (on the normalised reference) that fail to pull like an unreachable registry. */
   failImages?: string[];
+  /**
+   * Pull from OCI distribution registries when the image dir does not have the reference. `configPath`
+   * is a containerd-style hosts directory (`<configPath>/<host>/hosts.toml`).
+   */
+  registry?: { configPath?: string };
 }
 
 const MT_INDEX = new Set(['application/vnd.oci.image.index.v1+json', 'application/vnd.docker.distribution.manifest.list.v2+json']);
@@ -100,7 +109,16 @@ function imageFromConfig(
     source,
     sourcePath,
     manifestDigest,
-    config: { env: c.Env, entrypoint: c.Entrypoint, cmd: c.Cmd, workingDir: c.WorkingDir, user: c.User },
+    config: {
+      env: c.Env,
+      entrypoint: c.Entrypoint,
+      cmd: c.Cmd,
+      workingDir: c.WorkingDir,
+      user: c.User,
+      exposedPorts: c.ExposedPorts ? Object.keys(c.ExposedPorts) : undefined,
+      labels: c.Labels ?? undefined,
+      stopSignal: c.StopSignal ?? undefined,
+    },
   };
 }
 
@@ -234,6 +252,7 @@ export class ImageStore {
   private removed = new Set<string>();
   private readonly stateFile?: string;
   private readonly cacheDir?: string;
+  private content?: ContentStore;
 
   constructor(private readonly opts: ImageStoreOptions = {}) {
     if (opts.stateDir) {
@@ -290,7 +309,76 @@ export class ImageStore {
     return findImage(this.list(), refOrId);
   }
 
-  async pull(reference: string): Promise<ImageRecord> {
+  private contentStore(): ContentStore {
+    const base = this.opts.stateDir ?? path.join(this.opts.imageDir ?? '/tmp', '.kemu-cache');
+    this.content ??= new ContentStore(path.join(base, 'content'));
+    return this.content;
+  }
+
+  /** Resolves `reference` on its registry (or a mirror), fetches what the content store lacks, records the image. */
+  private async pullRegistry(reference: string, normalized: string, creds?: Credentials): Promise<ImageRecord> {
+    const ref = parseImageRef(normalized);
+    const content = this.contentStore();
+    let pulled;
+    try {
+      pulled = await pullFromRegistry(ref, { content, configPath: this.opts.registry?.configPath, credentials: creds });
+    } catch (err) {
+      const msg = `failed to pull and unpack image ${JSON.stringify(normalized)}: ${(err as Error).message}`;
+      if (err instanceof RegistryError) {
+        const code = { 'not-found': grpc.status.NOT_FOUND, unauthorized: grpc.status.UNAUTHENTICATED, unavailable: grpc.status.UNAVAILABLE, invalid: grpc.status.FAILED_PRECONDITION }[err.kind];
+        throw new RpcError(code, msg);
+      }
+      throw unavailable(msg);
+    }
+    const layers = pulled.layers.map((l) => ({ file: content.path(l.digest), size: l.size ?? 0 }));
+    const names = ref.tag ? [`${ref.repository}:${ref.tag}`] : [];
+    const img = imageFromConfig(pulled.config, pulled.manifestDigest, layers, names, 'registry', reference, pulled.manifestSize);
+    img.repoDigests = [`${ref.repository}@${pulled.indexDigest ?? pulled.manifestDigest}`];
+    img.contentDigests = [pulled.manifestDigest, pulled.configDigest, ...pulled.layers.map((l) => l.digest), ...(pulled.indexDigest ? [pulled.indexDigest] : [])];
+    // A tag moves to the new image: drop it (and the digest) from whatever held it before.
+    for (const other of this.pulled.values()) {
+      if (other.id === img.id) continue;
+      other.repoTags = other.repoTags.filter((t) => !img.repoTags.includes(t));
+    }
+    const prev = this.pulled.get(img.id);
+    if (prev) {
+      prev.repoTags = [...new Set([...prev.repoTags, ...img.repoTags])];
+      prev.repoDigests = [...new Set([...prev.repoDigests, ...img.repoDigests])];
+      prev.contentDigests = [...new Set([...(prev.contentDigests ?? []), ...img.contentDigests])];
+    } else this.pulled.set(img.id, img);
+    this.persist();
+    return this.pulled.get(img.id)!;
+  }
+
+  /** Adds images read from an OCI layout or archive (`kemu-cri images import`): blobs go to the content store. */
+  async importSource(source: string): Promise<ImageRecord[]> {
+    const cache = this.cacheDir ?? path.join(this.opts.imageDir ?? '/tmp', '.kemu-cache');
+    const found = await loadImageSource(source, cache);
+    const content = this.contentStore();
+    const out: ImageRecord[] = [];
+    for (const img of found) {
+      const digests: string[] = [];
+      const layers: string[] = [];
+      for (const file of img.layers) {
+        const digest = await hashFile(file);
+        await content.ingest(digest, fs.createReadStream(file));
+        digests.push(digest);
+        layers.push(content.path(digest));
+      }
+      const rec: ImageRecord = { ...img, layers, contentDigests: digests, sourcePath: source };
+      const prev = this.pulled.get(rec.id);
+      if (prev) {
+        prev.repoTags = [...new Set([...prev.repoTags, ...rec.repoTags])];
+        prev.repoDigests = [...new Set([...prev.repoDigests, ...rec.repoDigests])];
+      } else this.pulled.set(rec.id, rec);
+      this.removed.delete(rec.id);
+      out.push(this.pulled.get(rec.id)!);
+    }
+    this.persist();
+    return out;
+  }
+
+  async pull(reference: string, creds?: Credentials): Promise<ImageRecord> {
     const normalized = normalizeRef(reference);
     for (const pattern of this.opts.failImages ?? []) {
       if (globMatch(pattern, normalized) || globMatch(pattern, reference)) {
@@ -310,6 +398,7 @@ export class ImageStore {
       if (this.removed.delete(img.id)) this.persist();
       return img;
     }
+    if (this.opts.registry) return this.pullRegistry(reference, normalized, creds);
     const existing = findImage([...this.pulled.values()], normalized);
     if (existing) return existing;
     if (this.opts.syntheticImages) {
@@ -339,10 +428,52 @@ export class ImageStore {
       if (this.dirImages.some((i) => i.id === img.id)) this.removed.add(img.id);
       this.persist();
     }
+    await this.gc();
+  }
+
+  /**
+   * Garbage collection: content blobs no remaining image references, and unpacked root filesystems of
+   * images that are gone. The caller (RemoveImage) has already refused images that containers use.
+   */
+  async gc(): Promise<{ blobs: number; rootfs: number }> {
+    const live = this.list();
+    let blobs = 0;
+    let rootfs = 0;
+    if (this.content || fs.existsSync(path.join(this.baseDir(), 'content'))) {
+      const content = this.contentStore();
+      const keep = new Set(live.flatMap((i) => i.contentDigests ?? []));
+      for (const d of content.list()) {
+        if (!keep.has(d)) {
+          await content.delete(d);
+          blobs++;
+        }
+      }
+    }
+    const rootfsDir = path.join(this.baseDir(), 'rootfs');
+    if (fs.existsSync(rootfsDir)) {
+      const keep = new Set(live.map((i) => i.id.replace(/^sha256:/, '')));
+      for (const name of fs.readdirSync(rootfsDir)) {
+        if (keep.has(name)) continue;
+        await fsp.rm(path.join(rootfsDir, name), { recursive: true, force: true });
+        rootfs++;
+      }
+    }
+    return { blobs, rootfs };
+  }
+
+  private baseDir(): string {
+    return this.opts.stateDir ?? path.join(this.opts.imageDir ?? '/tmp', '.kemu-cache');
   }
 
   fsInfo(): { mountpoint: string; usedBytes: number; inodesUsed: number } {
     const images = this.list();
+    if (this.opts.registry) {
+      // The real store: content blobs plus unpacked root filesystems.
+      const base = this.baseDir();
+      const content = this.contentStore().usage();
+      const unpacked = duUsage(path.join(base, 'rootfs'));
+      return { mountpoint: base, usedBytes: content.bytes + unpacked.bytes, inodesUsed: content.inodes + unpacked.inodes };
+    }
     return {
       mountpoint: this.opts.stateDir ? path.join(this.opts.stateDir, 'image-cache') : (this.opts.imageDir ?? '/'),
       usedBytes: images.reduce((a, i) => a + i.size, 0),
@@ -353,8 +484,7 @@ export class ImageStore {
   /** Unpacks the image's layers once into a root filesystem; undefined when the image has none. */
   async rootfs(img: ImageRecord): Promise<string | undefined> {
     if (img.layers.length === 0) return undefined;
-    const base = this.opts.stateDir ?? path.join(this.opts.imageDir ?? '/tmp', '.kemu-cache');
-    const dest = path.join(base, 'rootfs', img.id.replace(/^sha256:/, ''));
+    const dest = path.join(this.baseDir(), 'rootfs', img.id.replace(/^sha256:/, ''));
     const marker = path.join(dest, '.kemu-unpacked');
     if (fs.existsSync(marker)) return dest;
     await fsp.rm(dest, { recursive: true, force: true });
@@ -401,8 +531,15 @@ async function unpackLayer(layer: string, dest: string): Promise<void> {
     filter: (p) => {
       const base = path.posix.basename(p);
       if (!base.startsWith('.wh.')) return true;
-      const dir = path.join(dest, path.posix.dirname(p));
-      if (!path.resolve(dir).startsWith(path.resolve(dest))) return false;
+      // The whiteout's directory is resolved inside the rootfs, links included: a layer that made `etc` a
+      // link to the host's /etc must not get a later whiteout to delete the host's files.
+      let dir: string;
+      try {
+        dir = resolveWithin(path.join(dest, path.posix.dirname(p)), [dest], { allowRoot: true, what: 'whiteout directory' }).real;
+      } catch (err) {
+        if (err instanceof UnsafePathError) return false;
+        throw err;
+      }
       if (base === '.wh..wh..opq') {
         for (const e of fs.existsSync(dir) ? fs.readdirSync(dir) : []) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
       } else {
@@ -411,4 +548,32 @@ async function unpackLayer(layer: string, dest: string): Promise<void> {
       return false;
     },
   });
+}
+
+/** Bytes and inodes below `dir` (lstat, no links followed); zero when it does not exist. */
+function duUsage(dir: string): { bytes: number; inodes: number } {
+  let bytes = 0;
+  let inodes = 0;
+  const walk = (d: string) => {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const full = path.join(d, e.name);
+      inodes++;
+      if (e.isDirectory()) walk(full);
+      else if (e.isFile()) bytes += fs.lstatSync(full).size;
+    }
+  };
+  walk(dir);
+  return { bytes, inodes };
+}
+
+async function hashFile(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
+  return `sha256:${h.digest('hex')}`;
 }

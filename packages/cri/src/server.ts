@@ -32,12 +32,17 @@ export interface CniOptions {
 }
 
 export interface CriRuntimeConfig {
-  backend: 'sim' | 'process' | Backend;
+  backend: 'sim' | 'process' | 'runc' | Backend;
   /** Persist state here (required to recover after a restart); memory only when omitted. */
   stateDir?: string;
   imageDir?: string;
   syntheticImages?: boolean;
   failImages?: string[];
+  /**
+   * Pull from OCI registries (the default for the `runc` backend): `configPath` is a containerd-style
+   * hosts directory; `false` turns registry pulls off.
+   */
+  registry?: { configPath?: string } | false;
   /** Pod networking: an explicit manager wins; else CNI when `cni` is given; else the backend's default. */
   network?: NetworkManager;
   cni?: CniOptions;
@@ -102,6 +107,7 @@ export async function createCri(cfg: CriRuntimeConfig): Promise<CriInstance> {
     stateDir: cfg.stateDir,
     syntheticImages: cfg.syntheticImages,
     failImages: cfg.failImages,
+    registry: cfg.registry === false ? undefined : (cfg.registry ?? (cfg.backend === 'runc' ? {} : undefined)),
   });
   const simNet =
     cfg.backend === 'sim' && !cfg.network && !cfg.cni && cfg.simNetwork !== 'ipam'

@@ -52,7 +52,7 @@ export interface ImageRecord {
   username: string;
   /** Directory holding the unpacked root filesystem, when the image has layers we can unpack. */
   layers: string[];
-  source: 'oci-layout' | 'docker-archive' | 'synthetic';
+  source: 'oci-layout' | 'docker-archive' | 'synthetic' | 'registry';
   sourcePath?: string;
   config: {
     env?: string[];
@@ -60,8 +60,13 @@ export interface ImageRecord {
     cmd?: string[];
     workingDir?: string;
     user?: string;
+    exposedPorts?: string[];
+    labels?: Record<string, string>;
+    stopSignal?: string;
   };
   manifestDigest?: string;
+  /** Content-store blobs this image holds (manifests, config, layers): what GC keeps while the image exists. */
+  contentDigests?: string[];
 }
 
 export interface ExitInfo {

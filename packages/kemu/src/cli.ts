@@ -38,9 +38,17 @@ program
   .option('-d, --detach', 'run in the background and return once the cluster is ready')
   .option('--node-processes', 'run each node (kubelet, runtime, CSI driver) in a process of its own')
   .option('--fast', 'shorter heartbeat, relist and back-off periods (for tests and demos)')
+  .option('--name <name>', 'cluster name: kubeconfig entries are kemu-<name>', 'kemu')
+  .addOption(new Option('--api-port <port>', 'HTTPS port of the API server (default: any free port)').argParser(int('--api-port')))
+  .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
+  .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.up({
+      name: o.name,
+      apiPort: o.apiPort,
+      apiAddress: o.apiAddress,
+      mergeKubeconfig: o.mergeKubeconfig,
       nodeProcesses: o.nodeProcesses,
       fast: o.fast,
       nodes: o.nodes,
@@ -102,6 +110,12 @@ program
       process.once('SIGTERM', bye);
     });
   });
+
+program
+  .command('kubeconfig')
+  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...)")
+  .addOption(stateDirOpt())
+  .action(async (o) => cmd.kubeconfig(o.stateDir));
 
 program
   .command('down')

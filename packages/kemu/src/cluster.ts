@@ -24,7 +24,7 @@ import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
 import { NodeLifecycleController } from '@kemu/kubelet';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
-import { type ApiExtensions, type ApiServer, type ExecResult, startApiServer } from '@kemu/apiserver';
+import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecResult, startApiServer } from '@kemu/apiserver';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
@@ -63,6 +63,8 @@ export interface ClusterOptions {
   nodeProcesses?: boolean;
   /** Serve the Kubernetes-style API on this unix socket (node processes need it). */
   apiSocket?: string;
+  /** More for the API server: HTTPS on a TCP port, auth seams, renderers. */
+  apiServer?: ApiServerOptions;
   /**
    * Simulated datapath: route pod CIDRs in the underlay (one route per node) instead of host-gw between
    * every pair of nodes. Default: beyond 255 nodes.
@@ -212,7 +214,7 @@ export class Cluster {
       await ensure(store, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     if (o.nodeProcesses && !o.apiSocket) throw new Error('node processes need the API socket (apiSocket)');
     // Node processes need the API before they can register; otherwise it opens once the cluster is whole.
-    if (o.nodeProcesses) this.api = await startApiServer(store, o.apiSocket!, this.extensions());
+    if (o.nodeProcesses) this.api = await startApiServer(store, o.apiSocket!, this.extensions(), o.apiServer);
     await ensure(store, {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'CSIDriver',
@@ -295,7 +297,7 @@ export class Cluster {
     this.stoppers.push(() => provisioner.stop());
     await attacher.start();
     this.stoppers.push(() => attacher.stop());
-    if (o.apiSocket && !this.api) this.api = await startApiServer(store, o.apiSocket, this.extensions());
+    if (o.apiSocket && !this.api) this.api = await startApiServer(store, o.apiSocket, this.extensions(), o.apiServer);
     this.ready = true;
   }
 

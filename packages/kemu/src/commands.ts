@@ -3,6 +3,15 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { isNotFound, type KubeObject, kindInfo, parseManifests, type Pod, toYaml } from '@kemu/core';
 import cliProgress from 'cli-progress';
+import {
+  clusterCredentials,
+  contextName,
+  defaultKubeconfigPath,
+  type Kubeconfig,
+  mergeKubeconfig,
+  removeFromKubeconfig,
+  writeKubeconfigFile,
+} from '@kemu/apiserver';
 import { ApiClient, ClusterUnreachableError } from './api-client.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
 import { linuxUnsupportedReason } from './linux-network.js';
@@ -57,7 +66,18 @@ function progressReporter(out: Out, label: string) {
 }
 
 /** `kemu up`: runs the cluster and its API in this process until SIGINT/SIGTERM. */
-export async function up(opts: ClusterOptions & { detach?: boolean }, out: Out = stdio): Promise<{ stop(): Promise<void> } | undefined> {
+export interface ApiOptions {
+  /** The cluster's name: its kubeconfig entries are `kemu-<name>` (default `kemu`). */
+  name?: string;
+  /** HTTPS port of the API server (default: any free port). */
+  apiPort?: number;
+  /** Address it listens on (default 127.0.0.1). */
+  apiAddress?: string;
+  /** Merge the admin kubeconfig into this kubeconfig file (kubectl's default when true). */
+  mergeKubeconfig?: string | boolean;
+}
+
+export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean }, out: Out = stdio): Promise<{ stop(): Promise<void> } | undefined> {
   const p = paths(opts.stateDir);
   fs.mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
   const running = await client(opts.stateDir)
@@ -67,28 +87,57 @@ export async function up(opts: ClusterOptions & { detach?: boolean }, out: Out =
   if (running) throw new UsageError(`a cluster is already running with state dir ${opts.stateDir}: stop it with \`kemu down\` first`);
   if (opts.detach) return detach(opts, out);
 
+  const name = opts.name ?? 'kemu';
+  const creds = await clusterCredentials(opts.stateDir, { name, host: opts.apiAddress });
   const progress = progressReporter(out, 'starting nodes');
   const cluster = await Cluster.start({
     ...opts,
     apiSocket: p.socket,
+    apiServer: { tcp: { host: opts.apiAddress ?? '127.0.0.1', port: opts.apiPort ?? 0, tls: creds.serving } },
     onProgress: (s, d, t) => progress.update(s, d, t),
     onError: opts.onError ?? ((err, ctx) => fs.appendFileSync(p.log, `${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}\n`)),
   });
   progress.stop();
   fs.writeFileSync(p.pid, String(process.pid), { mode: 0o600 });
-  fs.writeFileSync(p.config, JSON.stringify({ ...opts, onError: undefined }, null, 2), { mode: 0o600 });
+  const kubeconfig = cluster.api?.url ? creds.writeKubeconfig(cluster.api.url) : undefined;
+  const merged = kubeconfig && opts.mergeKubeconfig ? mergeInto(opts.mergeKubeconfig, kubeconfig.config) : undefined;
+  fs.writeFileSync(p.config, JSON.stringify({ ...opts, onError: undefined, name, mergedKubeconfig: merged }, null, 2), { mode: 0o600 });
   const nodeCount = cluster.nodes.length + cluster.remoteNodes.size;
   out.log(`kemu cluster is up: ${nodeCount} node(s)${opts.nodeProcesses ? ' in their own processes' : ''}, store ${opts.store ?? 'memory'}, state in ${opts.stateDir}`);
   out.log(`try: kemu get nodes -o wide${opts.stateDir !== defaultStateDir() ? ` --state-dir ${opts.stateDir}` : ''}`);
+  if (kubeconfig) {
+    out.log(`API server: ${cluster.api!.url} (kubeconfig ${kubeconfig.path})`);
+    out.log(merged ? `kubectl context "${contextName(name)}" merged into ${merged}` : `try: kubectl --kubeconfig ${kubeconfig.path} get nodes`);
+  }
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
       await cluster.stop();
+      if (merged) unmergeFrom(merged, name);
       fs.rmSync(p.pid, { force: true });
     })();
     return stopping;
   };
   return { stop };
+}
+
+function mergeInto(target: string | true, config: Kubeconfig): string {
+  const file = target === true ? defaultKubeconfigPath() : target;
+  const existing = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  writeKubeconfigFile(file, mergeKubeconfig(existing, config));
+  return file;
+}
+
+function unmergeFrom(file: string, name: string): void {
+  if (!fs.existsSync(file)) return;
+  writeKubeconfigFile(file, removeFromKubeconfig(fs.readFileSync(file, 'utf8'), name));
+}
+
+/** `kemu kubeconfig`: the admin kubeconfig of the running cluster. */
+export function kubeconfig(stateDir: string, out: Out = stdio): void {
+  const file = paths(stateDir).kubeconfig;
+  if (!fs.existsSync(file)) throw new UsageError(`no kubeconfig in ${stateDir}: start a cluster with \`kemu up\``);
+  out.log(fs.readFileSync(file, 'utf8').trimEnd());
 }
 
 async function detach(opts: ClusterOptions, out: Out) {

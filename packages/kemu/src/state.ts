@@ -12,5 +12,7 @@ export function paths(stateDir: string) {
     pid: path.join(stateDir, 'kemu.pid'),
     log: path.join(stateDir, 'kemu.log'),
     config: path.join(stateDir, 'cluster.json'),
+    /** The admin kubeconfig `kemu up` writes for kubectl and the official clients. */
+    kubeconfig: path.join(stateDir, 'kubeconfig'),
   };
 }

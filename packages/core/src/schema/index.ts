@@ -1,5 +1,7 @@
 // The kind schemas: the DSL (see dsl.ts for how to add a kind), the registry, and the built-in modules.
 import apiextensionsV1 from './apiextensions-v1.js';
+import authenticationV1 from './authentication-v1.js';
+import authorizationV1 from './authorization-v1.js';
 import calicoV1 from './calico-v1.js';
 import coordinationV1 from './coordination-v1.js';
 import coreV1 from './core-v1.js';
@@ -10,6 +12,7 @@ import coreV1Secret from './core-v1-secret.js';
 import coreV1Volume from './core-v1-volume.js';
 import type { SchemaModule } from './dsl.js';
 import metaV1 from './meta-v1.js';
+import rbacV1 from './rbac-v1.js';
 import { registerSchemaModule } from './registry.js';
 import schedulingV1 from './scheduling-v1.js';
 import storageV1 from './storage-v1.js';
@@ -28,6 +31,9 @@ export const BUILTIN_MODULES: readonly SchemaModule[] = [
   coordinationV1,
   calicoV1,
   apiextensionsV1,
+  rbacV1,
+  authenticationV1,
+  authorizationV1,
 ];
 
 for (const m of BUILTIN_MODULES) registerSchemaModule(m);

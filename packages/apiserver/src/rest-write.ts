@@ -60,9 +60,16 @@ export async function admit(
     dryRun,
     userInfo: ctx.user,
     options: Object.fromEntries(ctx.query),
+    warnings: [],
+    auditAnnotations: {},
   };
-  await ctx.admission.admit(attrs);
-  await ctx.admission.validate(attrs);
+  try {
+    await ctx.admission.admit(attrs);
+    await ctx.admission.validate(attrs);
+  } finally {
+    // Admission warnings (PodSecurity's warn mode) reach the client even when the request is refused.
+    if (attrs.warnings?.length) addWarnings(ctx, attrs.warnings);
+  }
 }
 
 /** Server-side field validation of an object about to be written (unknown fields dropped; 400 or warnings). */

@@ -47,6 +47,8 @@ export interface ClusterAuthOptions {
   /** Admission plugins run after the built-in mutating and validating ones, before RBAC escalation and quota. */
   extraAdmission?: AdmissionChain[];
   onError?(err: unknown): void;
+  /** The clock tokens are issued and checked against (tests move it to see tokens expire). */
+  now?: () => Date;
 }
 
 /** The built-in plugins, in kube-apiserver's recommended order. */
@@ -79,7 +81,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const aggregation = new ClusterRoleAggregationController(store, source.clusterRolesInformer);
   await aggregation.start(false);
   const rbac = new RBACAuthorizer(source);
-  const tokens = new ServiceAccountTokens({ keys: opts.serviceAccountKeys, store, issuer: opts.issuer, apiAudiences: opts.apiAudiences });
+  const tokens = new ServiceAccountTokens({ keys: opts.serviceAccountKeys, store, issuer: opts.issuer, apiAudiences: opts.apiAudiences, now: opts.now });
   const tokenAuthenticators: TokenAuthenticator[] = [];
   if (opts.tokenFile) tokenAuthenticators.push(StaticTokenAuthenticator.fromFile(opts.tokenFile));
   tokenAuthenticators.push(tokens);

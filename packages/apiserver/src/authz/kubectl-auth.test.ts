@@ -1,0 +1,161 @@
+// Real kubectl v1.32 against the API server with the whole auth stack on: users by client certificate get
+// 403s worded as kube-apiserver's until a RoleBinding lets them in; `auth can-i` and `auth whoami` answer as
+// the bindings say; `create token` mints a ServiceAccount token that works until it expires (then 401);
+// impersonation needs the impersonate verb; escalation through a binding is refused; PodSecurity refuses a
+// privileged pod under enforce=restricted and warns under warn.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createMemoryStore, type Store } from '@kemu/core';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ServiceAccountKeys } from '../authn/service-account-token.js';
+import { type ClusterAuth, startClusterAuth } from '../authn/cluster-auth.js';
+import { CertificateAuthority } from '../ca.js';
+import { decodeObjectBytes } from '../protobuf/index.js';
+import { buildKubeconfig, kubeconfigYaml } from '../kubeconfig.js';
+import { type ApiServer, startApiServer } from '../server.js';
+import { runClient } from '../testing.js';
+
+const lastLine = (text: string) => text.trim().split('\n').pop();
+const ok = requirePeers('the kubectl auth end-to-end tests', [peers.kubectl]);
+
+describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RBAC and admission', () => {
+  let dir: string;
+  let store: Store;
+  let ca: CertificateAuthority;
+  let auth: ClusterAuth;
+  let api: ApiServer;
+  let clock = 0; // seconds the server's token clock is moved ahead
+  const configs = new Map<string, string>();
+
+  async function kubeconfigFor(user: string, groups: string[] = []): Promise<string> {
+    const key = `${user}|${groups.join(',')}`;
+    if (configs.has(key)) return configs.get(key)!;
+    const cert = await ca.issueClient({ user, groups });
+    const file = path.join(dir, `kubeconfig-${configs.size}`);
+    fs.writeFileSync(file, kubeconfigYaml(buildKubeconfig({ name: 'auth', server: api.url!, caPem: ca.certPem, clientCertPem: cert.cert, clientKeyPem: cert.key, namespace: 'dev' })), { mode: 0o600 });
+    configs.set(key, file);
+    return file;
+  }
+  const as = async (user: string, args: string[], groups: string[] = [], stdin?: string) => runClient('kubectl', args, { kubeconfig: await kubeconfigFor(user, groups), stdin });
+  const admin = (args: string[], stdin?: string) => as('kemu-admin', args, ['system:masters'], stdin);
+  const withToken = (token: string, args: string[]) => {
+    const file = path.join(dir, 'kubeconfig-token');
+    fs.writeFileSync(file, kubeconfigYaml(buildKubeconfig({ name: 'auth', server: api.url!, caPem: ca.certPem, token, namespace: 'dev' })), { mode: 0o600 });
+    return runClient('kubectl', args, { kubeconfig: file });
+  };
+  const eventually = async (fn: () => Promise<boolean>) => {
+    for (let i = 0; i < 100 && !(await fn()); i++) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-auth-e2e-'));
+    store = await createMemoryStore();
+    ca = await CertificateAuthority.create('kemu-auth-ca');
+    auth = await startClusterAuth({ store, caCertPem: ca.certPem, serviceAccountKeys: await ServiceAccountKeys.create(), now: () => new Date(Date.now() + clock * 1000) });
+    const serving = await ca.issueServing();
+    api = await startApiServer(store, path.join(dir, 'api.sock'), {}, { ...auth.seams, renderers: { protobufDecode: decodeObjectBytes }, tcp: { host: '127.0.0.1', port: 0, tls: { ...serving, clientCA: ca.certPem } } });
+    for (const name of ['dev', 'secure', 'lax']) await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    await eventually(async () => (await store.list('ServiceAccount', { namespace: 'lax' })).items.length > 0);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await auth?.stop();
+    await store?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a user without bindings with 403, then lets them in after a RoleBinding', async () => {
+    const denied = await as('alice', ['get', 'pods'], ['developers']);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr.trim()).toBe('Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "dev"');
+    expect((await as('alice', ['auth', 'can-i', 'list', 'pods'], ['developers'])).stdout.trim()).toBe('no');
+
+    expect((await admin(['create', 'role', 'pod-reader', '--verb=get,list,watch', '--resource=pods'])).code).toBe(0);
+    const rb = await admin(['create', 'rolebinding', 'devs-read', '--role=pod-reader', '--group=developers']);
+    expect(rb.code, rb.stderr).toBe(0);
+    await eventually(async () => (await as('alice', ['auth', 'can-i', 'list', 'pods'], ['developers'])).stdout.trim() === 'yes');
+    expect((await as('alice', ['auth', 'can-i', 'list', 'pods'], ['developers'])).stdout.trim()).toBe('yes');
+    expect((await as('alice', ['auth', 'can-i', 'delete', 'pods'], ['developers'])).stdout.trim()).toBe('no');
+    expect((await as('alice', ['auth', 'can-i', 'list', 'pods', '-n', 'secure'], ['developers'])).stdout.trim()).toBe('no');
+    const got = await as('alice', ['get', 'pods'], ['developers']);
+    expect(got.code, got.stderr).toBe(0);
+    expect(got.stderr.trim()).toBe('No resources found in dev namespace.');
+    // Another user with another group still gets nothing.
+    expect((await as('bob', ['auth', 'can-i', 'list', 'pods'], ['testers'])).stdout.trim()).toBe('no');
+  });
+
+  it('prints the user and groups for auth whoami', async () => {
+    const w = await as('alice', ['auth', 'whoami', '-o', 'json'], ['developers']);
+    expect(w.code, w.stderr).toBe(0);
+    expect(JSON.parse(w.stdout).status.userInfo).toEqual({ username: 'alice', groups: ['developers', 'system:authenticated'] });
+  });
+
+  it('mints a ServiceAccount token with create token that works until it expires, then gets 401', async () => {
+    // Made in the store: `kubectl create serviceaccount` needs the ServiceAccount kind schema (not ours).
+    await store.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'builder', namespace: 'dev' } });
+    const t = await admin(['create', 'token', 'builder', '--duration=10m']);
+    expect(t.code, t.stderr).toBe(0);
+    const token = t.stdout.trim();
+    const who = await withToken(token, ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
+    expect(who.stdout, who.stderr).toBe('system:serviceaccount:dev:builder');
+    const denied = await withToken(token, ['get', 'pods']);
+    expect(denied.stderr.trim()).toBe('Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:dev:builder" cannot list resource "pods" in API group "" in the namespace "dev"');
+    expect((await admin(['create', 'rolebinding', 'builder-view', '--clusterrole=view', '--serviceaccount=dev:builder'])).code).toBe(0);
+    await eventually(async () => (await withToken(token, ['get', 'pods'])).code === 0);
+    expect((await withToken(token, ['get', 'pods'])).code).toBe(0);
+    clock = 601;
+    try {
+      const expired = await withToken(token, ['get', 'pods']);
+      expect(expired.code).toBe(1);
+      expect(lastLine(expired.stderr)).toBe('error: You must be logged in to the server (the server has asked for the client to provide credentials)');
+    } finally {
+      clock = 0;
+    }
+    const garbage = await withToken('not-a-token', ['get', 'pods']);
+    expect(lastLine(garbage.stderr)).toBe('error: You must be logged in to the server (the server has asked for the client to provide credentials)');
+    // The 401 itself, without kubectl's discovery in front.
+    const raw = await withToken('not-a-token', ['get', '--raw', '/api/v1/namespaces/dev/pods']);
+    expect(raw.stderr.trim()).toBe('error: You must be logged in to the server (Unauthorized)');
+  });
+
+  it('impersonates only for users allowed to, and refuses escalation through a binding', async () => {
+    const imp = await admin(['auth', 'can-i', 'list', 'pods', '--as=alice', '--as-group=developers']);
+    expect(imp.stdout.trim()).toBe('yes');
+    // --raw: no discovery first, so the impersonation refusal is the only answer.
+    const notAllowed = await as('alice', ['get', '--raw', '/api/v1/namespaces/dev/pods', '--as=bob'], ['developers']);
+    expect(notAllowed.stderr.trim()).toBe('Error from server (Forbidden): users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope');
+    // carol may manage RoleBindings in dev (admin) but holds no cluster-admin rights to hand out.
+    expect((await admin(['create', 'rolebinding', 'carol-admin', '--clusterrole=admin', '--user=carol'])).code).toBe(0);
+    await eventually(async () => (await as('carol', ['auth', 'can-i', 'create', 'rolebindings'])).stdout.trim() === 'yes');
+    const esc = await as('carol', ['create', 'rolebinding', 'carol-root', '--clusterrole=cluster-admin', '--user=carol']);
+    expect(esc.code).toBe(1);
+    expect(esc.stderr).toBe(
+      'error: failed to create rolebinding: rolebindings.rbac.authorization.k8s.io "carol-root" is forbidden: user "carol" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n' +
+        '{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n{NonResourceURLs:["*"], Verbs:["*"]}\n',
+    );
+    expect((await admin(['get', 'rolebinding', 'carol-root'])).code).toBe(1);
+    const fine = await as('carol', ['create', 'rolebinding', 'dave-view', '--clusterrole=view', '--user=dave']);
+    expect(fine.code, fine.stderr).toBe(0);
+  });
+
+  it('refuses a privileged pod under enforce=restricted and warns under warn', async () => {
+    expect((await admin(['label', 'namespace', 'secure', 'pod-security.kubernetes.io/enforce=restricted'])).code).toBe(0);
+    expect((await admin(['label', 'namespace', 'lax', 'pod-security.kubernetes.io/warn=baseline'])).code).toBe(0);
+    const pod = (ns: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: priv\n  namespace: ${ns}\nspec:\n  containers:\n  - name: c\n    image: busybox\n    securityContext:\n      privileged: true\n`;
+    const refused = await admin(['apply', '-f', '-'], pod('secure'));
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      'Error from server (Forbidden): error when creating "STDIN": pods "priv" is forbidden: violates PodSecurity "restricted:latest": ' +
+        'privileged (container "c" must not set securityContext.privileged=true), allowPrivilegeEscalation != false (container "c" must set securityContext.allowPrivilegeEscalation=false), ' +
+        'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "c" must set securityContext.runAsNonRoot=true), ' +
+        'seccompProfile (pod or container "c" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
+    );
+    const warned = await admin(['apply', '-f', '-'], pod('lax'));
+    expect(warned.code, warned.stderr).toBe(0);
+    expect(warned.stderr.trim()).toBe('Warning: would violate PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)');
+    expect(warned.stdout.trim()).toBe('pod/priv created');
+  });
+});

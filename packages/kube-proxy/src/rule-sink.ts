@@ -30,14 +30,18 @@ const NSENTER = '/usr/bin/nsenter';
 
 function run(args: string[], input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NSENTER, args, { stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
+    const child = spawn(NSENTER, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], timeout: 60_000 });
     let out = '';
     let err = '';
-    child.stdout.on('data', (c) => (out += c));
-    child.stderr.on('data', (c) => (err += c));
+    child.stdout!.on('data', (c) => (out += c));
+    child.stderr!.on('data', (c) => (err += c));
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.slice(2).join(' ')}: ${err.trim() || `exit ${code}`}`))));
-    child.stdin.end(input ?? '');
+    if (input !== undefined) {
+      // A child that fails before reading its input must not turn into an EPIPE here.
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(input);
+    }
   });
 }
 

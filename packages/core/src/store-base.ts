@@ -23,7 +23,8 @@ import { clone, storageKey, type WatchFilter } from './kind-cache.js';
 import { type KindInfo, kindInfo, type ObjectOf, storedKinds } from './kinds.js';
 import { toSelector } from './labels.js';
 import { applyPatch, normalizePatchType } from './patch.js';
-import type { ListOptions, PatchOptions, PatchType, Store, Stored, Watch, WatchOptions, WriteOptions } from './store.js';
+import { assertValidEphemeralUpdate, withEphemeralContainers } from './pod-ephemeral-containers.js';
+import type { ListOptions, PatchOptions, PatchType, Store, Stored, UpdateOptions, Watch, WatchOptions, WriteOptions } from './store.js';
 import { assertValid } from './validation.js';
 
 export interface RawPage {
@@ -372,8 +373,8 @@ export abstract class BaseStore implements Store {
     };
   }
 
-  async update<const T extends KubeObject>(input: T, opts: WriteOptions = {}): Promise<Stored<T>> {
-    return this.writeExisting(input, 'main', opts) as Promise<Stored<T>>;
+  async update<const T extends KubeObject>(input: T, opts: UpdateOptions = {}): Promise<Stored<T>> {
+    return this.writeExisting(input, opts.subresource === 'ephemeralcontainers' ? 'ephemeralcontainers' : 'main', opts) as Promise<Stored<T>>;
   }
 
   async updateStatus<const T extends KubeObject>(input: T, opts: WriteOptions = {}): Promise<Stored<T>> {
@@ -381,7 +382,12 @@ export abstract class BaseStore implements Store {
   }
 
   /** Update path shared by update, updateStatus and patch. `expectRv` overrides the object's own rv. */
-  private async writeExisting(input: KubeObject, part: 'main' | 'status', opts: WriteOptions, current?: KubeObject): Promise<KubeObject> {
+  private async writeExisting(
+    input: KubeObject,
+    part: 'main' | 'status' | 'ephemeralcontainers',
+    opts: WriteOptions,
+    current?: KubeObject,
+  ): Promise<KubeObject> {
     this.checkOpen();
     const info = this.checkKindVersion(input);
     const incoming = clone(input);
@@ -406,6 +412,9 @@ export abstract class BaseStore implements Store {
       if (!info.hasStatus) throw new BadRequestError(`${info.resource} has no status subresource`);
       next = clone(cur);
       next.status = incoming.status;
+    } else if (part === 'ephemeralcontainers') {
+      if (info.kind !== 'Pod') throw new BadRequestError(`${info.resource} has no ephemeralcontainers subresource`);
+      next = withEphemeralContainers(cur as Pod, incoming);
     } else {
       next = incoming;
       next.metadata.namespace = cur.metadata.namespace;
@@ -432,7 +441,8 @@ export abstract class BaseStore implements Store {
     }
     next.metadata.resourceVersion = cur.metadata.resourceVersion;
     if (next.metadata.finalizers?.length === 0) delete next.metadata.finalizers;
-    assertValid(next, cur);
+    if (part === 'ephemeralcontainers') assertValidEphemeralUpdate(next as Pod, cur as Pod);
+    else assertValid(next, cur);
     if (sameObject(next, cur)) return clone(cur);
     if (cur.metadata.deletionTimestamp && !next.metadata.finalizers?.length && !this.gracefulPending(info, next)) {
       if (opts.dryRun) return next;

@@ -69,6 +69,11 @@ export interface WriteOptions {
   dryRun?: boolean;
 }
 
+export interface UpdateOptions extends WriteOptions {
+  /** `ephemeralcontainers`: change only a pod's ephemeral containers (the pods/ephemeralcontainers subresource). */
+  subresource?: 'ephemeralcontainers';
+}
+
 export interface PatchOptions extends WriteOptions {
   /** Patch the status subresource instead of the main resource. */
   subresource?: 'status';
@@ -86,7 +91,7 @@ export interface Store {
    * current (Conflict otherwise); without, it is unconditional. Status changes are ignored for kinds with a
    * status subresource.
    */
-  update<const T extends KubeObject>(obj: T, opts?: WriteOptions): Promise<Stored<T>>;
+  update<const T extends KubeObject>(obj: T, opts?: UpdateOptions): Promise<Stored<T>>;
   /** Replace only `status` (optimistic concurrency as update). */
   updateStatus<const T extends KubeObject>(obj: T, opts?: WriteOptions): Promise<Stored<T>>;
   /** Merge (RFC 7386), strategic (lists keyed by name etc.) or JSON (RFC 6902) patch. */

@@ -54,3 +54,15 @@ export {
   withScale,
 } from './crd/index.js';
 export { type ClusterCredentials, clusterCredentials } from './cluster-credentials.js';
+export {
+  ADMISSION_PLUGINS,
+  type AdmissionPluginName,
+  type ClusterAuth,
+  type ClusterAuthOptions,
+  deferredClusterAuth,
+  startClusterAuth,
+} from './authn/cluster-auth.js';
+export { ServiceAccountKeys, ServiceAccountTokens } from './authn/service-account-token.js';
+export { userKubeconfig } from './authn/user-kubeconfig.js';
+export { RBACAuthorizer } from './authz/rbac-authorizer.js';
+export { bootstrapClusterRoleBindings, bootstrapClusterRoles, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';

@@ -162,3 +162,47 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     },
   };
 }
+
+/** The endpoints startClusterAuth serves, by what a server routes on (resource, subresource). */
+const ENDPOINT_SHAPES: Omit<AuthEndpoint, 'create'>[] = [
+  { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectaccessreviews', kind: 'SelfSubjectAccessReview', namespaced: false },
+  { group: 'authorization.k8s.io', version: 'v1', resource: 'subjectaccessreviews', kind: 'SubjectAccessReview', namespaced: false },
+  { group: 'authorization.k8s.io', version: 'v1', resource: 'localsubjectaccessreviews', kind: 'LocalSubjectAccessReview', namespaced: true },
+  { group: 'authorization.k8s.io', version: 'v1', resource: 'selfsubjectrulesreviews', kind: 'SelfSubjectRulesReview', namespaced: false },
+  { group: 'authentication.k8s.io', version: 'v1', resource: 'selfsubjectreviews', kind: 'SelfSubjectReview', namespaced: false },
+  { group: 'authentication.k8s.io', version: 'v1', resource: 'tokenreviews', kind: 'TokenReview', namespaced: false },
+  { group: '', version: 'v1', resource: 'serviceaccounts', subresource: 'token', kind: 'TokenRequest', namespaced: true },
+];
+
+/**
+ * Seams for a server that must listen before its store (and so its auth stack) exists, as a composed
+ * cluster's does: every call waits until `resolve` hands over the started ClusterAuth. Anonymous requests
+ * are allowed (upstream's default) and answered by RBAC like any other.
+ */
+export function deferredClusterAuth(): { seams: AuthSeams; resolve(auth: ClusterAuth): void; auth(): Promise<ClusterAuth> } {
+  let resolve!: (a: ClusterAuth) => void;
+  const ready = new Promise<ClusterAuth>((r) => (resolve = r));
+  const s = async () => (await ready).seams;
+  const endpoints: AuthEndpoint[] = ENDPOINT_SHAPES.map((shape) => ({
+    ...shape,
+    async create(req) {
+      const e = (await s()).endpoints!.find((x) => x.resource === shape.resource && x.subresource === shape.subresource && x.group === shape.group)!;
+      return e.create(req);
+    },
+  }));
+  return {
+    resolve,
+    auth: () => ready,
+    seams: {
+      endpoints,
+      anonymous: true,
+      authenticator: { authenticate: async (req) => (await s()).authenticator!.authenticate(req) },
+      impersonator: { impersonate: async (user, req, authorizer) => (await s()).impersonator!.impersonate(user, req, authorizer) },
+      authorizer: { authorize: async (attrs) => (await s()).authorizer!.authorize(attrs) },
+      admission: {
+        admit: async (attrs) => (await s()).admission!.admit(attrs),
+        validate: async (attrs) => (await s()).admission!.validate(attrs),
+      },
+    },
+  };
+}

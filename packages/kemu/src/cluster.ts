@@ -325,6 +325,7 @@ export class Cluster {
       storage: storageKind(o),
       durable: (o.store ?? 'memory') !== 'memory',
       serveSockets: false,
+      streaming: Boolean(o.apiServer?.tcp),
       fast: o.fast ?? false,
       podNetwork: this.podNetwork(),
       onError: o.onError,
@@ -516,6 +517,23 @@ export class Cluster {
           stderr: Buffer.from(r.stderr ?? []).toString(),
           exitCode: r.exitCode ?? 0,
         };
+      },
+      podStreamUrl: async (ns, name, kind, opts) => {
+        if (kind === 'portforward') {
+          const pod = await this.store.get('Pod', ns, name);
+          const runtime = pod.spec.nodeName ? this.runtimeOf(pod.spec.nodeName) : undefined;
+          if (!runtime) throw new Error(`pod ${ns}/${name} is not running on a node of this cluster yet`);
+          const sandboxes = await runtime.ListPodSandbox({
+            filter: { labelSelector: { 'io.kubernetes.pod.uid': pod.metadata.uid ?? '' }, state: { state: cri.PodSandboxState.SANDBOX_READY } },
+          });
+          const sb = sandboxes.items?.[0];
+          if (!sb) throw new Error(`pod ${ns}/${name} has no running sandbox`);
+          return (await runtime.PortForward({ podSandboxId: sb.id, port: opts.ports ?? [] })).url ?? '';
+        }
+        const { runtime, id } = await this.container(ns, name, opts.container);
+        const io = { tty: opts.tty ?? false, stdin: opts.stdin ?? false, stdout: opts.stdout ?? false, stderr: opts.stderr ?? false };
+        const r = kind === 'exec' ? await runtime.Exec({ containerId: id, cmd: opts.command ?? [], ...io }) : await runtime.Attach({ containerId: id, ...io });
+        return r.url ?? '';
       },
       trace: async (from, to) => this.trace(from, to),
       info: async () => ({

@@ -28,6 +28,8 @@ export interface NodeSpec {
   durable: boolean;
   /** Serve CRI and CSI on `<stateDir>/nodes/<name>/{cri,csi}.sock`. */
   serveSockets: boolean;
+  /** Run the CRI streaming server on loopback, for exec/attach/port-forward through the API server. */
+  streaming?: boolean;
   fast: boolean;
   /** The cluster's pod network (the node's pod CIDR is carved from it); the vxlan overlay routes it. */
   podNetwork?: string;
@@ -117,7 +119,7 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       process: { netnsPrefix: s.network.podNetnsPrefix },
       podCidr: s.podCIDR,
       allowedLogRoots: [podLogsDir],
-      streaming: false,
+      streaming: s.streaming || s.serveSockets ? { host: '127.0.0.1', port: 0 } : false,
       // Real processes and namespaces outlive this process, and so does a durable store: then the runtime
       // keeps its state on disk to find its pods again.
       stateDir: s.durable || linux || s.serveSockets ? path.join(dir, 'cri') : undefined,

@@ -4,12 +4,15 @@
 import { createHash } from 'node:crypto';
 import { META, schemaGeneration } from '@kemu/core/schema';
 import { kindPaths } from './paths.js';
+import { openApiV2Protobuf } from './v2-protobuf.js';
 import { definition, type GroupVersionKind, type OpenApiVersion, reachableTypes, type SchemaObject } from './schema-object.js';
 import { type ServedKind, servedKinds } from './served-kinds.js';
 
 /** A serialised document with its validator. */
 export interface OpenApiDocument {
   json: Buffer;
+  /** The same document in protobuf (v2 only, built on first use). */
+  protobuf?: () => Buffer;
   /** Upper-case hex SHA-512 of `json`, as kube-apiserver's v3 index hashes. */
   hash: string;
 }
@@ -61,14 +64,16 @@ export function openApiV2(opts: OpenApiOptions = {}): OpenApiDocument {
   const c = cached(opts);
   if (!c.v2) {
     const all = [...servedKinds().values()].flat();
-    c.v2 = serialise({
+    const doc = {
       swagger: '2.0',
       info: { title: 'Kubernetes', version: opts.version ?? 'unversioned' },
       paths: paths(all, 'v2'),
       definitions: definitions(all, 'v2'),
       securityDefinitions: SECURITY,
       security: [{ BearerToken: [] }],
-    });
+    };
+    let pb: Buffer | undefined;
+    c.v2 = { ...serialise(doc), protobuf: () => (pb ??= openApiV2Protobuf(doc)) };
   }
   return c.v2;
 }

@@ -1,5 +1,6 @@
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFields } from '../protobuf/wire.js';
 import { openApiV2, openApiV3, openApiV3Index } from './documents.js';
 import { type KubectlServer, startKubectlServer } from './testing-kubectl.js';
 
@@ -56,6 +57,30 @@ describe('OpenAPI documents from the kind schemas', () => {
     expect(doc.definitions['io.k8s.apimachinery.pkg.util.intstr.IntOrString']).toMatchObject({ type: 'string', format: 'int-or-string' });
     const text = openApiV2().json.toString();
     for (const m of text.matchAll(/"#\/definitions\/([^"]+)"/g)) expect(doc.definitions[m[1]], m[1]).toBeDefined();
+  });
+});
+
+describe('/openapi/v2 in protobuf (what kubectl 1.20 asks for)', () => {
+  const fields = (b: Buffer) => [...readFields(b)].map((f) => ({ field: f.field, value: f.value as Buffer }));
+  const str = (b: Buffer, n: number) => fields(b).find((f) => f.field === n)?.value.toString('utf8');
+
+  it('carries every definition with its type, properties and x-kubernetes extensions', () => {
+    const doc = fields(openApiV2().protobuf!());
+    expect(doc.find((f) => f.field === 1)?.value.toString()).toBe('2.0');
+    const definitions = fields(doc.find((f) => f.field === 9)!.value).map((d) => d.value);
+    const byName = new Map(definitions.map((d) => [str(d, 1), fields(d).find((f) => f.field === 2)!.value]));
+    expect(byName.size).toBe(Object.keys(JSON.parse(openApiV2().json.toString()).definitions).length);
+    const podSpec = byName.get('io.k8s.api.core.v1.PodSpec')!;
+    expect(str(fields(podSpec).find((f) => f.field === 22)!.value, 1)).toBe('object');
+    const props = fields(fields(podSpec).find((f) => f.field === 25)!.value).map((p) => p.value);
+    const containers = fields(props.find((p) => str(p, 1) === 'containers')!).find((f) => f.field === 2)!.value;
+    const ext = fields(containers)
+      .filter((f) => f.field === 31)
+      .map((f) => [str(f.value, 1), str(fields(f.value).find((x) => x.field === 2)!.value, 2)]);
+    expect(ext).toEqual(expect.arrayContaining([['x-kubernetes-patch-merge-key', '"name"'], ['x-kubernetes-patch-strategy', '"merge"']]));
+    const pod = byName.get('io.k8s.api.core.v1.Pod')!;
+    const gvk = fields(pod).find((f) => f.field === 31 && str(f.value, 1) === 'x-kubernetes-group-version-kind')!;
+    expect(JSON.parse(str(fields(gvk.value).find((x) => x.field === 2)!.value, 2)!)).toEqual([{ group: '', kind: 'Pod', version: 'v1' }]);
   });
 });
 

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openApiV2, openApiV3, openApiV3Index } from './documents.js';
 import { servedKinds } from './served-kinds.js';
+import { OPENAPI_V2_PROTOBUF_CONTENT_TYPE } from './v2-protobuf.js';
 
 export type Handler = (req: http.IncomingMessage, body: Buffer, res: http.ServerResponse) => boolean | Promise<boolean>;
 
@@ -52,7 +53,8 @@ function discovery(pathname: string): unknown {
   };
 }
 
-export async function startKubectlServer(handler?: Handler): Promise<KubectlServer> {
+/** `kubectl` is the program to run (default: kubectl on PATH). */
+export async function startKubectlServer(handler?: Handler, kubectl = 'kubectl'): Promise<KubectlServer> {
   const requests: string[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -66,7 +68,11 @@ export async function startKubectlServer(handler?: Handler): Promise<KubectlServ
           res.writeHead(code, { 'Content-Type': 'application/json' });
           res.end(typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body));
         };
-        if (url.pathname === '/openapi/v2') return json(200, openApiV2().json);
+        if (url.pathname === '/openapi/v2') {
+          if (!req.headers.accept?.includes('protobuf')) return json(200, openApiV2().json);
+          res.writeHead(200, { 'Content-Type': OPENAPI_V2_PROTOBUF_CONTENT_TYPE });
+          return res.end(openApiV2().protobuf!());
+        }
         if (url.pathname === '/openapi/v3') return json(200, openApiV3Index());
         if (url.pathname.startsWith('/openapi/v3/')) {
           const doc = openApiV3(url.pathname.slice('/openapi/v3/'.length));
@@ -102,7 +108,7 @@ export async function startKubectlServer(handler?: Handler): Promise<KubectlServ
     requests,
     kubectl: (args, stdin) =>
       new Promise((resolve, reject) => {
-        const child = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', path.join(dir, 'cache'), ...args], {
+        const child = spawn(kubectl, ['--kubeconfig', kubeconfig, '--cache-dir', path.join(dir, 'cache'), ...args], {
           env: { PATH: process.env.PATH, HOME: dir },
         });
         let stdout = '';

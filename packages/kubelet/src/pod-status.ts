@@ -133,8 +133,24 @@ export interface StatusInput {
   sandboxReady: boolean;
   init: ObservedContainer[];
   regular: ObservedContainer[];
+  /** Ephemeral (debug) containers: reported, never part of the phase or readiness. */
+  ephemeral?: ObservedContainer[];
   runtimeName: string;
   now?: Date;
+}
+
+/** The conditions the kubelet owns; any other (PodScheduled, readiness gates, DisruptionTarget) is kept. */
+const KUBELET_CONDITIONS = new Set(['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady']);
+
+/** Why the readiness gates keep the pod unready (upstream's messages), or undefined when they are all True. */
+function readinessGatesMessage(pod: Pod): string | undefined {
+  const msgs: string[] = [];
+  for (const g of pod.spec.readinessGates ?? []) {
+    const c = pod.status?.conditions?.find((x) => x.type === g.conditionType);
+    if (!c) msgs.push(`corresponding condition of pod readiness gate ${JSON.stringify(g.conditionType)} does not exist.`);
+    else if (c.status !== 'True') msgs.push(`the status of pod readiness gate ${JSON.stringify(g.conditionType)} is not "True", but ${c.status}`);
+  }
+  return msgs.length ? msgs.join(', ') : undefined;
 }
 
 export function computePodStatus(i: StatusInput): PodStatus {
@@ -151,6 +167,7 @@ export function computePodStatus(i: StatusInput): PodStatus {
   const notReadyMsg = `containers with unready status: [${notReady.join(' ')}]`;
   const pendingInit = init.filter((s) => s.state?.terminated?.exitCode !== 0).map((s) => s.name);
   const terminal = phase === 'Succeeded' || phase === 'Failed';
+  const gates = containersReady ? readinessGatesMessage(i.pod) : undefined;
   const conditions: Condition[] = [
     condition(prev?.conditions, 'PodReadyToStartContainers', i.sandboxReady && !terminal, now),
     condition(
@@ -161,7 +178,9 @@ export function computePodStatus(i: StatusInput): PodStatus {
       'ContainersNotInitialized',
       `containers with incomplete status: [${pendingInit.join(' ')}]`,
     ),
-    condition(prev?.conditions, 'Ready', containersReady, now, terminal ? 'PodCompleted' : 'ContainersNotReady', terminal ? undefined : notReadyMsg),
+    gates
+      ? condition(prev?.conditions, 'Ready', false, now, 'ReadinessGatesNotReady', gates)
+      : condition(prev?.conditions, 'Ready', containersReady, now, terminal ? 'PodCompleted' : 'ContainersNotReady', terminal ? undefined : notReadyMsg),
     condition(
       prev?.conditions,
       'ContainersReady',
@@ -171,8 +190,7 @@ export function computePodStatus(i: StatusInput): PodStatus {
       terminal ? undefined : notReadyMsg,
     ),
   ];
-  const scheduled = prev?.conditions?.find((c) => c.type === 'PodScheduled');
-  if (scheduled) conditions.push(scheduled);
+  for (const c of prev?.conditions ?? []) if (!KUBELET_CONDITIONS.has(c.type)) conditions.push(c);
   const status: PodStatus = {
     phase,
     conditions,
@@ -182,6 +200,7 @@ export function computePodStatus(i: StatusInput): PodStatus {
     startTime: prev?.startTime ?? now,
     ...(init.length ? { initContainerStatuses: init } : {}),
     containerStatuses: regular,
+    ...(i.ephemeral?.length ? { ephemeralContainerStatuses: i.ephemeral.map((o) => containerStatus(o, i.runtimeName)) } : {}),
     qosClass: podQOSClass(i.pod.spec),
   };
   if (prev?.nominatedNodeName) status.nominatedNodeName = prev.nominatedNodeName;

@@ -188,6 +188,12 @@ export class PodSyncer {
           if (wait) wantSooner(wait);
         }
       }
+      // Ephemeral (debug) containers: started once the pod runs, never restarted.
+      for (const ec of pod.spec.ephemeralContainers ?? []) {
+        if (this.latest(rt, sandboxId, ec.name)) continue;
+        const wait = await this.startNew(pod, ec, 0, sandboxId, config, volumePaths, podIPs, 'regular');
+        if (wait) wantSooner(wait);
+      }
     } else if (requeueMs === undefined) {
       // Waiting for an init container to finish: PLEG will notice, but poll too in case events are lost.
       wantSooner(1000);
@@ -444,6 +450,7 @@ export class PodSyncer {
     return {
       init: await Promise.all((pod.spec.initContainers ?? []).map(build)),
       regular: await Promise.all(pod.spec.containers.map(build)),
+      ephemeral: await Promise.all((pod.spec.ephemeralContainers ?? []).map(build)),
     };
   }
 
@@ -451,7 +458,7 @@ export class PodSyncer {
     const sandbox = rt.sandboxes[0];
     const ready = isReadySandbox(sandbox);
     const podIPs = ready ? await this.podIPs(sandbox!.id!) : [];
-    const { init, regular } = await this.observe(pod, rt, sandbox?.id, forcedReason);
+    const { init, regular, ephemeral } = await this.observe(pod, rt, sandbox?.id, forcedReason);
     const status = computePodStatus({
       pod,
       nodeIP: this.d.nodeIP(),
@@ -459,6 +466,7 @@ export class PodSyncer {
       sandboxReady: ready,
       init,
       regular,
+      ephemeral,
       runtimeName: this.d.runtimeName(),
     });
     await this.putStatus(pod, status);

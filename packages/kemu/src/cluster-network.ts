@@ -4,6 +4,7 @@
 // the implementations apart.
 import type { Datapath } from '@kemu/cni';
 import type { NetworkManager } from '@kemu/cri';
+import type { RuleSink } from '@kemu/kube-proxy';
 import type { TraceHop } from '@kemu/netsim';
 import type { ClusterBgp } from './bgp-routing.js';
 import { LinuxClusterNetwork } from './linux-network.js';
@@ -24,7 +25,10 @@ export interface NodeNetwork {
   netnsPath?: string;
 }
 
-/** A probe (ICMP echo) from a pod's namespace: the outcome and, where the datapath records one, its path. */
+/**
+ * A probe from a pod's namespace (an ICMP echo, or with a port a TCP connect): the outcome and, where the
+ * datapath records one, its path.
+ */
 export interface ProbeResult {
   reachable: boolean;
   transmitted: number;
@@ -53,8 +57,13 @@ export interface ClusterNetwork {
   addNode(nodeName: string, nodeIP: string, podCIDR: string): Promise<NodeNetwork>;
   /** Addresses the node's IPAM holds. */
   allocatedIps(nodeName: string): Promise<number>;
-  /** One ICMP echo from the pod namespace `netns` (as the runtime's PodSandboxStatus reports it) to `to`. */
-  probe(netns: string, to: string): Promise<ProbeResult>;
+  /**
+   * One ICMP echo (or, with `port`, a TCP connect) from the pod namespace `netns` (as the runtime's
+   * PodSandboxStatus reports it) to the address `to`.
+   */
+  probe(netns: string, to: string, port?: number): Promise<ProbeResult>;
+  /** Where kube-proxy writes the node's rules: its netfilter, simulated or real. */
+  ruleSink(nodeName: string): RuleSink;
   /** Keeps what a restart needs (the simulated world, when persistent). */
   save(): void;
   /** Removes what this cluster made on the machine (namespaces); nothing for a simulated network. */

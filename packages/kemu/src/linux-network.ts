@@ -9,6 +9,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createLinuxDatapath, HOST_NETNS, isDatapathError, type LinuxDatapath } from '@kemu/cni';
+import { ipFamily } from '@kemu/ip';
+import { linuxRuleSink, type RuleSink } from '@kemu/kube-proxy';
 import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult } from './cluster-network.js';
 import {
   CLUSTER_NETWORK,
@@ -111,6 +113,12 @@ export class LinuxClusterNetwork implements ClusterNetwork {
     return `${this.prefix}-pod-`;
   }
 
+  ruleSink(nodeName: string): RuleSink {
+    const node = this.nodes.get(nodeName);
+    if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
+    return linuxRuleSink(node.netnsPath);
+  }
+
   /** Nothing to save: the kernel keeps the namespaces. */
   save(): void {}
 
@@ -168,9 +176,27 @@ export class LinuxClusterNetwork implements ClusterNetwork {
   }
 
   /** A real ping from a pod's network namespace. */
-  async probe(netns: string, to: string): Promise<ProbeResult> {
+  async probe(netns: string, to: string, port?: number): Promise<ProbeResult> {
     if (!netns.startsWith('/') || netns.includes('\0')) throw new Error(`invalid network namespace path ${netns}`);
-    if (!/^[0-9a-fA-F.:]+$/.test(to)) throw new Error(`${JSON.stringify(to)} is not an IP address`);
+    if (!ipFamily(to)) throw new Error(`${JSON.stringify(to)} is not an IP address`);
+    if (port !== undefined) {
+      if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`invalid port ${port}`);
+      // A TCP connect from inside the pod's namespace; address and port go in as arguments, not code.
+      const script =
+        "const s=require('net').connect({host:process.argv[1],port:+process.argv[2],timeout:3000});" +
+        "s.on('connect',()=>{console.log('connected');s.destroy()});s.on('error',(e)=>{console.log('error '+e.code);});" +
+        "s.on('timeout',()=>{console.log('error ETIMEDOUT');s.destroy()});";
+      const r = await run(NSENTER, [`--net=${netns}`, '--', process.execPath, '-e', script, to, String(port)], 15_000);
+      const ok = /^connected/m.test(r.out);
+      return {
+        reachable: ok,
+        transmitted: 1,
+        received: ok ? 1 : 0,
+        error: ok ? undefined : { code: /error (\S+)/.exec(r.out)?.[1], message: r.out.trim().split('\n').pop() ?? 'no answer' },
+        trace: [],
+        text: r.out,
+      };
+    }
     const r = await run(NSENTER, [`--net=${netns}`, '--', PING, '-c', '1', '-W', '2', '-n', to], 15_000);
     const m = /(\d+) packets transmitted, (\d+) received/.exec(r.out);
     const transmitted = m ? Number(m[1]) : 0;

@@ -15,6 +15,7 @@ import { createHostLocal, hostLocal, MemoryIpam } from '@kemu/cni-host-local';
 import { loopback } from '@kemu/cni-loopback';
 import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager, type PodNetworkRequest, simNetnsHooks } from '@kemu/cri';
+import { type RuleSink, simRuleSink } from '@kemu/kube-proxy';
 import { formatTrace, World } from '@kemu/netsim';
 import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult } from './cluster-network.js';
 
@@ -277,6 +278,8 @@ export class SimClusterNetwork implements ClusterNetwork {
       await datapath.addAddr(HOST_NETNS, 'eth0', `${nodeIP}/${this.nodePrefixLen}`);
       await datapath.setSysctl(HOST_NETNS, 'net.ipv4.ip_forward', '1');
     }
+    // br_netfilter, as Kubernetes requires: replies between pods on one bridge meet kube-proxy's NAT.
+    this.world.setSysctl(hostNamespace, 'net.bridge.bridge-nf-call-iptables', '1');
 
     const cni = await nodeCni(this.stateDir, nodeName, podCIDR, this.overlay, {
       plugins: clusterPlugins(this.hostLocal),
@@ -316,18 +319,36 @@ export class SimClusterNetwork implements ClusterNetwork {
     await addHostGwRoutes(this.nodes.values(), m);
   }
 
-  /** Pings `to` (an IP) from a pod's namespace; the result carries the hop-by-hop trace. */
-  async probe(netns: string, to: string): Promise<ProbeResult> {
+  /** Pings `to` (or connects to `to:port` over TCP) from a pod's namespace, with the hop-by-hop trace. */
+  async probe(netns: string, to: string, port?: number): Promise<ProbeResult> {
     if (!this.world.hasNamespace(netns)) throw new Error(`${netns} is no network namespace of this cluster`);
+    if (port !== undefined) {
+      const r = this.world.tcpConnect(netns, to, port);
+      const ok = r.state === 'established';
+      return {
+        reachable: ok,
+        transmitted: 1,
+        received: ok ? 1 : 0,
+        error: ok ? undefined : { code: r.error?.code ?? r.state, message: r.error?.message ?? `connection ${r.state}` },
+        trace: r.trace,
+        text: formatTrace(r.trace),
+      };
+    }
     const r = this.world.ping(netns, to, { count: 1 });
     return {
       reachable: r.reachable,
       transmitted: r.transmitted,
       received: r.received,
-      error: r.error,
+      error: r.error ?? (r.errors[0] ? { message: r.errors[0].message } : undefined),
       trace: r.trace,
       text: formatTrace(r.trace),
     };
+  }
+
+  ruleSink(nodeName: string): RuleSink {
+    const node = this.nodes.get(nodeName);
+    if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
+    return simRuleSink(this.world, node.hostNamespace);
   }
 
   async destroy(): Promise<void> {}

@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { parseTraceTarget } from './trace-target.js';
+
+describe('kemu trace targets', () => {
+  it('reads pods, Services and addresses', () => {
+    expect(parseTraceTarget('web-1', 'shop')).toEqual({ kind: 'pod', namespace: 'shop', name: 'web-1' });
+    expect(parseTraceTarget('db/pg-0')).toEqual({ kind: 'pod', namespace: 'db', name: 'pg-0' });
+    expect(parseTraceTarget('svc/web:http', 'shop')).toEqual({ kind: 'service', namespace: 'shop', name: 'web', port: 'http' });
+    expect(parseTraceTarget('svc/shop/web')).toEqual({ kind: 'service', namespace: 'shop', name: 'web', port: undefined });
+    expect(parseTraceTarget('10.96.0.1')).toEqual({ kind: 'ip', ip: '10.96.0.1' });
+    expect(parseTraceTarget('172.18.0.10:30080')).toEqual({ kind: 'ip', ip: '172.18.0.10', port: 30080 });
+    expect(parseTraceTarget('[fd00::1]:80')).toEqual({ kind: 'ip', ip: 'fd00::1', port: 80 });
+    expect(parseTraceTarget('fd00::1')).toEqual({ kind: 'ip', ip: 'fd00::1' });
+  });
+
+  it('refuses what it cannot send to, saying why', () => {
+    expect(() => parseTraceTarget('10.96.0.1:99999')).toThrow('invalid port "99999" in 10.96.0.1:99999');
+    expect(() => parseTraceTarget('svc/a/b/c')).toThrow(/use svc\/NAME\[:PORT\]/);
+    expect(() => parseTraceTarget('web.default.svc.cluster.local')).toThrow(/DNS names are not resolved yet/);
+    expect(() => parseTraceTarget('Bad_Name')).toThrow(/invalid target "Bad_Name"/);
+  });
+});

@@ -1,0 +1,39 @@
+// What `kemu trace FROM TO` may name as TO: a pod (`name` or `ns/name`), a Service (`svc/NAME[:PORT]`,
+// qualified as `svc/NS/NAME[:PORT]`), or an address (`IP`, `IP:PORT`, `[IPv6]:PORT`). With a port the
+// probe is a TCP connect, without one an ICMP echo. DNS names are refused until the cluster runs DNS.
+import { ipFamily } from '@kemu/ip';
+
+export type TraceTarget =
+  | { kind: 'pod'; namespace: string; name: string }
+  | { kind: 'service'; namespace: string; name: string; port?: string }
+  | { kind: 'ip'; ip: string; port?: number };
+
+function port(s: string, what: string): number {
+  if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535) throw new Error(`invalid port "${s}" in ${what}`);
+  return Number(s);
+}
+
+export function parseTraceTarget(to: string, namespace = 'default'): TraceTarget {
+  if (to.startsWith('svc/') || to.startsWith('service/')) {
+    const rest = to.slice(to.indexOf('/') + 1);
+    const [path, p] = rest.split(':', 2) as [string, string | undefined];
+    const parts = path.split('/');
+    const [ns, name] = parts.length === 2 ? (parts as [string, string]) : [namespace, parts[0]!];
+    if (parts.length > 2 || !name) throw new Error(`invalid Service "${to}": use svc/NAME[:PORT]`);
+    if (p !== undefined && p === '') throw new Error(`invalid Service "${to}": empty port`);
+    return { kind: 'service', namespace: ns, name, port: p };
+  }
+  if (ipFamily(to)) return { kind: 'ip', ip: to };
+  const v6 = /^\[([^\]]+)\]:(\d+)$/.exec(to);
+  if (v6 && ipFamily(v6[1]!) === 6) return { kind: 'ip', ip: v6[1]!, port: port(v6[2]!, to) };
+  const v4 = /^([^:]+):([^:]*)$/.exec(to);
+  if (v4 && ipFamily(v4[1]!) === 4) return { kind: 'ip', ip: v4[1]!, port: port(v4[2]!, to) };
+  const parts = to.split('/');
+  if (parts.length <= 2 && parts.every((x) => /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(x))) {
+    const [ns, name] = parts.length === 2 ? (parts as [string, string]) : [namespace, parts[0]!];
+    return { kind: 'pod', namespace: ns, name };
+  }
+  if (/^[a-z0-9.-]+$/i.test(to) && to.includes('.'))
+    throw new Error(`${to}: DNS names are not resolved yet (kemu runs no cluster DNS); trace svc/NAME[:PORT] instead`);
+  throw new Error(`invalid target "${to}": use a pod name, svc/NAME[:PORT], IP or IP:PORT`);
+}

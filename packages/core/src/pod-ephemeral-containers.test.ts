@@ -53,6 +53,16 @@ describe('pods/ephemeralcontainers', () => {
     expect(m).toContain('spec.ephemeralContainers[1].ports: Forbidden: cannot be set for an Ephemeral Container');
     expect(m).toContain('spec.ephemeralContainers[2].lifecycle: Forbidden: cannot be set for an Ephemeral Container');
     expect(m).toContain('spec.ephemeralContainers[2].targetContainerName: Not found: "nope"');
+    // kubectl debug sends a strategic merge patch to the subresource.
+    const patched = await store.patch(
+      'Pod',
+      'default',
+      'web',
+      { spec: { ephemeralContainers: [{ name: 'debugger-2', image: 'busybox:1.36' }] } },
+      'strategic',
+      { subresource: 'ephemeralcontainers' },
+    );
+    expect(patched.spec.ephemeralContainers?.map((c) => c.name)).toEqual(['dbg', 'debugger-2']);
     const cm = await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' } });
     expect(await msg(store.update(cm, { subresource: 'ephemeralcontainers' }))).toBe('configmaps has no ephemeralcontainers subresource');
     await store.close();

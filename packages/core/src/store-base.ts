@@ -500,7 +500,7 @@ export abstract class BaseStore implements Store {
         throw new InvalidError(info.kind, name, info.group, [{ field: 'metadata.name', type: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(patched.metadata?.name)}: field is immutable` }]);
       }
       try {
-        return (await this.writeExisting(patched, opts.subresource === 'status' ? 'status' : 'main', opts, pinned ? undefined : cur)) as ObjectOf<K>;
+        return (await this.writeExisting(patched, opts.subresource ?? 'main', opts, pinned ? undefined : cur)) as ObjectOf<K>;
       } catch (e) {
         if (!isConflict(e) || pinned || attempt >= 5) throw e;
       }
@@ -592,8 +592,12 @@ export abstract class BaseStore implements Store {
     this.track(policy === 'Orphan' ? this.orphan(gone.metadata.uid!) : this.collect(gone.metadata.uid!));
   }
 
-  /** Background cascading deletion: dependents whose owners are all gone are deleted. */
-  private async collect(uid: string): Promise<void> {
+  /**
+   * Cascading deletion: dependents whose owners are all gone are deleted. Under a foreground deletion the
+   * dependents are deleted in the foreground too, so a whole chain (Deployment, ReplicaSets, Pods) goes
+   * leaves first, as the garbage collector does for owners waiting for their dependents.
+   */
+  private async collect(uid: string, policy: 'Background' | 'Foreground' = 'Background'): Promise<void> {
     for (const dep of await this.findDependents(uid)) {
       if (this.closed) return;
       const info = kindInfo(dep.kind);
@@ -606,7 +610,7 @@ export abstract class BaseStore implements Store {
       }
       try {
         if (ownerAlive) await this.dropOwnerRef(info, dep, uid);
-        else await this.delete(dep.kind, dep.metadata.namespace, dep.metadata.name!, { preconditions: { uid: dep.metadata.uid } });
+        else await this.delete(dep.kind, dep.metadata.namespace, dep.metadata.name!, { preconditions: { uid: dep.metadata.uid }, propagationPolicy: policy });
       } catch (e) {
         if (!isNotFound(e) && !isConflict(e)) throw e;
       }
@@ -616,7 +620,7 @@ export abstract class BaseStore implements Store {
   /** Delete the dependents of an owner in foreground deletion, then release its finalizer. */
   private async foreground(info: KindInfo, owner: KubeObject): Promise<void> {
     const uid = owner.metadata.uid!;
-    await this.collect(uid);
+    await this.collect(uid, 'Foreground');
     for (let round = 0; !this.closed; round++) {
       if ((await this.findDependents(uid)).length === 0) break;
       await new Promise((r) => setTimeout(r, Math.min(1000, 20 * 2 ** Math.min(round, 6))).unref());

@@ -75,8 +75,8 @@ export interface UpdateOptions extends WriteOptions {
 }
 
 export interface PatchOptions extends WriteOptions {
-  /** Patch the status subresource instead of the main resource. */
-  subresource?: 'status';
+  /** Patch the status (or a pod's ephemeralcontainers) subresource instead of the main resource. */
+  subresource?: 'status' | 'ephemeralcontainers';
 }
 
 export interface Store {

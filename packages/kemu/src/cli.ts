@@ -4,6 +4,7 @@ import { isStatusError } from '@kemu/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ClusterUnreachableError } from './api-client.js';
 import * as cmd from './commands.js';
+import { registerRolloutCommands } from './rollout-cli.js';
 import { runDemo } from './demo.js';
 import { defaultStateDir } from './state.js';
 
@@ -42,9 +43,13 @@ program
   .addOption(new Option('--api-port <port>', 'HTTPS port of the API server (default: any free port)').argParser(int('--api-port')))
   .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
   .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
+  .option('--controllers <list>', 'workload controllers to run, as kube-controller-manager: * (all), names, -name to disable', '*')
+  .addOption(new Option('--clock-speed <n>', 'run the cluster clock n times faster than real time (CronJobs, TTLs)').default(1).argParser(int('--clock-speed')))
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.up({
+      controllers: o.controllers,
+      clockSpeed: o.clockSpeed,
       name: o.name,
       apiPort: o.apiPort,
       apiAddress: o.apiAddress,
@@ -216,6 +221,8 @@ program
   .addOption(new Option('--nodes <n>').default(3).argParser(int('--nodes')))
   .option('--keep', 'leave the app running at the end (and stop the cluster)')
   .action(async (o) => runDemo(cmd.stdio, { nodes: o.nodes, keep: o.keep }));
+
+registerRolloutCommands(program, nsOpt, stateDirOpt);
 
 function message(err: unknown): string {
   if (err instanceof ClusterUnreachableError || err instanceof cmd.UsageError) return err.message;

@@ -17,3 +17,4 @@ export {
 export { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 export { SimClusterNetwork, UNDERLAY_NS } from './sim-network.js';
 export { defaultStateDir, paths } from './state.js';
+export { deploymentStatus, RolloutError, rolloutHistory, rolloutPause, rolloutRestart, rolloutStatus, rolloutUndo, scale } from './rollout.js';

@@ -66,19 +66,30 @@ const localSocketAdmin: Authenticator = {
   },
 };
 
+/** The connection's verified client certificate chain, read once per TLS connection (not per request). */
+const peerChains = new WeakMap<object, Buffer[] | null>();
+
 /** Client certificates the TLS layer verified against the cluster CA: CN is the user, O the groups. */
 export function peerCertificates(req: IncomingRequest): Buffer[] | undefined {
-  const socket = req.socket as TLSSocket;
-  if (!socket || typeof socket.getPeerCertificate !== 'function' || !socket.authorized) return undefined;
-  const chain: Buffer[] = [];
-  let cert = socket.getPeerCertificate(true);
-  const seen = new Set<string>();
-  while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
-    seen.add(cert.fingerprint256);
-    chain.push(cert.raw);
-    cert = cert.issuerCertificate;
+  // HTTP/2 requests share their session's socket; HTTP/1.1 requests their connection's.
+  const socket = ((req as { stream?: { session?: { socket?: TLSSocket } } }).stream?.session?.socket ?? req.socket) as TLSSocket;
+  if (!socket || typeof socket.getPeerCertificate !== 'function') return undefined;
+  const cached = peerChains.get(socket);
+  if (cached !== undefined) return cached ?? undefined;
+  let chain: Buffer[] | null = null;
+  if (socket.authorized) {
+    const out: Buffer[] = [];
+    let cert = socket.getPeerCertificate(true);
+    const seen = new Set<string>();
+    while (cert && cert.raw && !seen.has(cert.fingerprint256)) {
+      seen.add(cert.fingerprint256);
+      out.push(cert.raw);
+      cert = cert.issuerCertificate;
+    }
+    chain = out.length ? out : null;
   }
-  return chain.length ? chain : undefined;
+  peerChains.set(socket, chain);
+  return chain ?? undefined;
 }
 
 const NON_RESOURCE_PUBLIC = new Set(['/healthz', '/livez', '/readyz', '/version']);

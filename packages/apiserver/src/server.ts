@@ -53,11 +53,14 @@ export interface ApiServer {
 }
 
 /** The x509 client-certificate authenticator: a certificate the TLS layer verified names the user. */
+const certUsers = new WeakMap<Buffer, { name: string; groups: string[] }>();
 const x509Authenticator: Authenticator = {
   async authenticate(req) {
     const leaf = req.peerCertificates?.[0];
     if (!leaf) return null;
-    const { name, groups } = userFromCertificate(leaf);
+    let parsed = certUsers.get(leaf);
+    if (!parsed) certUsers.set(leaf, (parsed = userFromCertificate(leaf)));
+    const { name, groups } = parsed;
     if (!name) return null;
     return { user: { name, groups: [...groups, 'system:authenticated'] } };
   },

@@ -18,7 +18,6 @@ import {
   type Store,
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
-import { ControllerManager, ScaledClock } from '@kemu/controllers';
 import { parseCriLog } from '@kemu/cri';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
@@ -31,6 +30,7 @@ import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
 import { linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, startNode } from './node.js';
+import { type DeviceRequest, kubeletConfigFor } from './node-resources.js';
 import {
   connectNode,
   joinedNodeSockets,
@@ -44,10 +44,6 @@ export type StoreKind = 'memory' | 'file' | 'etcd';
 
 export interface ClusterOptions {
   nodes?: number;
-  /** Workload controllers to run, as kube-controller-manager's --controllers (default `*`). */
-  controllers?: string;
-  /** How much faster than real time the cluster clock runs for time-driven controllers (CronJob; default 1). */
-  clockSpeed?: number;
   stateDir: string;
   store?: StoreKind;
   etcdEndpoints?: string[];
@@ -61,6 +57,10 @@ export interface ClusterOptions {
   nodeSubnet?: string;
   /** Shorter periods (PLEG, heartbeats) for tests and demos; the defaults are upstream's. */
   fast?: boolean;
+  /** KubeletConfiguration files: `*` for every node, or by node name. */
+  kubeletConfigs?: Record<string, string>;
+  /** Simulated devices for every node, each served by a device plugin beside its kubelet. */
+  devices?: DeviceRequest[];
   /** Progress messages for long operations. */
   onProgress?: (step: string, done: number, total: number) => void;
   onError?: (err: unknown, context: string) => void;
@@ -260,14 +260,6 @@ export class Cluster {
     const scheduler = new Scheduler({ store });
     await scheduler.start();
     this.stoppers.push(() => scheduler.stop());
-    const controllers = new ControllerManager({
-      store,
-      controllers: o.controllers,
-      clock: o.clockSpeed && o.clockSpeed !== 1 ? new ScaledClock(new Date(), o.clockSpeed) : undefined,
-      onError: (c, e) => onError(e, c),
-    });
-    await controllers.start();
-    this.stoppers.push(() => controllers.stop());
     const nlc = new NodeLifecycleController({
       store,
       gracePeriodMs: fast ? 4000 : 40_000,
@@ -341,6 +333,8 @@ export class Cluster {
       streaming: Boolean(o.apiServer?.tcp),
       fast: o.fast ?? false,
       podNetwork: this.podNetwork(),
+      kubeletConfig: kubeletConfigFor(o.kubeletConfigs, name),
+      devices: o.devices,
       onError: o.onError,
     });
     this.stoppers.push(() => node.stop());

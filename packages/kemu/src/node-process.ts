@@ -11,6 +11,8 @@ import { HOST_NETNS } from '@kemu/cni';
 import { cri, csi, type GrpcChannel, openChannel, type PromiseApi } from '@kemu/proto';
 import { createClusterNetwork } from './cluster-network.js';
 import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, startNode } from './node.js';
+import type { KubeletConfiguration } from '@kemu/kubelet';
+import type { DeviceRequest } from './node-resources.js';
 import { RemoteStore } from '@kemu/apiserver';
 
 export interface NodeProcessSpec {
@@ -168,6 +170,8 @@ export interface RunNodeOptions {
   fast: boolean;
   /** The store this node talks to: the cluster API socket, or etcd directly. */
   store: Store;
+  kubeletConfig?: KubeletConfiguration;
+  devices?: DeviceRequest[];
   onError?: (err: unknown, context: string) => void;
 }
 
@@ -196,6 +200,8 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
     serveSockets: true,
     fast: o.fast,
     podNetwork: o.podNetwork,
+    kubeletConfig: o.kubeletConfig,
+    devices: o.devices,
     onError: o.onError,
   });
   let informer: SharedInformer<'Node', Node> | undefined;

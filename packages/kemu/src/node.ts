@@ -7,9 +7,10 @@ import type { Store } from '@kemu/core';
 import { createCri, type CriInstance, type CriRuntimeConfig, startCriServer } from '@kemu/cri';
 import { ALPHA_CAPABILITY_NAMES, createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
 import { VxlanAgent } from '@kemu/cni-vxlan';
-import { Kubelet, StaticPluginRegistry } from '@kemu/kubelet';
+import { detectCgroupVersion, Kubelet, type KubeletConfiguration, RealCgroupManager, StaticPluginRegistry } from '@kemu/kubelet';
 import { cri, csi, inProcessApi, type PromiseApi } from '@kemu/proto';
 import type { ClusterNetwork } from './cluster-network.js';
+import { type DeviceRequest, devicePluginDir, startDevicePlugins } from './node-resources.js';
 
 /** Annotations a node process puts on its Node so the control plane can reach its sockets. */
 export const CSI_ENDPOINT_ANNOTATION = 'kemu.io/csi-endpoint';
@@ -33,6 +34,10 @@ export interface NodeSpec {
   fast: boolean;
   /** The cluster's pod network (the node's pod CIDR is carved from it); the vxlan overlay routes it. */
   podNetwork?: string;
+  /** The kubelet's KubeletConfiguration (reserved resources, eviction, cgroups, maxPods, DNS). */
+  kubeletConfig?: KubeletConfiguration;
+  /** Simulated devices, each served by a device plugin beside the kubelet. */
+  devices?: DeviceRequest[];
   onError?: (err: unknown, context: string) => void;
 }
 
@@ -155,8 +160,14 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       // Upstream's CrashLoopBackOff is 10 s doubling to 5 min; fast mode keeps the shape at a smaller scale.
       backoff: fast ? { initialMs: 1000, maxMs: 8000, resetAfterMs: 60_000 } : undefined,
       onError: (e, ctx) => s.onError?.(e, `${s.name}: ${ctx}`),
+      config: s.kubeletConfig,
+      evictionMonitoringPeriodMs: fast ? 500 : 10_000,
+      devicePluginDir: devicePluginDir(kubeletRoot),
+      // With a KubeletConfiguration on the process runtime the pod cgroups are made for real.
+      cgroups: s.kubeletConfig && s.runtime === 'process' && detectCgroupVersion() ? new RealCgroupManager() : undefined,
     });
     await kubelet.start();
+    if (s.devices?.length) stoppers.push(await startDevicePlugins(devicePluginDir(kubeletRoot), s.name, s.devices));
     if (s.network.overlay === 'vxlan') {
       // flanneld's part: lease (the Node's podCIDR), VTEP device, annotations, and one route, neighbour and
       // FDB entry per remote node, kept in step with the Node objects. No outside world: no masquerade.

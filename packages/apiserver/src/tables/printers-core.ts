@@ -105,7 +105,7 @@ export function registerCorePrinters(): void {
   });
 
   registerPrinter('v1', 'ConfigMap', {
-    columns: [NAME_COLUMN, column('Data', 'integer', 'Number of keys.'), AGE],
+    columns: [NAME_COLUMN, column('Data', 'string', 'Number of keys.'), AGE],
     row(o, now) {
       const c = o as ConfigMap;
       return [c.metadata.name ?? '', Object.keys(c.data ?? {}).length + Object.keys(c.binaryData ?? {}).length, age(c.metadata.creationTimestamp, now)];

@@ -135,3 +135,52 @@ describe.runIf(requirePeers('kubectl get against server-side Tables', [peers.kub
     ]);
   });
 });
+
+describe('printers of the workload, network and policy kinds', () => {
+  const now = Math.floor(Date.now() / 1000) * 1000;
+  const ago = (ms: number) => new Date(now - ms).toISOString().replace(/\.\d+Z$/, 'Z');
+  const meta = (name: string) => ({ name, namespace: 'default', creationTimestamp: ago(5 * MIN) });
+  const cells = (apiVersion: string, kind: string, o: Record<string, unknown>) =>
+    buildTable(apiVersion, kind, [{ apiVersion, kind, metadata: meta('x'), ...o } as KubeObject], { now }).rows[0].cells;
+  const headers = (apiVersion: string, kind: string) => buildTable(apiVersion, kind, []).columnDefinitions.map((c) => c.name);
+
+  it('Deployment: READY, UP-TO-DATE, AVAILABLE and the template in wide columns', () => {
+    expect(headers('apps/v1', 'Deployment')).toEqual(['Name', 'Ready', 'Up-to-date', 'Available', 'Age', 'Containers', 'Images', 'Selector']);
+    const spec = { replicas: 3, selector: { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['b', 'a'] }] }, template: { spec: { containers: [{ name: 'app', image: 'nginx' }, { name: 'log', image: 'busybox' }] } } };
+    expect(cells('apps/v1', 'Deployment', { spec, status: { readyReplicas: 2, updatedReplicas: 3, availableReplicas: 2 } })).toEqual([
+      'x',
+      '2/3',
+      3,
+      2,
+      '5m',
+      'app,log',
+      'nginx,busybox',
+      'app=web,tier in (a,b)',
+    ]);
+  });
+
+  it('Job: STATUS, COMPLETIONS and DURATION', () => {
+    const status = { succeeded: 1, startTime: ago(4 * MIN), completionTime: ago(3 * MIN), conditions: [{ type: 'Complete', status: 'True' }] };
+    expect(cells('batch/v1', 'Job', { spec: { completions: 1, template: { spec: { containers: [] } } }, status }).slice(0, 4)).toEqual(['x', 'Complete', '1/1', '60s']);
+    expect(cells('batch/v1', 'Job', { spec: { parallelism: 3 }, status: {} }).slice(1, 4)).toEqual(['Running', '0/1 of 3', '']);
+  });
+
+  it('Service: TYPE, CLUSTER-IP, EXTERNAL-IP and PORT(S)', () => {
+    const spec = { type: 'NodePort', clusterIP: '10.96.0.10', ports: [{ port: 80, nodePort: 30080, protocol: 'TCP' }, { port: 53, protocol: 'UDP' }], selector: { app: 'web' } };
+    expect(cells('v1', 'Service', { spec })).toEqual(['x', 'NodePort', '10.96.0.10', '<none>', '80:30080/TCP,53/UDP', '5m', 'app=web']);
+    expect(cells('v1', 'Service', { spec: { type: 'LoadBalancer', clusterIP: '10.96.0.11', ports: [{ port: 443 }] } }).slice(3, 5)).toEqual(['<pending>', '443/TCP']);
+  });
+
+  it('Endpoints list the first three addresses', () => {
+    const subsets = [{ addresses: ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].map((ip) => ({ ip })), ports: [{ port: 8080 }] }];
+    expect(cells('v1', 'Endpoints', { subsets })[1]).toBe('10.0.0.1:8080,10.0.0.2:8080,10.0.0.3:8080 + 1 more...');
+  });
+
+  it('Secret, ServiceAccount, PodDisruptionBudget and RoleBinding', () => {
+    expect(cells('v1', 'Secret', { type: 'kubernetes.io/tls', data: { 'tls.crt': '', 'tls.key': '' } })).toEqual(['x', 'kubernetes.io/tls', 2, '5m']);
+    expect(cells('v1', 'ServiceAccount', {})).toEqual(['x', 0, '5m']);
+    expect(cells('policy/v1', 'PodDisruptionBudget', { spec: { minAvailable: '50%' }, status: { disruptionsAllowed: 1 } })).toEqual(['x', '50%', 'N/A', 1, '5m']);
+    const subjects = [{ kind: 'User', name: 'alice' }, { kind: 'ServiceAccount', name: 'builder', namespace: 'ci' }];
+    expect(cells('rbac.authorization.k8s.io/v1', 'RoleBinding', { roleRef: { kind: 'ClusterRole', name: 'view' }, subjects })).toEqual(['x', 'ClusterRole/view', '5m', 'alice', '', 'ci:builder']);
+  });
+});

@@ -4,7 +4,6 @@ import { isStatusError } from '@kemu/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ClusterUnreachableError } from './api-client.js';
 import * as cmd from './commands.js';
-import { type DeviceRequest, kubeletConfigFor, parseDeviceRequest, parseKubeletConfigFlags } from './node-resources.js';
 import { runDemo } from './demo.js';
 import { defaultStateDir } from './state.js';
 
@@ -25,19 +24,6 @@ const program = new Command('kemu')
 
 const stateDirOpt = () => new Option('--state-dir <dir>', 'where the cluster keeps its socket and state').default(defaultStateDir(), '$KEMU_STATE_DIR or ~/.kemu');
 const nsOpt = () => new Option('-n, --namespace <ns>', 'namespace').default('default');
-const kubeletConfigOpt = (help: string) =>
-  new Option('--kubelet-config <[node=]file>', help).default([] as string[]).argParser((v: string, prev: string[]) => [...prev, v]);
-const deviceOpt = () =>
-  new Option('--device <resource=count[:model]>', 'simulated devices on each node, served by a device plugin beside its kubelet, e.g. nvidia.com/gpu=8; repeatable')
-    .default([] as DeviceRequest[])
-    .argParser((v: string, prev: DeviceRequest[]) => {
-      try {
-        return [...prev, parseDeviceRequest(v)];
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    });
-const kubeletConfigs = (values: string[]) => (values.length ? parseKubeletConfigFlags(values) : undefined);
 
 program
   .command('up')
@@ -56,17 +42,15 @@ program
   .addOption(new Option('--api-port <port>', 'HTTPS port of the API server (default: any free port)').argParser(int('--api-port')))
   .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
   .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
-  .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for every node, or NODE=FILE for one node; repeatable'))
-  .addOption(deviceOpt())
+  .addOption(new Option('--auth <mode>', 'rbac: certificates, tokens, RBAC and admission as kube-apiserver; none: allow every request').choices(['rbac', 'none']).default('rbac'))
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.up({
-      kubeletConfigs: kubeletConfigs(o.kubeletConfig),
-      devices: o.device,
       name: o.name,
       apiPort: o.apiPort,
       apiAddress: o.apiAddress,
       mergeKubeconfig: o.mergeKubeconfig,
+      auth: o.auth,
       nodeProcesses: o.nodeProcesses,
       fast: o.fast,
       nodes: o.nodes,
@@ -105,8 +89,6 @@ program
   .option('--etcd-endpoints <urls>', 'talk to etcd directly instead of the API socket (a node on another machine)')
   .option('--durable', 'the cluster store outlives its processes (file or etcd): keep runtime state on disk')
   .option('--fast', 'shorter heartbeat, relist and back-off periods (for tests and demos)')
-  .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for this node'))
-  .addOption(deviceOpt())
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.node({
@@ -122,8 +104,6 @@ program
       etcdEndpoints: o.etcdEndpoints ? String(o.etcdEndpoints).split(',') : undefined,
       durable: !!o.durable || !!o.etcdEndpoints,
       fast: !!o.fast,
-      kubeletConfig: kubeletConfigFor(kubeletConfigs(o.kubeletConfig), o.name),
-      devices: o.device,
       stateDir: o.stateDir,
     });
     await new Promise<void>((resolve) => {
@@ -135,9 +115,14 @@ program
 
 program
   .command('kubeconfig')
-  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...)")
+  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...), or another user's")
+  .option('--user <name>', 'a kubeconfig for this user instead: a client certificate signed by the cluster CA (CN = name)')
+  .option('--group <group>', 'a group of --user (O of the certificate); repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
   .addOption(stateDirOpt())
-  .action(async (o) => cmd.kubeconfig(o.stateDir));
+  .action(async (o) => {
+    if (o.group.length && o.user === undefined) throw new cmd.UsageError('--group needs --user');
+    await cmd.kubeconfig(o.stateDir, cmd.stdio, { user: o.user, groups: o.group });
+  });
 
 program
   .command('down')

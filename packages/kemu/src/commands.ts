@@ -1,12 +1,19 @@
 // What each `kemu` subcommand does. The CLI wiring (flags, help, exit codes) is in cli.ts.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { isNotFound, type KubeObject, kindInfo, parseManifests, type Pod, toYaml } from '@kemu/core';
 import cliProgress from 'cli-progress';
 import {
   clusterCredentials,
+  type ClusterAuth,
   contextName,
+  decodeObjectBytes,
   defaultKubeconfigPath,
+  deferredClusterAuth,
+  ServiceAccountKeys,
+  startClusterAuth,
+  userKubeconfig,
   type Kubeconfig,
   mergeKubeconfig,
   removeFromKubeconfig,
@@ -75,6 +82,11 @@ export interface ApiOptions {
   apiAddress?: string;
   /** Merge the admin kubeconfig into this kubeconfig file (kubectl's default when true). */
   mergeKubeconfig?: string | boolean;
+  /**
+   * `rbac` (default): client certificates, tokens, RBAC and the admission plugins, as kube-apiserver;
+   * `none`: every request allowed, for quick local use.
+   */
+  auth?: 'rbac' | 'none';
 }
 
 export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean }, out: Out = stdio): Promise<{ stop(): Promise<void> } | undefined> {
@@ -89,15 +101,28 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
 
   const name = opts.name ?? 'kemu';
   const creds = await clusterCredentials(opts.stateDir, { name, host: opts.apiAddress });
+  if (opts.auth !== undefined && opts.auth !== 'rbac' && opts.auth !== 'none') throw new UsageError(`--auth must be rbac or none, not "${opts.auth}"`);
+  const deferred = opts.auth === 'none' ? undefined : deferredClusterAuth();
   const progress = progressReporter(out, 'starting nodes');
   const cluster = await Cluster.start({
     ...opts,
     apiSocket: p.socket,
-    apiServer: { tcp: { host: opts.apiAddress ?? '127.0.0.1', port: opts.apiPort ?? 0, tls: creds.serving } },
+    // Protobuf request bodies: kubectl sends them for built-in kinds (create role, auth can-i, create token).
+    apiServer: { ...(deferred?.seams ?? {}), renderers: { protobufDecode: decodeObjectBytes }, tcp: { host: opts.apiAddress ?? '127.0.0.1', port: opts.apiPort ?? 0, tls: creds.serving } },
     onProgress: (s, d, t) => progress.update(s, d, t),
     onError: opts.onError ?? ((err, ctx) => fs.appendFileSync(p.log, `${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}\n`)),
   });
   progress.stop();
+  let auth: ClusterAuth | undefined;
+  if (deferred) {
+    auth = await startClusterAuth({
+      store: cluster.store,
+      caCertPem: creds.ca.certPem,
+      serviceAccountKeys: await ServiceAccountKeys.loadOrCreate(path.join(opts.stateDir, 'pki')),
+      onError: (err) => fs.appendFileSync(p.log, `${new Date().toISOString()} auth: ${(err as Error)?.message ?? err}\n`),
+    });
+    deferred.resolve(auth);
+  }
   fs.writeFileSync(p.pid, String(process.pid), { mode: 0o600 });
   const kubeconfig = cluster.api?.url ? creds.writeKubeconfig(cluster.api.url) : undefined;
   const merged = kubeconfig && opts.mergeKubeconfig ? mergeInto(opts.mergeKubeconfig, kubeconfig.config) : undefined;
@@ -112,6 +137,7 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      await auth?.stop();
       await cluster.stop();
       if (merged) unmergeFrom(merged, name);
       fs.rmSync(p.pid, { force: true });
@@ -133,10 +159,22 @@ function unmergeFrom(file: string, name: string): void {
   writeKubeconfigFile(file, removeFromKubeconfig(fs.readFileSync(file, 'utf8'), name));
 }
 
-/** `kemu kubeconfig`: the admin kubeconfig of the running cluster. */
-export function kubeconfig(stateDir: string, out: Out = stdio): void {
+/**
+ * `kemu kubeconfig`: the admin kubeconfig of the running cluster, or with `user` one for that user (and
+ * `groups`) holding a client certificate signed by the cluster CA.
+ */
+export async function kubeconfig(stateDir: string, out: Out = stdio, as: { user?: string; groups?: string[] } = {}): Promise<void> {
   const file = paths(stateDir).kubeconfig;
   if (!fs.existsSync(file)) throw new UsageError(`no kubeconfig in ${stateDir}: start a cluster with \`kemu up\``);
+  if (as.user !== undefined) {
+    const config = fs.existsSync(paths(stateDir).config) ? JSON.parse(fs.readFileSync(paths(stateDir).config, 'utf8')) : {};
+    try {
+      out.log((await userKubeconfig({ stateDir, name: config.name ?? 'kemu', user: as.user, groups: as.groups ?? [] })).trimEnd());
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    return;
+  }
   out.log(fs.readFileSync(file, 'utf8').trimEnd());
 }
 

@@ -4,6 +4,8 @@ import { isStatusError } from '@kemu/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ClusterUnreachableError } from './api-client.js';
 import * as cmd from './commands.js';
+import { type DeviceRequest, kubeletConfigFor, parseDeviceRequest, parseKubeletConfigFlags } from './node-resources.js';
+import { registerRolloutCommands } from './rollout-cli.js';
 import { runDemo } from './demo.js';
 import { defaultStateDir } from './state.js';
 
@@ -24,6 +26,19 @@ const program = new Command('kemu')
 
 const stateDirOpt = () => new Option('--state-dir <dir>', 'where the cluster keeps its socket and state').default(defaultStateDir(), '$KEMU_STATE_DIR or ~/.kemu');
 const nsOpt = () => new Option('-n, --namespace <ns>', 'namespace').default('default');
+const kubeletConfigOpt = (help: string) =>
+  new Option('--kubelet-config <[node=]file>', help).default([] as string[]).argParser((v: string, prev: string[]) => [...prev, v]);
+const deviceOpt = () =>
+  new Option('--device <resource=count[:model]>', 'simulated devices on each node, served by a device plugin beside its kubelet, e.g. nvidia.com/gpu=8; repeatable')
+    .default([] as DeviceRequest[])
+    .argParser((v: string, prev: DeviceRequest[]) => {
+      try {
+        return [...prev, parseDeviceRequest(v)];
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    });
+const kubeletConfigs = (values: string[]) => (values.length ? parseKubeletConfigFlags(values) : undefined);
 
 program
   .command('up')
@@ -42,15 +57,21 @@ program
   .addOption(new Option('--api-port <port>', 'HTTPS port of the API server (default: any free port)').argParser(int('--api-port')))
   .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
   .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
-  .addOption(new Option('--auth <mode>', 'rbac: certificates, tokens, RBAC and admission as kube-apiserver; none: allow every request').choices(['rbac', 'none']).default('rbac'))
+  .option('--controllers <list>', 'workload controllers to run, as kube-controller-manager: * (all), names, -name to disable', '*')
+  .addOption(new Option('--clock-speed <n>', 'run the cluster clock n times faster than real time (CronJobs, TTLs)').default(1).argParser(int('--clock-speed')))
+  .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for every node, or NODE=FILE for one node; repeatable'))
+  .addOption(deviceOpt())
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.up({
+      kubeletConfigs: kubeletConfigs(o.kubeletConfig),
+      devices: o.device,
+      controllers: o.controllers,
+      clockSpeed: o.clockSpeed,
       name: o.name,
       apiPort: o.apiPort,
       apiAddress: o.apiAddress,
       mergeKubeconfig: o.mergeKubeconfig,
-      auth: o.auth,
       nodeProcesses: o.nodeProcesses,
       fast: o.fast,
       nodes: o.nodes,
@@ -89,6 +110,8 @@ program
   .option('--etcd-endpoints <urls>', 'talk to etcd directly instead of the API socket (a node on another machine)')
   .option('--durable', 'the cluster store outlives its processes (file or etcd): keep runtime state on disk')
   .option('--fast', 'shorter heartbeat, relist and back-off periods (for tests and demos)')
+  .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for this node'))
+  .addOption(deviceOpt())
   .addOption(stateDirOpt())
   .action(async (o) => {
     const handle = await cmd.node({
@@ -104,6 +127,8 @@ program
       etcdEndpoints: o.etcdEndpoints ? String(o.etcdEndpoints).split(',') : undefined,
       durable: !!o.durable || !!o.etcdEndpoints,
       fast: !!o.fast,
+      kubeletConfig: kubeletConfigFor(kubeletConfigs(o.kubeletConfig), o.name),
+      devices: o.device,
       stateDir: o.stateDir,
     });
     await new Promise<void>((resolve) => {
@@ -115,14 +140,9 @@ program
 
 program
   .command('kubeconfig')
-  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...), or another user's")
-  .option('--user <name>', 'a kubeconfig for this user instead: a client certificate signed by the cluster CA (CN = name)')
-  .option('--group <group>', 'a group of --user (O of the certificate); repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
+  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...)")
   .addOption(stateDirOpt())
-  .action(async (o) => {
-    if (o.group.length && o.user === undefined) throw new cmd.UsageError('--group needs --user');
-    await cmd.kubeconfig(o.stateDir, cmd.stdio, { user: o.user, groups: o.group });
-  });
+  .action(async (o) => cmd.kubeconfig(o.stateDir));
 
 program
   .command('down')
@@ -223,6 +243,8 @@ program
   .addOption(new Option('--nodes <n>').default(3).argParser(int('--nodes')))
   .option('--keep', 'leave the app running at the end (and stop the cluster)')
   .action(async (o) => runDemo(cmd.stdio, { nodes: o.nodes, keep: o.keep }));
+
+registerRolloutCommands(program, nsOpt, stateDirOpt);
 
 function message(err: unknown): string {
   if (err instanceof ClusterUnreachableError || err instanceof cmd.UsageError) return err.message;

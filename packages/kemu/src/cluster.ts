@@ -18,6 +18,7 @@ import {
   type Store,
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
+import { ControllerManager, ScaledClock } from '@kemu/controllers';
 import { parseCriLog } from '@kemu/cri';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
@@ -44,6 +45,10 @@ export type StoreKind = 'memory' | 'file' | 'etcd';
 
 export interface ClusterOptions {
   nodes?: number;
+  /** Workload controllers to run, as kube-controller-manager's --controllers (default `*`). */
+  controllers?: string;
+  /** How much faster than real time the cluster clock runs for time-driven controllers (CronJob; default 1). */
+  clockSpeed?: number;
   stateDir: string;
   store?: StoreKind;
   etcdEndpoints?: string[];
@@ -260,6 +265,14 @@ export class Cluster {
     const scheduler = new Scheduler({ store });
     await scheduler.start();
     this.stoppers.push(() => scheduler.stop());
+    const controllers = new ControllerManager({
+      store,
+      controllers: o.controllers,
+      clock: o.clockSpeed && o.clockSpeed !== 1 ? new ScaledClock(new Date(), o.clockSpeed) : undefined,
+      onError: (c, e) => onError(e, c),
+    });
+    await controllers.start();
+    this.stoppers.push(() => controllers.stop());
     const nlc = new NodeLifecycleController({
       store,
       gracePeriodMs: fast ? 4000 : 40_000,

@@ -121,6 +121,29 @@ describe('pod env and volume sources', () => {
     expect((await exec(k, 'nokey', ['env'])).stdout).toContain('X=here now');
   });
 
+  it('writes the managed /etc/hosts with the pod\'s name, FQDN and hostAliases', async () => {
+    const k = await start();
+    await k.store.create(testPod('named', { hostname: 'db-0', subdomain: 'db', hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo.local', 'bar.local'] }] }));
+    await until('pod running', async () => (await phase(k.store, 'named')) === 'Running');
+    const ip = (await k.store.get('Pod', 'default', 'named')).status?.podIP;
+    expect((await exec(k, 'named', ['cat', '/etc/hosts'])).stdout).toBe(
+      [
+        '# Kubernetes-managed hosts file.',
+        '127.0.0.1\tlocalhost',
+        '::1\tlocalhost ip6-localhost ip6-loopback',
+        'fe00::0\tip6-localnet',
+        'fe00::0\tip6-mcastprefix',
+        'fe00::1\tip6-allnodes',
+        'fe00::2\tip6-allrouters',
+        `${ip}\tdb-0.db.default.svc.cluster.local\tdb-0`,
+        '',
+        '# Entries added by HostAliases.',
+        '10.1.2.3\tfoo.local\tbar.local',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('keeps a pod whose ConfigMap volume is missing in ContainerCreating with a FailedMount event; optional ones mount empty', async () => {
     const k = await start();
     await k.store.create(testPod('novol', { volumes: [{ name: 'cfg', configMap: { name: 'absent' } }] }));

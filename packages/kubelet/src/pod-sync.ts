@@ -8,6 +8,7 @@ import { type Backoff, goDuration } from './backoff.js';
 import type { ContainerResourceOptions } from './cm-qos.js';
 import { type EnvObjectSource, makeEnvironmentVariables } from './container-env.js';
 import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
+import { hostsFileMount } from './etc-hosts.js';
 import { type HookRunner, LifecycleHookError, runLifecycleHandler, runPreStop } from './lifecycle-handlers.js';
 import { storeObjectSource } from './object-source.js';
 import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
@@ -325,6 +326,10 @@ export class PodSyncer {
       const { env, warnings } = await makeEnvironmentVariables(pod, c, this.objects, { podIPs: pod.spec.hostNetwork ? hostIPs : podIPs, hostIPs });
       for (const w of warnings) this.d.events.event(pod, 'Warning', w.reason, w.message);
       cfg = containerConfig(pod, c, attempt, { volumePaths, kind, env, resources: this.d.containerResources });
+      if (this.d.volumes.managesDirs) {
+        const hosts = hostsFileMount(pod, c, this.d.volumes.podDir(pod), podIPs, this.d.sandboxCtx.clusterDomain);
+        if (hosts) cfg.mounts = [...(cfg.mounts ?? []), hosts];
+      }
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       this.holdBack(uid, c.name, 'CreateContainerConfigError', err.message);

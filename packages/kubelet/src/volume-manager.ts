@@ -85,6 +85,11 @@ export class VolumeManager {
     return [...this.staged.keys()].sort();
   }
 
+  /** Whether this manager creates directories and files under the kubelet root (it has one of its own). */
+  get managesDirs(): boolean {
+    return this.manageDirs;
+  }
+
   podDir(pod: Pod): string {
     return path.join(this.rootDir, 'pods', pod.metadata.uid ?? '');
   }

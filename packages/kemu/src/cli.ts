@@ -57,6 +57,7 @@ program
   .addOption(new Option('--api-port <port>', 'HTTPS port of the API server (default: any free port)').argParser(int('--api-port')))
   .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
   .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
+  .addOption(new Option('--auth <mode>', 'rbac: certificates, tokens, RBAC and admission as kube-apiserver; none: allow every request').choices(['rbac', 'none']).default('rbac'))
   .option('--controllers <list>', 'workload controllers to run, as kube-controller-manager: * (all), names, -name to disable', '*')
   .addOption(new Option('--clock-speed <n>', 'run the cluster clock n times faster than real time (CronJobs, TTLs)').default(1).argParser(int('--clock-speed')))
   .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for every node, or NODE=FILE for one node; repeatable'))
@@ -72,6 +73,7 @@ program
       apiPort: o.apiPort,
       apiAddress: o.apiAddress,
       mergeKubeconfig: o.mergeKubeconfig,
+      auth: o.auth,
       nodeProcesses: o.nodeProcesses,
       fast: o.fast,
       nodes: o.nodes,
@@ -140,9 +142,14 @@ program
 
 program
   .command('kubeconfig')
-  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...)")
+  .description("print the running cluster's admin kubeconfig (kubectl --kubeconfig <(kemu kubeconfig) ...), or another user's")
+  .option('--user <name>', 'a kubeconfig for this user instead: a client certificate signed by the cluster CA (CN = name)')
+  .option('--group <group>', 'a group of --user (O of the certificate); repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
   .addOption(stateDirOpt())
-  .action(async (o) => cmd.kubeconfig(o.stateDir));
+  .action(async (o) => {
+    if (o.group.length && o.user === undefined) throw new cmd.UsageError('--group needs --user');
+    await cmd.kubeconfig(o.stateDir, cmd.stdio, { user: o.user, groups: o.group });
+  });
 
 program
   .command('down')

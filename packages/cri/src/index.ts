@@ -1,5 +1,8 @@
 // @kemu/cri: a CRI runtime.v1 shim (RuntimeService + ImageService) with `sim` and `process` backends.
 export { ProcessBackend, type ProcessBackendOptions } from './backend-process.js';
+export { RuncBackend, type RuncBackendOptions } from './backend-runc.js';
+export { ContentStore } from './content-store.js';
+export { buildSpec, type OciSpec } from './oci-spec.js';
 export { SIM_ANNOTATIONS, SimBackend, type SimBackendOptions, type SimCall } from './backend-sim.js';
 export { type CgroupMode, detectCgroupMode, sharesToWeight } from './cgroups.js';
 export { ImageStore, type ImageStoreOptions, loadImageSource, syntheticImage } from './image-store.js';

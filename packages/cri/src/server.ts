@@ -58,6 +58,7 @@ export interface CriRuntimeConfig {
   allowedLogRoots?: string[];
   sim?: SimBackendOptions;
   process?: import('./backend-process.js').ProcessBackendOptions;
+  runc?: import('./backend-runc.js').RuncBackendOptions;
   /** Streaming server bind address (default 127.0.0.1:0); `false` disables Exec/Attach/PortForward. */
   streaming?: { host?: string; port?: number } | false;
 }
@@ -84,7 +85,11 @@ async function makeBackend(cfg: CriRuntimeConfig, images: ImageStore, simNet?: S
     const { ProcessBackend } = await import('./backend-process.js');
     return new ProcessBackend({ stateDir: cfg.stateDir, images, ...cfg.process });
   }
-  throw new Error(`unknown backend ${JSON.stringify(cfg.backend)}: use sim or process`);
+  if (cfg.backend === 'runc') {
+    const { RuncBackend } = await import('./backend-runc.js');
+    return new RuncBackend({ stateDir: cfg.stateDir, images, ...cfg.runc });
+  }
+  throw new Error(`unknown backend ${JSON.stringify(cfg.backend)}: use sim, process or runc`);
 }
 
 async function makeNetwork(cfg: CriRuntimeConfig, backendName: string, simNet?: SimDefaultNetwork): Promise<NetworkManager> {

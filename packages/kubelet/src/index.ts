@@ -18,6 +18,7 @@ export { ProbeManager, realProbeTransport } from './prober.js';
 export { RuntimeCache } from './runtime-cache.js';
 export type * from './types.js';
 export { attachmentName, VolumeManager, VolumeWaitError } from './volume-manager.js';
+export type { TokenSource } from './volume-sources.js';
 export { CsiNodeSync } from './csinode.js';
 export {
   allocatableReservation,

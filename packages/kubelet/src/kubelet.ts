@@ -86,7 +86,7 @@ export class Kubelet {
     this.cache = new RuntimeCache(o.runtime);
     const rootDir = o.rootDir ?? '/var/lib/kubelet';
     const objects = storeObjectSource(o.store, o.nodeName);
-    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined, objects);
+    this.volumes = new VolumeManager(o.store, o.nodeName, rootDir, o.csi, o.rootDir !== undefined, objects, o.serviceAccountTokens);
     this.events = new EventRecorder(o.store, { component: 'kubelet', host: o.nodeName, disableStore: o.recordEvents === false });
     this.probes = new ProbeManager(o.runtime, o.probeTransport ?? realProbeTransport, (uid, _id, kind, ok, message) => {
       const pod = this.byUid.get(uid);

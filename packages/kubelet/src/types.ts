@@ -4,6 +4,7 @@ import type { Store } from '@kemu/core';
 import type { cri, csi, PromiseApi } from '@kemu/proto';
 import type { CgroupManager } from './cgroup-manager.js';
 import type { KubeletConfiguration } from './kubelet-config.js';
+import type { TokenSource } from './volume-sources.js';
 
 export type RuntimeApi = PromiseApi<cri.RuntimeServiceMethods>;
 export type ImageApi = PromiseApi<cri.ImageServiceMethods>;
@@ -79,6 +80,11 @@ export interface KubeletOptions {
   staticPodPath?: string;
   /** Record Events for pod lifecycle steps (default true). */
   recordEvents?: boolean;
+  /**
+   * Service account tokens for projected serviceAccountToken volumes: the cluster's TokenRequest API, asked
+   * for a token bound to the pod (as kubelet asks kube-apiserver). Without it such volumes fail to mount.
+   */
+  serviceAccountTokens?: TokenSource;
   /** Called for errors that are retried (default: ignored). */
   onError?: (err: unknown, context: string) => void;
 }

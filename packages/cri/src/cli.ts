@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import type { SimCall } from './backend-sim.js';
-import { loadImageSource } from './image-store.js';
+import { ImageStore, loadImageSource } from './image-store.js';
 import { RUNTIME_VERSION } from './runtime.js';
 import { startCriServer } from './server.js';
 
@@ -45,7 +45,11 @@ program
   .command('serve', { isDefault: true })
   .description('serve RuntimeService and ImageService on a unix socket')
   .option('--listen <endpoint>', 'unix socket endpoint', 'unix:///run/kemu/cri.sock')
-  .option('--backend <name>', 'sim (no processes) or process (real processes)', 'sim')
+  .option('--backend <name>', 'sim (no processes), runc (OCI containers run by runc) or process (host processes; tests only)', 'sim')
+  .option('--registry-config <dir>', 'containerd-style registry hosts directory (<dir>/<host>/hosts.toml): mirrors, CA, plain HTTP')
+  .option('--no-registry', 'never pull from registries (the default for sim and process)')
+  .option('--runc <path>', 'runc backend: the runc binary', 'runc')
+  .option('--snapshotter <kind>', 'runc backend: overlayfs (default) or copy', 'overlayfs')
   .option('--state-dir <dir>', 'where sandbox/container state is persisted', '/var/lib/kemu-cri')
   .option('--image-dir <dir>', 'OCI image layouts and image tarballs to serve as images')
   .option('--synthetic-images', 'any reference pulls as a synthetic image with a deterministic digest')
@@ -62,8 +66,9 @@ program
   .option('--grpc-engine <engine>', 'gRPC server: http2 (the lean node:http2 engine) or grpc-js (default: $KEMU_GRPC_ENGINE or http2)')
   .action(async (o) => {
     if (o.grpcEngine !== undefined && o.grpcEngine !== 'http2' && o.grpcEngine !== 'grpc-js') fail(`unknown --grpc-engine ${JSON.stringify(o.grpcEngine)}: use http2 or grpc-js`);
-    if (o.backend !== 'sim' && o.backend !== 'process') fail(`unknown backend ${JSON.stringify(o.backend)}: use --backend sim or --backend process`);
-    if (o.backend === 'process' && process.getuid?.() !== 0) fail('the process backend needs root (namespaces, cgroups): run as root or use --backend sim');
+    if (o.backend !== 'sim' && o.backend !== 'process' && o.backend !== 'runc') fail(`unknown backend ${JSON.stringify(o.backend)}: use --backend sim, runc or process`);
+    if (o.backend !== 'sim' && process.getuid?.() !== 0) fail(`the ${o.backend} backend needs root (namespaces, cgroups, mounts): run as root or use --backend sim`);
+    if (o.snapshotter !== 'overlayfs' && o.snapshotter !== 'copy') fail(`unknown --snapshotter ${JSON.stringify(o.snapshotter)}: use overlayfs or copy`);
     if (!o.listen.startsWith('unix:')) fail(`--listen ${o.listen} is not a unix socket endpoint: use unix:///path/to/cri.sock`);
     if (o.cniBinDir && !o.cniConfDir) fail('--cni-bin-dir needs --cni-conf-dir');
     if (o.simNetwork !== 'netsim' && o.simNetwork !== 'ipam') fail(`unknown --sim-network ${JSON.stringify(o.simNetwork)}: use netsim or ipam`);
@@ -76,6 +81,9 @@ program
         imageDir: o.imageDir ? path.resolve(o.imageDir) : undefined,
         syntheticImages: !!o.syntheticImages,
         failImages: o.failImage,
+        registry:
+          o.registry === false ? false : o.registryConfig || o.backend === 'runc' ? { configPath: o.registryConfig ? path.resolve(o.registryConfig) : undefined } : undefined,
+        runc: { runc: o.runc, snapshotter: o.snapshotter },
         cni: o.cniConfDir
           ? {
               confDir: path.resolve(o.cniConfDir),
@@ -146,6 +154,29 @@ program
       fs.rmSync(cache, { recursive: true, force: true });
     }
     if (problem) fail(problem);
+  });
+
+program
+  .command('images')
+  .description('manage the image store of a shim state dir')
+  .command('import')
+  .description('import OCI image layouts or archives (OCI or docker save) into the content store; a shim started on the same state dir lists them')
+  .argument('<source...>', 'OCI layout directories or .tar/.tar.gz image archives')
+  .option('--state-dir <dir>', 'the state dir the shim uses', '/var/lib/kemu-cri')
+  .action(async (sources: string[], o) => {
+    const store = new ImageStore({ stateDir: path.resolve(o.stateDir), registry: {} });
+    await store.load();
+    for (const src of sources) {
+      if (!fs.existsSync(src)) fail(`${src}: no such file or directory`);
+      let imported: Awaited<ReturnType<ImageStore['importSource']>>;
+      try {
+        imported = await store.importSource(path.resolve(src));
+      } catch (err) {
+        fail(`${src}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (imported.length === 0) fail(`${src}: contains no image manifests`);
+      for (const img of imported) process.stdout.write(`${img.repoTags[0] ?? '<untagged>'}\t${img.id}\t${img.size}\n`);
+    }
   });
 
 program.parseAsync(process.argv).catch((err) => fail(err instanceof Error ? err.message : String(err)));

@@ -1,6 +1,7 @@
 // PullImage against a real registry (Debian's docker-registry on loopback) with images built here by umoci
 // and pushed by skopeo: a single manifest, an index with platform selection, bearer-token auth through
 // the CRI AuthConfig, a mirror from hosts.toml, digest verification, shared layers and GC.
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
@@ -166,5 +167,35 @@ describe.runIf(ok)('PullImage from a registry', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: pod });
     await shim.icall('RemoveImage', { image: { image: arm } });
     expect(fs.readdirSync(content)).toEqual([]);
+  });
+
+  it('`kemu-cri images import` loads docker-save and OCI archives into the content store a shim serves', async () => {
+    const dir = tempDir('kemu-cri-import-');
+    const dockerTar = path.join(dir, 'busybox-docker.tar');
+    const ociTar = path.join(dir, 'busybox-oci.tar');
+    execFileSync('skopeo', ['copy', '--quiet', `oci:${images.layout}:v1`, `docker-archive:${dockerTar}:tools/imported:docker`]);
+    execFileSync('skopeo', ['copy', '--quiet', `oci:${images.layout}:arm`, `oci-archive:${ociTar}:imported-oci`]);
+    const stateDir = path.join(dir, 'state');
+    const r = spawnSync(
+      process.execPath,
+      ['--conditions=@kemu/source', '--import', 'tsx', path.join(import.meta.dirname, 'cli.ts'), 'images', 'import', dockerTar, ociTar, '--state-dir', stateDir],
+      { encoding: 'utf8' },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('docker.io/tools/imported:docker');
+    const bad = spawnSync(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', path.join(import.meta.dirname, 'cli.ts'), 'images', 'import', '/etc/hostname', '--state-dir', stateDir], { encoding: 'utf8' });
+    expect(bad.status).toBe(1);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    const imported = await startTestShim({ backend: 'sim', syntheticImages: false, registry: {}, stateDir });
+    try {
+      const st = await imported.icall('ImageStatus', { image: { image: 'docker.io/tools/imported:docker' }, verbose: true });
+      expect(st.image!.id).toBe(layoutConfigDigest(images.layout, 'v1'));
+      expect(JSON.parse(st.info!.info).imageSpec.config.User).toBe('app');
+      const listed = (await imported.icall('ListImages', {})).images ?? [];
+      expect(listed.map((i) => i.id).sort()).toEqual([layoutConfigDigest(images.layout, 'v1'), layoutConfigDigest(images.layout, 'arm')].sort());
+    } finally {
+      await imported.close();
+    }
   });
 });

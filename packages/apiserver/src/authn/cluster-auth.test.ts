@@ -34,6 +34,15 @@ describe('a cluster auth stack', () => {
     const whoami = auth.seams.endpoints!.find((e) => e.resource === 'selfsubjectreviews')!;
     expect(await whoami.create({ user: r!.user, namespace: '', name: '', body: {}, dryRun: false })).toMatchObject({ status: { userInfo: { username: 'system:serviceaccount:dev:ci' } } });
   });
+
+  it('gives a pod a token of its ServiceAccount bound to it, as kubelet projects it', async () => {
+    const pod = await store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'dev' }, spec: { serviceAccountName: 'ci', containers: [{ name: 'c', image: 'busybox' }] } });
+    const token = await auth.podToken(pod, undefined, 3607);
+    const r = await auth.seams.authenticator!.authenticate({ method: 'GET', url: '/api', headers: { authorization: `Bearer ${token}` }, localSocket: false });
+    expect(r?.user).toMatchObject({ name: 'system:serviceaccount:dev:ci', extra: { 'authentication.kubernetes.io/pod-name': ['web'] } });
+    await store.delete('Pod', 'dev', 'web', { gracePeriodSeconds: 0 });
+    await expect(auth.seams.authenticator!.authenticate({ method: 'GET', url: '/api', headers: { authorization: `Bearer ${token}` }, localSocket: false })).rejects.toMatchObject({ code: 401 });
+  });
 });
 
 describe('deferred auth seams', () => {

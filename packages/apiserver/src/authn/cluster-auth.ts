@@ -2,7 +2,7 @@
 // certificates, static tokens and ServiceAccount tokens; RBAC with the bootstrap policy and aggregation;
 // impersonation; the admission plugins; and the review and TokenRequest endpoints. `seams` is what the
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
-import { type Store, StatusError } from '@kemu/core';
+import { type KubeObject, type Store, StatusError } from '@kemu/core';
 import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator } from '../auth-seams.js';
 import { DefaultStorageClassAdmission } from '../admission/default-storage-class.js';
 import { DefaultTolerationSecondsAdmission } from '../admission/default-toleration-seconds.js';
@@ -69,6 +69,11 @@ export interface ClusterAuth {
   seams: AuthSeams;
   rbac: RBACAuthorizer;
   tokens: ServiceAccountTokens;
+  /**
+   * A token of the pod's ServiceAccount bound to the pod, as kubelet asks TokenRequest for one to project
+   * into the pod's serviceAccountToken volume (audience: the API server's unless given).
+   */
+  podToken(pod: KubeObject, audience: string | undefined, expirationSeconds: number): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -154,6 +159,18 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     },
     rbac,
     tokens,
+    async podToken(pod, audience, expirationSeconds) {
+      const ns = pod.metadata.namespace ?? 'default';
+      const tr = await createToken({
+        store,
+        tokens,
+        namespace: ns,
+        name: pod.spec?.serviceAccountName || 'default',
+        body: { spec: { ...(audience ? { audiences: [audience] } : {}), expirationSeconds, boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: pod.metadata.name, uid: pod.metadata.uid } } },
+        maxExpirationSeconds: opts.maxTokenExpirationSeconds,
+      });
+      return tr.status!.token;
+    },
     async stop() {
       await quotaStatus?.stop();
       await serviceAccounts.stop();
@@ -181,8 +198,12 @@ const ENDPOINT_SHAPES: Omit<AuthEndpoint, 'create'>[] = [
  */
 export function deferredClusterAuth(): { seams: AuthSeams; resolve(auth: ClusterAuth): void; auth(): Promise<ClusterAuth> } {
   let resolve!: (a: ClusterAuth) => void;
-  const ready = new Promise<ClusterAuth>((r) => (resolve = r));
+  let current: ClusterAuth | undefined;
+  const ready = new Promise<ClusterAuth>((r) => (resolve = (a) => r((current = a))));
   const s = async () => (await ready).seams;
+  // Until the stack is handed over, the cluster's own local-socket admin (system:masters, which RBAC lets do
+  // anything) passes without waiting: node processes register through it while the cluster is starting.
+  const early = (groups: string[]) => !current && groups.includes('system:masters');
   const endpoints: AuthEndpoint[] = ENDPOINT_SHAPES.map((shape) => ({
     ...shape,
     async create(req) {
@@ -196,12 +217,19 @@ export function deferredClusterAuth(): { seams: AuthSeams; resolve(auth: Cluster
     seams: {
       endpoints,
       anonymous: true,
-      authenticator: { authenticate: async (req) => (await s()).authenticator!.authenticate(req) },
-      impersonator: { impersonate: async (user, req, authorizer) => (await s()).impersonator!.impersonate(user, req, authorizer) },
-      authorizer: { authorize: async (attrs) => (await s()).authorizer!.authorize(attrs) },
+      authenticator: {
+        authenticate: async (req) => (!current && req.localSocket ? null : (await s()).authenticator!.authenticate(req)),
+      },
+      impersonator: {
+        impersonate: async (user, req, authorizer) =>
+          early(user.groups) && !Object.keys(req.headers).some((h) => h.startsWith('impersonate-')) ? { user } : (await s()).impersonator!.impersonate(user, req, authorizer),
+      },
+      authorizer: {
+        authorize: async (attrs) => (early(attrs.user.groups) ? { decision: 'allow', reason: '' } : (await s()).authorizer!.authorize(attrs)),
+      },
       admission: {
-        admit: async (attrs) => (await s()).admission!.admit(attrs),
-        validate: async (attrs) => (await s()).admission!.validate(attrs),
+        admit: async (attrs) => (early(attrs.userInfo.groups) ? undefined : (await s()).admission!.admit(attrs)),
+        validate: async (attrs) => (early(attrs.userInfo.groups) ? undefined : (await s()).admission!.validate(attrs)),
       },
     },
   };

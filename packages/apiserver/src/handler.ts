@@ -48,8 +48,8 @@ export interface HandlerOptions {
   admission?: AdmissionChain;
   renderers?: Renderers;
   maxRequestBodyBytes?: number;
-  /** The OpenAPI documents, when a module serves them: path under /openapi -> document or undefined. */
-  openapi?(path: string): unknown | undefined;
+  /** The OpenAPI documents, when a module serves them: path under /openapi (and Accept) -> document or undefined. */
+  openapi?(path: string, accept: string): unknown | undefined;
 }
 
 /** The transport facts the pipeline needs about where a request came from. */
@@ -239,7 +239,7 @@ export class RequestHandler {
       throw new StatusError('MethodNotAllowed', 405, 'the server does not allow this method on the requested resource');
     const rendering: Rendering = negotiate(req.headers.accept, {
       tables: Boolean(this.renderers.table),
-      protobuf: Boolean(this.renderers.protobufEncode),
+      protobuf: Boolean(this.renderers.protobufEncode) && (this.renderers.protobufSupports?.(kind.apiVersion, kind.kind) ?? true),
       resource: true,
     });
     const ctx: RequestContext = {
@@ -339,8 +339,13 @@ export class RequestHandler {
     }
     if (path === '/metrics') return sendText(res, 200, this.metrics.text(), 'text/plain; version=0.0.4; charset=utf-8');
     if (path === '/openapi/v2' || path.startsWith('/openapi/v3')) {
-      const doc = (this.options.openapi ?? defaultOpenApi)(path);
+      const doc = (this.options.openapi ?? defaultOpenApi)(path, String(req.headers.accept ?? ''));
       if (doc === undefined) throw pathNotFound();
+      if (doc && typeof doc === 'object' && 'contentType' in doc && Buffer.isBuffer((doc as unknown as { body: unknown }).body)) {
+        const d = doc as { body: Buffer; contentType: string };
+        (res as import('node:http').ServerResponse).writeHead(200, { 'content-type': d.contentType, 'content-length': d.body.length });
+        return void res.end(d.body);
+      }
       if (typeof doc === 'string' || Buffer.isBuffer(doc)) return sendText(res, 200, doc as string, 'application/json');
       return send(res, 200, doc);
     }

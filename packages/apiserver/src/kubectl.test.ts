@@ -136,6 +136,23 @@ describe.runIf(ok)('kubectl v1.32 against the API server', () => {
     expect(w.stdout.trim()).toBe('pod/web condition met');
   });
 
+  it('create subcommands, which send protobuf bodies: namespace, configmap, secret', async () => {
+    const out: string[] = [];
+    for (const args of [
+      ['create', 'namespace', 'team'],
+      ['create', 'configmap', 'settings', '-n', 'team', '--from-literal=mode=fast'],
+      ['create', 'secret', 'generic', 'creds', '-n', 'team', '--from-literal=password=s3cret'],
+    ]) {
+      const r = await kubectl(args);
+      expect(r.code, r.stderr).toBe(0);
+      out.push(r.stdout.trim());
+    }
+    expect(out).toEqual(['namespace/team created', 'configmap/settings created', 'secret/creds created']);
+    expect(JSON.parse((await kubectl(['get', 'cm', 'settings', '-n', 'team', '-o', 'json'])).stdout).data).toEqual({ mode: 'fast' });
+    const secret = JSON.parse((await kubectl(['get', 'secret', 'creds', '-n', 'team', '-o', 'json'])).stdout);
+    expect(Buffer.from(secret.data.password, 'base64').toString()).toBe('s3cret');
+  });
+
   it('deletes by label selector, with a grace period, and all of a kind', async () => {
     await kubectl(['create', '-f', manifest('d.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d1\n  labels: {del: "yes"}\n')]);
     const l = await kubectl(['delete', 'cm', '-l', 'del=yes']);

@@ -18,6 +18,8 @@ export interface Renderers {
   protobufEncode?(obj: unknown): Buffer;
   /** Decode a Kubernetes protobuf envelope for a kind. */
   protobufDecode?(body: Buffer): unknown;
+  /** Whether a kind has a protobuf form (CRDs do not); without it protobuf is offered for every kind. */
+  protobufSupports?(apiVersion: string, kind: string): boolean;
 }
 
 export interface RequestContext {

@@ -51,3 +51,23 @@ export function sendError(res: OutgoingResponse, err: unknown): Status {
 export function successStatus(details?: Record<string, unknown>): Record<string, unknown> {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', ...(details ? { details } : {}) };
 }
+
+/**
+ * A large list as JSON written in pieces (chunked), so a LIST of 150,000 objects never becomes one string
+ * of hundreds of MiB first. Small lists go out in one piece with a Content-Length.
+ */
+export function sendJsonList(res: OutgoingResponse, code: number, list: { items: unknown[] } & Record<string, unknown>): void {
+  if (list.items.length < 1000) return send(res, code, list);
+  const { items, ...head } = list;
+  (res as http.ServerResponse).writeHead(code, { 'content-type': JSON_TYPE, 'cache-control': 'no-cache, private' });
+  const opening = JSON.stringify({ ...head, items: [] });
+  let out = `${opening.slice(0, -2)}[`;
+  for (let i = 0; i < items.length; i++) {
+    out += (i ? ',' : '') + JSON.stringify(items[i]);
+    if (out.length > 1 << 20) {
+      (res as http.ServerResponse).write(out);
+      out = '';
+    }
+  }
+  res.end(`${out}]}`);
+}

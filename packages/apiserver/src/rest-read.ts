@@ -3,7 +3,7 @@
 import { ExpiredError, type KubeList, type KubeObject, StatusError } from '@kemu/core';
 import { InvalidError } from '@kemu/core';
 import type { RequestContext } from './request-context.js';
-import { send } from './responses.js';
+import { send, sendJsonList } from './responses.js';
 import { tooLargeResourceVersion, waitForResourceVersion } from './watch.js';
 
 function invalid(field: string, message: string): InvalidError {
@@ -47,6 +47,8 @@ function sendRendered(ctx: RequestContext, code: number, body: unknown, media: '
     ctx.res.end(bytes);
     return;
   }
+  if (media === 'json' && body && typeof body === 'object' && Array.isArray((body as { items?: unknown }).items))
+    return sendJsonList(ctx.res, code, body as { items: unknown[] });
   send(ctx.res, code, body, media === 'yaml' ? 'yaml' : 'json');
 }
 

@@ -90,7 +90,7 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
   timer.unref();
   req.on('close', stop);
   res.on('close', stop);
-  const encode = encoder?.encode ?? ((ev: WatchEvent) => `${JSON.stringify(ev)}\n`);
+  const encode = encoder?.encode ?? encodeEvent;
   try {
     for await (const ev of watch) {
       if (res.writableEnded || res.destroyed) break;
@@ -100,6 +100,26 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
     stop();
     if (!res.writableEnded) res.end();
   }
+}
+
+/**
+ * Serialised objects by identity: the store hands every watcher the same frozen snapshot of a change, so
+ * thousands of watchers of one object serialise it once, not once each.
+ */
+const serialised = new WeakMap<object, string>();
+
+export function objectJson(obj: object): string {
+  let text = serialised.get(obj);
+  if (text === undefined) {
+    text = JSON.stringify(obj);
+    if (Object.isFrozen(obj)) serialised.set(obj, text);
+  }
+  return text;
+}
+
+/** One watch event as a line of JSON. */
+export function encodeEvent(ev: WatchEvent): string {
+  return `{"type":${JSON.stringify(ev.type)},"object":${objectJson(ev.object)}}\n`;
 }
 
 function writeHead(res: RequestContext['res']) {

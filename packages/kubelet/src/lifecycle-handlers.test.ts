@@ -104,3 +104,42 @@ describe('lifecycle hooks', () => {
     await until('pod gone', async () => !(await k.store.list('Pod', { namespace: 'default' })).items.length, 15_000);
   });
 });
+
+describe('pod lifetime', () => {
+  it('fails a pod past its activeDeadlineSeconds with DeadlineExceeded and stops its containers', async () => {
+    const k = await start();
+    await k.store.create(testPod('deadline', { activeDeadlineSeconds: 1, terminationGracePeriodSeconds: 0 }));
+    const p = await until(
+      'DeadlineExceeded',
+      async () => {
+        const got = await k.store.get('Pod', 'default', 'deadline');
+        return got.status?.phase === 'Failed' && got;
+      },
+      10_000,
+    );
+    expect(p.status).toMatchObject({ reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' });
+    expect((await events(k, 'DeadlineExceeded')).length).toBeGreaterThanOrEqual(1);
+    const list = await k.cri.runtimeService.ListContainers!({ filter: { labelSelector: { 'io.kubernetes.pod.name': 'deadline' } } }, undefined as never);
+    expect(list.containers?.every((c) => c.state === 2)).toBe(true);
+  });
+
+  it('puts the tail of the log into the message of a failed FallbackToLogsOnError container', async () => {
+    const k = await start();
+    await k.store.create(
+      testPod('fallback', {
+        restartPolicy: 'Never',
+        containers: [
+          { name: 'app', image: 'busybox', command: ['sh', '-c', 'echo starting; echo "config missing" ; exit 2'], terminationMessagePolicy: 'FallbackToLogsOnError' },
+          { name: 'plain', image: 'busybox', command: ['sh', '-c', 'echo not me; exit 2'] },
+        ],
+      }),
+    );
+    const p = await until('failed', async () => {
+      const got = await k.store.get('Pod', 'default', 'fallback');
+      return got.status?.phase === 'Failed' && got;
+    });
+    const byName = Object.fromEntries((p.status?.containerStatuses ?? []).map((s) => [s.name, s.state?.terminated]));
+    expect(byName.app).toMatchObject({ exitCode: 2, message: 'starting\nconfig missing\n' });
+    expect(byName.plain?.message).toBeUndefined();
+  });
+});

@@ -9,6 +9,8 @@ import type { ContainerResourceOptions } from './cm-qos.js';
 import { type EnvObjectSource, makeEnvironmentVariables } from './container-env.js';
 import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
 import { hostsFileMount } from './etc-hosts.js';
+import { withTerminationMessage } from './termination-message.js';
+import { activeDeadlineRemainingMs, DEADLINE_EXCEEDED } from './active-deadline.js';
 import { type HookRunner, LifecycleHookError, runLifecycleHandler, runPreStop } from './lifecycle-handlers.js';
 import { storeObjectSource } from './object-source.js';
 import { computePodStatus, type ObservedContainer, sameStatus } from './pod-status.js';
@@ -92,6 +94,14 @@ export class PodSyncer {
       await this.killPod(pod, rt, 0, false);
       return {};
     }
+    const deadlineMs = activeDeadlineRemainingMs(pod);
+    if (deadlineMs !== undefined && deadlineMs <= 0) {
+      // The active deadline handler: the pod is killed and fails for good.
+      this.d.events.event(pod, 'Normal', DEADLINE_EXCEEDED.reason, DEADLINE_EXCEEDED.message);
+      await this.killPod(pod, rt, pod.spec.terminationGracePeriodSeconds ?? 30, false);
+      await this.writeStatus(pod, await this.d.cache.refresh(uid), undefined, DEADLINE_EXCEEDED);
+      return {};
+    }
 
     let volumePaths: Map<string, string>;
     try {
@@ -127,6 +137,7 @@ export class PodSyncer {
     const wantSooner = (ms: number) => {
       requeueMs = requeueMs === undefined ? ms : Math.min(requeueMs, ms);
     };
+    if (deadlineMs !== undefined) wantSooner(deadlineMs + 10);
     const policy = pod.spec.restartPolicy ?? 'Always';
 
     // Init containers, one at a time; a sidecar (restartPolicy Always) counts as done once started.
@@ -439,8 +450,8 @@ export class PodSyncer {
     const held = this.waiting.get(uid);
     const build = async (c: Container): Promise<ObservedContainer> => {
       const mine = rt.containers.filter((x) => x.metadata?.name === c.name && (!sandboxId || x.podSandboxId === sandboxId));
-      const current = mine[0] ? await this.d.cache.status(mine[0]) : undefined;
-      const previous = mine[1] ? await this.d.cache.status(mine[1]) : undefined;
+      const current = withTerminationMessage(c, mine[0] ? await this.d.cache.status(mine[0]) : undefined);
+      const previous = withTerminationMessage(c, mine[1] ? await this.d.cache.status(mine[1]) : undefined);
       const running = current?.state === RUNNING;
       const waiting = held?.get(c.name) ?? (current ? undefined : forcedReason ? { reason: forcedReason } : undefined);
       return {
@@ -459,7 +470,7 @@ export class PodSyncer {
     };
   }
 
-  private async writeStatus(pod: Pod, rt: PodRuntime, forcedReason?: string) {
+  private async writeStatus(pod: Pod, rt: PodRuntime, forcedReason?: string, failed?: { reason: string; message: string }) {
     const sandbox = rt.sandboxes[0];
     const ready = isReadySandbox(sandbox);
     const podIPs = ready ? await this.podIPs(sandbox!.id!) : [];
@@ -474,6 +485,7 @@ export class PodSyncer {
       ephemeral,
       runtimeName: this.d.runtimeName(),
     });
+    if (failed) Object.assign(status, { phase: 'Failed', reason: failed.reason, message: failed.message });
     await this.putStatus(pod, status);
   }
 

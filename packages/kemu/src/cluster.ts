@@ -31,6 +31,7 @@ import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
 import { linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, startNode } from './node.js';
+import type { TokenSource } from '@kemu/kubelet';
 import { type DeviceRequest, kubeletConfigFor } from './node-resources.js';
 import {
   connectNode,
@@ -66,6 +67,8 @@ export interface ClusterOptions {
   kubeletConfigs?: Record<string, string>;
   /** Simulated devices for every node, each served by a device plugin beside its kubelet. */
   devices?: DeviceRequest[];
+  /** Tokens for projected service account token volumes (the API server's TokenRequest), for in-process kubelets. */
+  serviceAccountTokens?: TokenSource;
   /** Progress messages for long operations. */
   onProgress?: (step: string, done: number, total: number) => void;
   onError?: (err: unknown, context: string) => void;
@@ -348,6 +351,7 @@ export class Cluster {
       podNetwork: this.podNetwork(),
       kubeletConfig: kubeletConfigFor(o.kubeletConfigs, name),
       devices: o.devices,
+      serviceAccountTokens: o.serviceAccountTokens,
       onError: o.onError,
     });
     this.stoppers.push(() => node.stop());

@@ -108,6 +108,7 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
     ...opts,
     apiSocket: p.socket,
     // Protobuf request bodies: kubectl sends them for built-in kinds (create role, auth can-i, create token).
+    serviceAccountTokens: deferred ? async (pod, audience, seconds) => (await deferred.auth()).podToken(pod, audience, seconds) : undefined,
     apiServer: { ...(deferred?.seams ?? {}), renderers: { protobufDecode: decodeObjectBytes }, tcp: { host: opts.apiAddress ?? '127.0.0.1', port: opts.apiPort ?? 0, tls: creds.serving } },
     onProgress: (s, d, t) => progress.update(s, d, t),
     onError: opts.onError ?? ((err, ctx) => fs.appendFileSync(p.log, `${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}\n`)),

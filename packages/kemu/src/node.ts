@@ -7,7 +7,7 @@ import type { Store } from '@kemu/core';
 import { createCri, type CriInstance, type CriRuntimeConfig, startCriServer } from '@kemu/cri';
 import { ALPHA_CAPABILITY_NAMES, createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
 import { VxlanAgent } from '@kemu/cni-vxlan';
-import { detectCgroupVersion, Kubelet, type KubeletConfiguration, RealCgroupManager, StaticPluginRegistry } from '@kemu/kubelet';
+import { detectCgroupVersion, Kubelet, type KubeletConfiguration, RealCgroupManager, StaticPluginRegistry, type TokenSource } from '@kemu/kubelet';
 import { cri, csi, inProcessApi, type PromiseApi } from '@kemu/proto';
 import type { ClusterNetwork } from './cluster-network.js';
 import { type DeviceRequest, devicePluginDir, startDevicePlugins } from './node-resources.js';
@@ -38,6 +38,8 @@ export interface NodeSpec {
   kubeletConfig?: KubeletConfiguration;
   /** Simulated devices, each served by a device plugin beside the kubelet. */
   devices?: DeviceRequest[];
+  /** The API server's TokenRequest, for projected service account tokens. */
+  serviceAccountTokens?: TokenSource;
   onError?: (err: unknown, context: string) => void;
 }
 
@@ -161,6 +163,7 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       backoff: fast ? { initialMs: 1000, maxMs: 8000, resetAfterMs: 60_000 } : undefined,
       onError: (e, ctx) => s.onError?.(e, `${s.name}: ${ctx}`),
       config: s.kubeletConfig,
+      serviceAccountTokens: s.serviceAccountTokens,
       evictionMonitoringPeriodMs: fast ? 500 : 10_000,
       devicePluginDir: devicePluginDir(kubeletRoot),
       // With a KubeletConfiguration on the process runtime the pod cgroups are made for real.

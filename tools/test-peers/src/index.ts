@@ -74,6 +74,9 @@ export function file(p: string, debianPackage: string): Requirement {
   return { what: p, install: debianPackage, present: () => once(`file:${p}`, () => fs.existsSync(p)) };
 }
 
+/** Where .ci/run unpacks Debian's kubernetes-client (kubectl v1.20). */
+export const KUBECTL_OLD = '/opt/kemu-peers/kubernetes-client/usr/bin/kubectl';
+
 /** A Python module importable by /usr/bin/python3 (Debian's python3-* packages install there). */
 export function pythonModule(module: string, debianPackage: string, python = '/usr/bin/python3'): Requirement {
   return {
@@ -171,4 +174,9 @@ export const peers = {
   openssl: program('openssl', 'openssl'),
   /** kubectl v1.32 comes with this kind of machine's image (not from a registry). */
   kubectl: probe('kubectl', "kubectl on PATH (this machine image's /usr/bin/kubectl)", () => onPath('kubectl')),
+  /**
+   * kubectl v1.20 from Debian's kubernetes-client, unpacked beside the image's kubectl (whose package owns
+   * /usr/bin/kubectl too); .ci/run unpacks it to this path.
+   */
+  kubectlOld: file(KUBECTL_OLD, "kubernetes-client (unpacked by .ci/run: apt-get download kubernetes-client && dpkg-deb -x kubernetes-client_*.deb /opt/kemu-peers/kubernetes-client)"),
 } as const;

@@ -159,6 +159,8 @@ export const peers = {
   pythonProtobuf: pythonModule('google.protobuf', 'python3-protobuf'),
   /** The official Kubernetes Python client. */
   pythonKubernetes: pythonModule('kubernetes', 'python3-kubernetes'),
+  /** The Prometheus Python client, whose parser reads the text exposition format as Prometheus does. */
+  pythonPrometheusClient: pythonModule('prometheus_client', 'python3-prometheus-client'),
   busybox: file('/bin/busybox', 'busybox-static'),
   unshare: program('unshare', 'util-linux'),
   nsenter: program('nsenter', 'util-linux'),

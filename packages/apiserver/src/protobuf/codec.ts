@@ -2,7 +2,7 @@
 // fields, maps as entry messages, and the apimachinery formats (Quantity, Time, MicroTime, IntOrString,
 // Duration, RawExtension, FieldsV1) as upstream encodes them. No per-kind code.
 import { BadRequestError } from '@kemu/core';
-import { type FieldSchema, jsonFields, schemaType, typeShape } from '@kemu/core/schema';
+import { type FieldSchema, jsonFields, schemaGeneration, schemaType, typeShape } from '@kemu/core/schema';
 // envelope.ts imports this module too: an embedded RawExtension may itself be an envelope.
 import { decodeObjectBytes, isEnvelope } from './envelope.js';
 import { readFields, WIRE_BYTES, WIRE_FIXED64, WIRE_VARINT, Writer } from './wire.js';
@@ -15,7 +15,16 @@ type JsonObject = Record<string, Json>;
 
 const VARINT_TYPES = new Set(['bool', 'int32', 'int64']);
 
+/** The schema generation the caches below were built from: a registered module may replace a type. */
+let cachedGeneration = -1;
+function fresh(): void {
+  if (cachedGeneration === schemaGeneration()) return;
+  resetCodecCache();
+  cachedGeneration = schemaGeneration();
+}
+
 function protoFields(typeName: string): Map<number, FieldSchema> {
+  fresh();
   let m = byNumberCache.get(typeName);
   if (!m) {
     const t = schemaType(typeName);
@@ -30,12 +39,14 @@ const byNumberCache = new Map<string, Map<number, FieldSchema>>();
 /** Forget cached field tables (a CRD or a module replaced a type). */
 export function resetCodecCache(): void {
   byNumberCache.clear();
+  encodeOrderCache.clear();
+  zeroFieldsCache.clear();
 }
 
 // ---- formats ----
 
-function timeString(seconds: bigint, nanos: number, micro: boolean): string {
-  const d = new Date(Number(seconds) * 1000);
+function timeString(seconds: number, nanos: number, micro: boolean): string {
+  const d = new Date(seconds * 1000);
   const base = d.toISOString().slice(0, 19);
   return micro ? `${base}.${String(Math.floor(nanos / 1000)).padStart(6, '0')}Z` : `${base}Z`;
 }
@@ -113,7 +124,15 @@ function expectWire(actual: number, expected: number, path: string): void {
   if (actual !== expected) throw new BadRequestError(`protobuf: ${path}: wire type ${actual}, expected ${expected}`);
 }
 
-function decodeScalar(type: string, wire: number, value: bigint | Buffer, path: string, depth: number): Json {
+type WireValue = number | bigint | Buffer;
+
+/** A varint as a signed integer of the given width. */
+function signed(v: WireValue, bits: 32 | 64): number {
+  if (typeof v === 'number') return v;
+  return Number(BigInt.asIntN(bits, v as bigint));
+}
+
+function decodeScalar(type: string, wire: number, value: WireValue, path: string, depth: number): Json {
   switch (type) {
     case 'string':
       expectWire(wire, WIRE_BYTES, path);
@@ -123,13 +142,13 @@ function decodeScalar(type: string, wire: number, value: bigint | Buffer, path: 
       return (value as Buffer).toString('base64');
     case 'bool':
       expectWire(wire, WIRE_VARINT, path);
-      return value !== 0n;
+      return typeof value === 'number' ? value !== 0 : value !== 0n;
     case 'int32':
       expectWire(wire, WIRE_VARINT, path);
-      return Number(BigInt.asIntN(32, value as bigint));
+      return signed(value, 32);
     case 'int64':
       expectWire(wire, WIRE_VARINT, path);
-      return Number(BigInt.asIntN(64, value as bigint));
+      return signed(value, 64);
     case 'double': {
       expectWire(wire, WIRE_FIXED64, path);
       const b = Buffer.alloc(8);
@@ -138,20 +157,25 @@ function decodeScalar(type: string, wire: number, value: bigint | Buffer, path: 
     }
   }
   expectWire(wire, WIRE_BYTES, path);
-  const sub = new Map<number, bigint | Buffer>();
+  const sub = new Map<number, WireValue>();
   for (const fv of readFields(value as Buffer)) sub.set(fv.field, fv.value);
   const str = (n: number) => (sub.get(n) as Buffer | undefined)?.toString('utf8') ?? '';
-  const int = (n: number) => BigInt.asIntN(64, (sub.get(n) as bigint | undefined) ?? 0n);
+  const int = (n: number) => {
+    const v = sub.get(n);
+    return v === undefined ? 0 : signed(v, 64);
+  };
   switch (type) {
     case 'quantity':
       return str(1);
     case 'time':
     case 'microTime':
-      return sub.size === 0 ? null : timeString(int(1), Number(int(2)), type === 'microTime');
+      return sub.size === 0 ? null : timeString(int(1), int(2), type === 'microTime');
     case 'intOrString':
-      return int(1) === 1n ? str(3) : Number(int(2));
-    case 'duration':
-      return durationString(int(1));
+      return int(1) === 1 ? str(3) : int(2);
+    case 'duration': {
+      const v = sub.get(1);
+      return durationString(v === undefined ? 0n : typeof v === 'number' ? BigInt(v) : BigInt.asIntN(64, v as bigint));
+    }
     case 'rawExtension':
     case 'fieldsV1':
     case 'json':
@@ -160,7 +184,7 @@ function decodeScalar(type: string, wire: number, value: bigint | Buffer, path: 
   throw new BadRequestError(`protobuf: ${path}: unsupported type ${type}`);
 }
 
-function decodeElement(type: string, wire: number, value: bigint | Buffer, path: string, depth: number): Json {
+function decodeElement(type: string, wire: number, value: WireValue, path: string, depth: number): Json {
   const [shape, inner] = typeShape(type);
   if (shape === 'ref') {
     expectWire(wire, WIRE_BYTES, path);
@@ -222,17 +246,27 @@ export function decodeMessage(buf: Buffer, typeName: string, depth = 0, path = '
     }
   }
   // JSON as upstream writes it: zero scalars are omitted unless required (no omitempty) or a pointer.
-  for (const [name, f] of jsonFields(typeName)) {
-    const [shape, inner] = typeShape(f.type);
-    if (shape !== 'scalar') continue;
-    if (name in out) {
-      if (!f.required && !f.pointer && isZero(out[name])) delete out[name];
-    } else if (f.required && zeroOf(inner) !== undefined) out[name] = zeroOf(inner);
+  for (const f of scalarFields(typeName)) {
+    if (f.name in out) {
+      if (!f.required && !f.pointer && isZero(out[f.name])) delete out[f.name];
+    } else if (f.required && zeroOf(f.type) !== undefined) out[f.name] = zeroOf(f.type);
   }
   return out;
 }
 
-function* packedValues(buf: Buffer, fixed64: boolean): Generator<bigint> {
+/** The JSON-level scalar fields of a type (cached). */
+function scalarFields(typeName: string): FieldSchema[] {
+  fresh();
+  let list = zeroFieldsCache.get(typeName);
+  if (!list) {
+    list = [...jsonFields(typeName).values()].filter((f) => typeShape(f.type)[0] === 'scalar');
+    zeroFieldsCache.set(typeName, list);
+  }
+  return list;
+}
+const zeroFieldsCache = new Map<string, FieldSchema[]>();
+
+function* packedValues(buf: Buffer, fixed64: boolean): Generator<WireValue> {
   let pos = 0;
   while (pos < buf.length) {
     if (fixed64) {
@@ -326,13 +360,25 @@ function writeElement(w: Writer, field: number, type: string, v: Json, path: str
   } else writeScalar(w, field, inner, v, path);
 }
 
+/** A type's protobuf fields in number order (cached). */
+function encodeOrder(typeName: string): FieldSchema[] {
+  fresh();
+  let order = encodeOrderCache.get(typeName);
+  if (!order) {
+    const t = schemaType(typeName);
+    if (!t) throw new BadRequestError(`protobuf: no schema for ${typeName}`);
+    order = t.fields.filter((x) => x.proto > 0).sort((a, b) => a.proto - b.proto);
+    encodeOrderCache.set(typeName, order);
+  }
+  return order;
+}
+const encodeOrderCache = new Map<string, FieldSchema[]>();
+
 /** One JSON object as its message; fields in number order, as upstream writes them. */
 export function encodeMessage(obj: JsonObject, typeName: string, depth = 0, path = ''): Buffer {
   if (depth > MAX_DEPTH) throw new BadRequestError('protobuf: object nested too deeply');
-  const t = schemaType(typeName);
-  if (!t) throw new BadRequestError(`protobuf: no schema for ${typeName}`);
   const w = new Writer();
-  for (const f of [...t.fields].filter((x) => x.proto > 0).sort((a, b) => a.proto - b.proto)) {
+  for (const f of encodeOrder(typeName)) {
     const p = path ? `${path}.${f.name}` : f.name;
     if (f.inline) {
       const own = jsonFields(f.type);

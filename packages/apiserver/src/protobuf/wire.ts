@@ -9,8 +9,12 @@ export const WIRE_FIXED32 = 5;
 
 /** Grows one buffer; nested messages are written to their own writer and copied in with their length. */
 export class Writer {
-  private buf = Buffer.allocUnsafe(256);
+  private buf: Buffer;
   private len = 0;
+
+  constructor(size = 64) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
 
   private ensure(n: number): void {
     if (this.len + n <= this.buf.length) return;
@@ -25,6 +29,17 @@ export class Writer {
 
   /** An unsigned varint; negative int32/int64 values are written as 64-bit two's complement (10 bytes). */
   varint(v: number | bigint): this {
+    if (typeof v === 'number' && v >= 0 && v <= 0x7fffffff) {
+      // The common case, without BigInt.
+      this.ensure(5);
+      let x = v | 0;
+      while (x > 0x7f) {
+        this.buf[this.len++] = (x & 0x7f) | 0x80;
+        x >>>= 7;
+      }
+      this.buf[this.len++] = x;
+      return this;
+    }
     let n = typeof v === 'bigint' ? v : BigInt(Math.trunc(v));
     if (n < 0n) n += 1n << 64n;
     this.ensure(10);
@@ -61,7 +76,12 @@ export class Writer {
   }
 
   string(s: string): this {
-    return this.bytes(Buffer.from(s, 'utf8'));
+    const n = Buffer.byteLength(s, 'utf8');
+    this.varint(n);
+    this.ensure(n);
+    this.buf.write(s, this.len, 'utf8');
+    this.len += n;
+    return this;
   }
 
   raw(b: Uint8Array): this {
@@ -71,16 +91,17 @@ export class Writer {
     return this;
   }
 
+  /** The bytes written; the writer must not be used after. */
   finish(): Buffer {
-    return Buffer.from(this.buf.subarray(0, this.len));
+    return this.buf.subarray(0, this.len);
   }
 }
 
 export interface FieldValue {
   field: number;
   wire: number;
-  /** Varint and fixed64 values as bigint; length-delimited values as bytes. */
-  value: bigint | Buffer;
+  /** Varints below 2^31 as numbers, larger ones and fixed64 values as bigint; length-delimited values as bytes. */
+  value: number | bigint | Buffer;
 }
 
 function bad(msg: string): BadRequestError {
@@ -90,6 +111,18 @@ function bad(msg: string): BadRequestError {
 /** Reads the fields of one message in order. */
 export function* readFields(buf: Buffer): Generator<FieldValue> {
   let pos = 0;
+  const small = (): number | bigint => {
+    // Up to four bytes hold 28 bits: read those as a number.
+    let out = 0;
+    for (let i = 0; i < 4; i++) {
+      if (pos >= buf.length) throw bad('truncated varint');
+      const b = buf[pos++];
+      out |= (b & 0x7f) << (7 * i);
+      if ((b & 0x80) === 0) return out;
+    }
+    pos -= 4;
+    return varint();
+  };
   const varint = (): bigint => {
     let out = 0n;
     let shift = 0n;
@@ -103,13 +136,13 @@ export function* readFields(buf: Buffer): Generator<FieldValue> {
     throw bad('varint longer than 10 bytes');
   };
   while (pos < buf.length) {
-    const key = varint();
-    const field = Number(key >> 3n);
-    const wire = Number(key & 7n);
+    const key = Number(small());
+    const field = Math.floor(key / 8);
+    const wire = key & 7;
     if (field === 0) throw bad('field number 0');
     switch (wire) {
       case WIRE_VARINT:
-        yield { field, wire, value: varint() };
+        yield { field, wire, value: small() };
         break;
       case WIRE_FIXED64:
         if (pos + 8 > buf.length) throw bad('truncated fixed64');
@@ -117,15 +150,15 @@ export function* readFields(buf: Buffer): Generator<FieldValue> {
         pos += 8;
         break;
       case WIRE_BYTES: {
-        const n = varint();
-        if (n > BigInt(buf.length - pos)) throw bad(`field ${field}: length ${n} runs past the end of the message`);
-        yield { field, wire, value: buf.subarray(pos, pos + Number(n)) };
-        pos += Number(n);
+        const n = Number(small());
+        if (n > buf.length - pos) throw bad(`field ${field}: length ${n} runs past the end of the message`);
+        yield { field, wire, value: buf.subarray(pos, pos + n) };
+        pos += n;
         break;
       }
       case WIRE_FIXED32:
         if (pos + 4 > buf.length) throw bad('truncated fixed32');
-        yield { field, wire, value: BigInt(buf.readUInt32LE(pos)) };
+        yield { field, wire, value: buf.readUInt32LE(pos) };
         pos += 4;
         break;
       default:

@@ -15,10 +15,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 });
 
-async function start(): Promise<TestKubelet> {
+async function start(extra: Partial<TestKubelet['opts']> = {}): Promise<TestKubelet> {
   const rootDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-kubelet-root-'));
   dirs.push(rootDir);
-  const k = await startTestKubelet({ rootDir, syncFrequencyMs: 150 });
+  const k = await startTestKubelet({ rootDir, syncFrequencyMs: 150, ...extra });
   running.push(k);
   await k.store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config', namespace: 'default' }, data: { LOG_LEVEL: 'debug', 'app.properties': 'color=blue\n' } });
   await k.store.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', namespace: 'default' }, stringData: { password: 'hunter2', user: 'app' } });
@@ -142,6 +142,35 @@ describe('pod env and volume sources', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('projects a service account token from the TokenRequest source, requested once while fresh', async () => {
+    const requests: { pod: string; audience?: string; seconds: number }[] = [];
+    const k = await start({
+      serviceAccountTokens: async (pod, audience, seconds) => {
+        requests.push({ pod: pod.metadata.name ?? '', audience, seconds });
+        return `token-${requests.length}`;
+      },
+    });
+    await k.store.create(
+      testPod('sa', {
+        containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'api', mountPath: '/var/run/secrets/tokens' }] }],
+        volumes: [{ name: 'api', projected: { sources: [{ serviceAccountToken: { path: 'token', audience: 'vault', expirationSeconds: 3600 } }] } }],
+      }),
+    );
+    await until('pod running', async () => (await phase(k.store, 'sa')) === 'Running');
+    expect((await exec(k, 'sa', ['cat', '/var/run/secrets/tokens/token'])).stdout).toBe('token-1');
+    await new Promise((r) => setTimeout(r, 500)); // a few resyncs
+    expect(requests).toEqual([{ pod: 'sa', audience: 'vault', seconds: 3600 }]);
+  });
+
+  it('keeps a pod whose projected token cannot be had in ContainerCreating, saying why', async () => {
+    const k = await start();
+    await k.store.create(testPod('notoken', { volumes: [{ name: 'api', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }] }));
+    const ev = await until('FailedMount', async () =>
+      (await k.store.list('Event', { namespace: 'default' })).items.find((e) => e.reason === 'FailedMount' && e.involvedObject.name === 'notoken'),
+    );
+    expect(ev.message).toBe('MountVolume.SetUp failed for volume "api" : the cluster serves no TokenRequest API: no service account token to project');
   });
 
   it('keeps a pod whose ConfigMap volume is missing in ContainerCreating with a FailedMount event; optional ones mount empty', async () => {

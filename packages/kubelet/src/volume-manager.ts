@@ -19,6 +19,7 @@ import {
 import { csi } from '@kemu/proto';
 import { AtomicWriter } from './atomic-writer.js';
 import type { EnvObjectSource } from './container-env.js';
+import { TokenManager } from './token-manager.js';
 import type { CsiNodeApi, CsiPluginRegistry } from './types.js';
 import { isSourceVolume, pluginDirName, sourcePayload, type TokenSource, VolumeSourceError } from './volume-sources.js';
 
@@ -77,8 +78,12 @@ export class VolumeManager {
     /** ConfigMaps, Secrets and the node's allocatable, for the volumes whose files the kubelet writes. */
     private readonly objects?: EnvObjectSource,
     /** Service account tokens for projected volumes (the TokenRequest API), when the cluster has one. */
-    private readonly tokens?: TokenSource,
-  ) {}
+    tokens?: TokenSource,
+  ) {
+    this.tokens = tokens ? new TokenManager(tokens) : undefined;
+  }
+
+  private readonly tokens?: TokenManager;
 
   /** Unique names of every CSI volume mounted on this node (node.status.volumesInUse). */
   inUse(): string[] {
@@ -142,7 +147,7 @@ export class VolumeManager {
     if (!this.objects) return false;
     let payload;
     try {
-      payload = await sourcePayload(pod, vol, this.objects, this.tokens);
+      payload = await sourcePayload(pod, vol, this.objects, this.tokens?.get);
     } catch (err) {
       if (err instanceof VolumeSourceError) throw new VolumeWaitError(err.message, 'FailedMount', vol.name);
       throw err;
@@ -187,6 +192,7 @@ export class VolumeManager {
       }
     }
     this.pods.delete(uid);
+    this.tokens?.forgetPod(uid);
     if (this.manageDirs) fs.rmSync(this.podDir(pod as Pod), { recursive: true, force: true });
   }
 

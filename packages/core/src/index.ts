@@ -34,6 +34,7 @@ export {
   lookupKind,
   registerKind,
   storedKinds,
+  unregisterKind,
 } from './kinds.js';
 export * from './quantity.js';
 export * from './labels.js';

@@ -127,6 +127,14 @@ builtin('IPPool', 'crd.projectcalico.org/v1', 'ippools', false, false);
 builtin('IPAMBlock', 'crd.projectcalico.org/v1', 'ipamblocks', false, false);
 builtin('BlockAffinity', 'crd.projectcalico.org/v1', 'blockaffinities', false, false);
 
+/** Remove a kind registered at runtime (a CustomResourceDefinition's kind when the CRD is deleted). */
+export function unregisterKind(kind: string): void {
+  const k = registry.get(kind);
+  if (!k) return;
+  registry.delete(kind);
+  if (byResource.get(k.resource) === k) byResource.delete(k.resource);
+}
+
 /** Registry entry for a kind, or undefined when unknown. */
 export function lookupKind(kind: string): KindInfo | undefined {
   return registry.get(kind);

@@ -1,4 +1,4 @@
-import { createMemoryStore, type KubeObject, type StatusError, type Store } from '@kemu/core';
+import { createMemoryStore, kindForResource, type KubeObject, lookupKind, type StatusError, type Store } from '@kemu/core';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiV3 } from '../openapi/documents.js';
@@ -121,6 +121,18 @@ describe('CustomResourceDefinitions', () => {
     const doc = JSON.parse(openApiV3('apis/ops.example.com/v1')!.json.toString());
     expect(doc.components.schemas['com.example.ops.v1.Backup']['x-kubernetes-group-version-kind']).toEqual([{ group: 'ops.example.com', kind: 'Backup', version: 'v1' }]);
     expect(doc.components.schemas['com.example.ops.v1.BackupSpec'].properties.schedule.description).toBe('Cron schedule of the backup.');
+  });
+
+  it('a deleted CRD stops serving its kind', async () => {
+    const other = structuredClone(crd);
+    other.metadata.name = 'snapshots.ops.example.com';
+    other.spec.names = { plural: 'snapshots', singular: 'snapshot', kind: 'Snapshot', shortNames: [] };
+    await store.create(other as KubeObject);
+    expect(lookupKind('Snapshot')?.resource).toBe('snapshots');
+    await store.delete('CustomResourceDefinition', '', 'snapshots.ops.example.com');
+    expect(lookupKind('Snapshot')).toBeUndefined();
+    expect(kindForResource('snapshots')).toBeUndefined();
+    expect(openApiV3('apis/ops.example.com/v1')!.json.toString()).not.toContain('Snapshot');
   });
 
   it('reads and writes the scale subresource at the CRD\'s paths', async () => {

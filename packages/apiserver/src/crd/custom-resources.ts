@@ -9,6 +9,7 @@ import {
   registerKindHooks,
   rfc3339,
   type Store,
+  unregisterKind,
 } from '@kemu/core';
 import { type FieldSchema, META, registerSchemaModule, type TypeSchema, unregisterKindSchema } from '@kemu/core/schema';
 import { registerPrinter, unregisterPrinter } from '../tables/table.js';
@@ -95,7 +96,7 @@ export function registerCustomResource(crd: CustomResourceDefinition): void {
   const { group, names, scope, versions } = crd.spec;
   const previous = served.get(names.kind);
   if (previous && previous.crd.metadata.name !== crd.metadata.name) throw new Error(`kind ${names.kind} is already served by ${previous.crd.metadata.name}`);
-  if (previous) unregisterCustomResource(previous.crd);
+  if (previous) unregisterCustomResource(previous.crd, true);
   const storage = storageVersion(crd);
   registerKind({
     kind: names.kind,
@@ -140,9 +141,10 @@ export function registerCustomResource(crd: CustomResourceDefinition): void {
 }
 
 /** Stop serving a CRD's kind: its schemas and printers go; its objects stop being defaulted and validated. */
-export function unregisterCustomResource(crd: CustomResourceDefinition): void {
+export function unregisterCustomResource(crd: CustomResourceDefinition, keepKind = false): void {
   const entry = served.get(crd.spec.names.kind);
   if (!entry || entry.crd.metadata.name !== crd.metadata.name) return;
+  if (!keepKind) unregisterKind(crd.spec.names.kind);
   for (const apiVersion of entry.schemas.keys()) {
     unregisterKindSchema(apiVersion, crd.spec.names.kind);
     unregisterPrinter(apiVersion, crd.spec.names.kind);

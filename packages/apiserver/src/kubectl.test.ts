@@ -153,6 +153,56 @@ describe.runIf(ok)('kubectl v1.32 against the API server', () => {
     expect(Buffer.from(secret.data.password, 'base64').toString()).toBe('s3cret');
   });
 
+  it('a CRD with a schema, defaults, a status subresource and printer columns: served, validated, listed', async () => {
+    const crd = manifest(
+      'crd.yaml',
+      [
+        'apiVersion: apiextensions.k8s.io/v1',
+        'kind: CustomResourceDefinition',
+        'metadata: {name: crontabs.stable.example.com}',
+        'spec:',
+        '  group: stable.example.com',
+        '  scope: Namespaced',
+        '  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct]}',
+        '  versions:',
+        '  - name: v1',
+        '    served: true',
+        '    storage: true',
+        '    subresources: {status: {}}',
+        '    additionalPrinterColumns:',
+        '    - {name: Spec, type: string, jsonPath: .spec.cronSpec}',
+        '    - {name: Replicas, type: integer, jsonPath: .spec.replicas}',
+        '    schema:',
+        '      openAPIV3Schema:',
+        '        type: object',
+        '        properties:',
+        '          spec:',
+        '            type: object',
+        '            properties:',
+        "              cronSpec: {type: string, pattern: '^[0-9*/ ]+$'}",
+        '              replicas: {type: integer, minimum: 1, maximum: 10, default: 1}',
+        '          status: {type: object, properties: {phase: {type: string}}}',
+        '',
+      ].join('\n'),
+    );
+    expect((await kubectl(['apply', '-f', crd])).code).toBe(0);
+    const est = await kubectl(['wait', 'crd/crontabs.stable.example.com', '--for=condition=Established', '--timeout=10s']);
+    expect(est.code, est.stderr).toBe(0);
+    expect((await kubectl(['api-resources', '--api-group=stable.example.com', '--no-headers'])).stdout).toMatch(/^crontabs\s+ct\s+stable\.example\.com\/v1\s+true\s+CronTab$/m);
+    const cr = manifest('cr.yaml', 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: every5}\nspec: {cronSpec: "*/5 * * * *"}\n');
+    expect((await kubectl(['apply', '-f', cr])).stdout.trim()).toBe('crontab.stable.example.com/every5 created');
+    const g = await kubectl(['get', 'ct']);
+    expect(g.stdout).toMatch(/^NAME\s+SPEC\s+REPLICAS\nevery5\s+\*\/5 \* \* \* \*\s+1\n$/);
+    const bad = manifest('bad-cr.yaml', 'apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: bad}\nspec: {cronSpec: "nope", replicas: 50}\n');
+    const b = await kubectl(['apply', '-f', bad]);
+    expect(b.code).not.toBe(0);
+    expect(b.stderr).toContain('The CronTab "bad" is invalid');
+    expect(b.stderr).toContain('spec.replicas: Invalid value: 50: spec.replicas in body should be less than or equal to 10');
+    const st = await kubectl(['patch', 'ct', 'every5', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Active"}}']);
+    expect(st.code, st.stderr).toBe(0);
+    expect((await kubectl(['get', 'ct', 'every5', '-o', 'jsonpath={.status.phase}'])).stdout).toBe('Active');
+  });
+
   it('deletes by label selector, with a grace period, and all of a kind', async () => {
     await kubectl(['create', '-f', manifest('d.yaml', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d1\n  labels: {del: "yes"}\n')]);
     const l = await kubectl(['delete', 'cm', '-l', 'del=yes']);

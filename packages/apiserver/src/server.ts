@@ -20,6 +20,7 @@ import { MAX_REQUEST_BODY_BYTES } from './request-body.js';
 import { toStatus } from './responses.js';
 import type { ApiExtensions } from './server-extensions.js';
 import { streamTarget } from './subresources.js';
+import { serveStoredCustomResources } from './crd/index.js';
 
 export type { ApiExtensions, ExecResult, PodLogOptions, StreamOptions } from './server-extensions.js';
 
@@ -39,6 +40,8 @@ export interface ApiServerOptions extends AuthSeams {
   /** OpenAPI documents by path (/openapi/v2, /openapi/v3, /openapi/v3/apis/<g>/<v>). */
   openapi?: HandlerOptions['openapi'];
   maxRequestBodyBytes?: number;
+  /** Serve CustomResourceDefinitions and the kinds they define (default true). */
+  customResources?: boolean;
 }
 
 export interface ApiServer {
@@ -154,6 +157,8 @@ export async function startApiServer(
   );
   const relayed = new Set<Duplex>();
   let serverAddress = '127.0.0.1';
+  // CRDs already in the store are served before the first request (new ones register as they are written).
+  if (options.customResources !== false) await serveStoredCustomResources(store);
 
   const onUpgrade = (origin: Origin) => (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const audit = handler.newAudit(req);

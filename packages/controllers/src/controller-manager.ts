@@ -11,6 +11,7 @@ import { EndpointSliceController } from './endpointslice-controller.js';
 import { JobController, type JobControllerOptions } from './job-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
 import { ServiceAccountController } from './service-account-controller.js';
+import { StatefulSetController } from './statefulset-controller.js';
 import { TTLAfterFinishedController } from './ttl-after-finished-controller.js';
 
 interface Runnable {
@@ -27,6 +28,7 @@ const CONTROLLERS: Record<string, Factory> = {
   replicationcontroller: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicationController' }),
   endpointslice: (ctx, o) => new EndpointSliceController(ctx, { endpoints: enabledIn(o, 'endpoint') }),
   serviceaccount: (ctx) => new ServiceAccountController(ctx),
+  statefulset: (ctx) => new StatefulSetController(ctx),
   job: (ctx, o) => new JobController(ctx, o.job),
   cronjob: (ctx) => new CronJobController(ctx),
   'ttl-after-finished': (ctx) => new TTLAfterFinishedController(ctx),

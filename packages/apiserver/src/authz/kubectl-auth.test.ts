@@ -19,6 +19,7 @@ import { runClient } from '../testing.js';
 
 const lastLine = (text: string) => text.trim().split('\n').pop();
 const ok = requirePeers('the kubectl auth end-to-end tests', [peers.kubectl]);
+const py = requirePeers('the Python client bearer-token test', [peers.pythonKubernetes]);
 
 describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RBAC and admission', () => {
   let dir: string;
@@ -157,5 +158,28 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     expect(warned.code, warned.stderr).toBe(0);
     expect(warned.stderr.trim()).toBe('Warning: would violate PodSecurity "baseline:latest": privileged (container "c" must not set securityContext.privileged=true)');
     expect(warned.stdout.trim()).toBe('pod/priv created');
+  });
+
+  it.runIf(py)('lets the official Python client in with a ServiceAccount bearer token, as RBAC allows', async () => {
+    await store.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'pyclient', namespace: 'dev' } });
+    const token = (await admin(['create', 'token', 'pyclient'])).stdout.trim();
+    const caFile = path.join(dir, 'ca.crt');
+    fs.writeFileSync(caFile, ca.certPem);
+    const script = [
+      'import os, kubernetes.client as k',
+      'c = k.Configuration(); c.host = os.environ["SERVER"]; c.ssl_ca_cert = os.environ["CA"]',
+      'c.api_key = {"authorization": os.environ["TOKEN"]}; c.api_key_prefix = {"authorization": "Bearer"}',
+      'api = k.CoreV1Api(k.ApiClient(c))',
+      'try:',
+      '    print("pods", sorted(p.metadata.name for p in api.list_namespaced_pod("dev").items))',
+      'except k.rest.ApiException as e:',
+      '    print("status", e.status, e.reason)',
+    ].join('\n');
+    const run = () => runClient('/usr/bin/python3', ['-c', script], { kubeconfig: '/dev/null', env: { SERVER: api.url!, CA: caFile, TOKEN: token } });
+    expect((await run()).stdout.trim()).toBe('status 403 Forbidden');
+    expect((await admin(['create', 'rolebinding', 'pyclient-view', '--clusterrole=view', '--serviceaccount=dev:pyclient'])).code).toBe(0);
+    await eventually(async () => (await run()).stdout.startsWith('pods'));
+    const r = await run();
+    expect(r.stdout.trim(), r.stderr).toMatch(/^pods \[/);
   });
 });

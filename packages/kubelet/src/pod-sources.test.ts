@@ -52,6 +52,7 @@ function sourcedPod(name: string): Pod {
           { name: 'config', mountPath: '/etc/config' },
           { name: 'creds', mountPath: '/etc/creds', readOnly: true },
           { name: 'all', mountPath: '/etc/all' },
+          { name: 'config', mountPath: '/etc/pinned.properties', subPath: 'app.properties' },
         ],
       },
     ],
@@ -85,6 +86,7 @@ describe('pod env and volume sources', () => {
       expect.arrayContaining(['LOG_LEVEL=debug', 'DB_user=app', 'DB_password=hunter2', 'PASSWORD=hunter2', 'POD_NAME=web', 'DSN=app:hunter2@db/web']),
     );
     expect((await exec(k, 'web', ['cat', '/etc/config/app.properties'])).stdout).toBe('color=blue\n');
+    expect((await exec(k, 'web', ['cat', '/etc/pinned.properties'])).stdout).toBe('color=blue\n');
     expect((await exec(k, 'web', ['cat', '/etc/creds/nested/pw'])).stdout).toBe('hunter2');
     expect((await exec(k, 'web', ['cat', '/etc/all/level', '/etc/all/user'])).stdout).toBe('debugapp');
     expect((await exec(k, 'web', ['cat', '/etc/all/labels'])).stdout).toBe('app="web"\ntier="front"');
@@ -101,6 +103,8 @@ describe('pod env and volume sources', () => {
     await k.store.update({ ...cm, data: { LOG_LEVEL: 'warn', 'app.properties': 'color=green\n' } });
     await until('file refreshed', async () => (await exec(k, 'web', ['cat', '/etc/config/app.properties'])).stdout === 'color=green\n');
     expect((await exec(k, 'web', ['cat', '/etc/all/level'])).stdout).toBe('warn');
+    // A subPath mount keeps the file the container started with, as upstream.
+    expect((await exec(k, 'web', ['cat', '/etc/pinned.properties'])).stdout).toBe('color=blue\n');
     expect((await exec(k, 'web', ['env'])).stdout).toContain('LOG_LEVEL=debug');
   });
 

@@ -9,6 +9,7 @@ import type { ContainerResourceOptions } from './cm-qos.js';
 import { type EnvObjectSource, makeEnvironmentVariables } from './container-env.js';
 import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
 import { hostsFileMount } from './etc-hosts.js';
+import { pinSourceSubPaths } from './subpath-pin.js';
 import { withTerminationMessage } from './termination-message.js';
 import { activeDeadlineRemainingMs, DEADLINE_EXCEEDED } from './active-deadline.js';
 import { type HookRunner, LifecycleHookError, runLifecycleHandler, runPreStop } from './lifecycle-handlers.js';
@@ -338,6 +339,7 @@ export class PodSyncer {
       for (const w of warnings) this.d.events.event(pod, 'Warning', w.reason, w.message);
       cfg = containerConfig(pod, c, attempt, { volumePaths, kind, env, resources: this.d.containerResources });
       if (this.d.volumes.managesDirs) {
+        pinSourceSubPaths(pod, c, cfg.mounts ?? [], this.d.volumes.podDir(pod));
         const hosts = hostsFileMount(pod, c, this.d.volumes.podDir(pod), podIPs, this.d.sandboxCtx.clusterDomain);
         if (hosts) cfg.mounts = [...(cfg.mounts ?? []), hosts];
       }

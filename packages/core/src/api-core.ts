@@ -307,6 +307,8 @@ export interface PodSpec {
   dnsPolicy?: 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
+  /** Secrets (dockerconfigjson/dockercfg) whose credentials the kubelet passes to PullImage. */
+  imagePullSecrets?: { name: string }[];
   hostNetwork?: boolean;
   hostPID?: boolean;
   hostIPC?: boolean;

@@ -92,6 +92,8 @@ export interface ContainerdOptions {
   startTimeoutMs?: number;
   /** Serve containerd's Prometheus metrics on this port of the node namespace's loopback. */
   metricsPort?: number;
+  /** The CRI plugin's registry hosts directory (`<dir>/<host>/hosts.toml`), e.g. for a plain-HTTP registry. */
+  registryConfigPath?: string;
 }
 
 export interface Containerd {
@@ -136,7 +138,7 @@ ${o.metricsPort ? `[metrics]\n  address = "127.0.0.1:${o.metricsPort}"\n\n` : ''
     bin_dir = ${q(o.cniBinDir)}
     conf_dir = ${q(o.cniConfDir)}
     max_conf_num = 1
-`;
+${o.registryConfigPath ? `  [plugins."io.containerd.grpc.v1.cri".registry]\n    config_path = ${q(o.registryConfigPath)}\n` : ''}`;
 }
 
 /** Processes whose command line names `needle` (containerd's shims carry its socket address). */

@@ -15,8 +15,8 @@ export default schemaModule(
       acquireTime: f(3, 'microTime', 'When the current holder acquired the lease.', { pointer: true }),
       renewTime: f(4, 'microTime', 'When the holder last renewed.', { pointer: true }),
       leaseTransitions: f(5, 'int32', 'How many times the lease changed holders.', { pointer: true }),
-      strategy: f(6, 'string', '', { pointer: true }),
-      preferredHolder: f(7, 'string', '', { pointer: true }),
+      strategy: f(6, 'string', 'How the holder is chosen when coordinated leader election is used.', { pointer: true }),
+      preferredHolder: f(7, 'string', 'Who should hold the lease next.', { pointer: true }),
     }),
   },
   [

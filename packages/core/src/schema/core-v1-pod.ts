@@ -13,35 +13,35 @@ export default schemaModule(
     PodStatus: type('Observed state of a pod.', {
       phase: f(1, 'string', 'Pending, Running, Succeeded, Failed or Unknown.'),
       conditions: f(2, '[]PodCondition', 'Current conditions: PodScheduled, Initialized, ContainersReady, Ready, ...', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
-      message: f(3, 'string'),
-      reason: f(4, 'string'),
-      nominatedNodeName: f(11, 'string'),
+      message: f(3, 'string', 'Human-readable detail of the phase.'),
+      reason: f(4, 'string', 'Short reason for the phase, e.g. Evicted.'),
+      nominatedNodeName: f(11, 'string', 'Node the pod waits for after preempting pods there.'),
       hostIP: f(5, 'string', 'Primary IP of the node the pod runs on.'),
-      hostIPs: f(16, '[]HostIP', '', { patchStrategy: 'merge', patchMergeKey: 'ip', listType: 'atomic' }),
+      hostIPs: f(16, '[]HostIP', 'All IPs of the node, one per family.', { patchStrategy: 'merge', patchMergeKey: 'ip', listType: 'atomic' }),
       podIP: f(6, 'string', 'Primary IP of the pod.'),
       podIPs: f(12, '[]PodIP', 'All IPs of the pod, one per family.', { patchStrategy: 'merge', patchMergeKey: 'ip', listType: 'map', listMapKeys: ['ip'] }),
       startTime: f(7, 'time', 'When the kubelet accepted the pod.'),
       initContainerStatuses: f(10, '[]ContainerStatus', 'One status per init container.', { listType: 'atomic' }),
       containerStatuses: f(8, '[]ContainerStatus', 'One status per app container.', { listType: 'atomic' }),
       qosClass: f(9, 'string', 'Guaranteed, Burstable or BestEffort, from the containers\' resources.'),
-      ephemeralContainerStatuses: f(13, '[]ContainerStatus', '', { listType: 'atomic' }),
-      resize: f(14, 'string'),
-      resourceClaimStatuses: f(15, '[]PodResourceClaimStatus', '', { patchStrategy: 'merge,retainKeys', patchMergeKey: 'name', listType: 'map', listMapKeys: ['name'] }),
+      ephemeralContainerStatuses: f(13, '[]ContainerStatus', 'One status per ephemeral container.', { listType: 'atomic' }),
+      resize: f(14, 'string', 'Progress of an in-place resource resize.'),
+      resourceClaimStatuses: f(15, '[]PodResourceClaimStatus', 'Names of the claims generated for the pod.', { patchStrategy: 'merge,retainKeys', patchMergeKey: 'name', listType: 'map', listMapKeys: ['name'] }),
     }),
     PodResourceClaimStatus: type('', {
       name: f(1, 'string', '', { required: true }),
       resourceClaimName: f(2, 'string'),
     }),
     ContainerStatus: type('The observed state of one container.', {
-      name: f(1, 'string', '', { required: true }),
-      state: f(2, 'ContainerState'),
-      lastState: f(3, 'ContainerState'),
-      ready: f(4, 'bool', '', { required: true }),
-      restartCount: f(5, 'int32', '', { required: true }),
-      image: f(6, 'string', '', { required: true }),
-      imageID: f(7, 'string', '', { required: true }),
-      containerID: f(8, 'string'),
-      started: f(9, 'bool', '', { pointer: true }),
+      name: f(1, 'string', 'Container name.', { required: true }),
+      state: f(2, 'ContainerState', 'Current state.'),
+      lastState: f(3, 'ContainerState', 'State before the last restart.'),
+      ready: f(4, 'bool', 'Whether the readiness probe passes.', { required: true }),
+      restartCount: f(5, 'int32', 'Times the container restarted.', { required: true }),
+      image: f(6, 'string', 'Image the container runs.', { required: true }),
+      imageID: f(7, 'string', 'Resolved image ID.', { required: true }),
+      containerID: f(8, 'string', 'Runtime\'s container ID, as <type>://<id>.'),
+      started: f(9, 'bool', 'Whether the startup probe has passed.', { pointer: true }),
       allocatedResources: f(10, 'map[string]quantity'),
       resources: f(11, 'ResourceRequirements'),
       volumeMounts: f(12, '[]VolumeMountStatus', '', { patchStrategy: 'merge', patchMergeKey: 'mountPath' }),
@@ -80,39 +80,39 @@ export default schemaModule(
       request: f(2, 'string'),
     }),
     ContainerState: type('Exactly one of waiting, running or terminated.', {
-      waiting: f(1, 'ContainerStateWaiting'),
-      running: f(2, 'ContainerStateRunning'),
-      terminated: f(3, 'ContainerStateTerminated'),
+      waiting: f(1, 'ContainerStateWaiting', 'Not running yet, and why.'),
+      running: f(2, 'ContainerStateRunning', 'Running, and since when.'),
+      terminated: f(3, 'ContainerStateTerminated', 'Exited, with its code and reason.'),
     }),
-    ContainerStateTerminated: type('', {
-      exitCode: f(1, 'int32', '', { required: true }),
-      signal: f(2, 'int32'),
-      reason: f(3, 'string'),
-      message: f(4, 'string'),
-      startedAt: f(5, 'time'),
-      finishedAt: f(6, 'time'),
-      containerID: f(7, 'string'),
+    ContainerStateTerminated: type('A container that exited.', {
+      exitCode: f(1, 'int32', 'Exit status.', { required: true }),
+      signal: f(2, 'int32', 'Signal that ended it, if any.'),
+      reason: f(3, 'string', 'Why it exited, e.g. Completed, Error, OOMKilled.'),
+      message: f(4, 'string', 'Details.'),
+      startedAt: f(5, 'time', 'When it started.'),
+      finishedAt: f(6, 'time', 'When it exited.'),
+      containerID: f(7, 'string', 'Runtime\'s container ID.'),
     }),
-    ContainerStateRunning: type('', {
-      startedAt: f(1, 'time'),
+    ContainerStateRunning: type('A running container.', {
+      startedAt: f(1, 'time', 'When it last started.'),
     }),
-    ContainerStateWaiting: type('', {
-      reason: f(1, 'string'),
-      message: f(2, 'string'),
+    ContainerStateWaiting: type('A container not yet running.', {
+      reason: f(1, 'string', 'Why it waits, e.g. ContainerCreating or CrashLoopBackOff.'),
+      message: f(2, 'string', 'Details.'),
     }),
-    PodIP: type('', {
-      ip: f(1, 'string', '', { required: true }),
+    PodIP: type('One IP address of a pod.', {
+      ip: f(1, 'string', 'The address.', { required: true }),
     }),
-    HostIP: type('', {
-      ip: f(1, 'string', '', { required: true }),
+    HostIP: type('One IP address of a node.', {
+      ip: f(1, 'string', 'The address.', { required: true }),
     }),
     PodCondition: type('One aspect of a pod\'s state and when it last changed.', {
-      type: f(1, 'string', '', { required: true }),
-      status: f(2, 'string', '', { required: true }),
-      lastProbeTime: f(3, 'time'),
-      lastTransitionTime: f(4, 'time'),
-      reason: f(5, 'string'),
-      message: f(6, 'string'),
+      type: f(1, 'string', 'PodScheduled, Initialized, ContainersReady, Ready, ...', { required: true }),
+      status: f(2, 'string', 'True, False or Unknown.', { required: true }),
+      lastProbeTime: f(3, 'time', 'When the condition was last checked.'),
+      lastTransitionTime: f(4, 'time', 'When the status last changed.'),
+      reason: f(5, 'string', 'Machine-readable reason for the last change.'),
+      message: f(6, 'string', 'Human-readable details.'),
     }),
     PodSpec: type('The desired state of a pod: its containers, volumes and placement constraints.', {
       volumes: f(1, '[]Volume', 'Volumes the containers may mount.', { patchStrategy: 'merge,retainKeys', patchMergeKey: 'name', listType: 'map', listMapKeys: ['name'] }),
@@ -161,40 +161,40 @@ export default schemaModule(
       resourceClaimName: f(3, 'string'),
       resourceClaimTemplateName: f(4, 'string'),
     }),
-    PodSchedulingGate: type('', {
-      name: f(1, 'string', '', { required: true }),
+    PodSchedulingGate: type('A gate that holds the pod back from scheduling.', {
+      name: f(1, 'string', 'Name of the gate.', { required: true }),
     }),
-    PodOS: type('', {
-      name: f(1, 'string', '', { required: true }),
+    PodOS: type('The OS a pod needs.', {
+      name: f(1, 'string', 'linux or windows.', { required: true }),
     }),
-    PodReadinessGate: type('', {
-      conditionType: f(1, 'string'),
+    PodReadinessGate: type('An extra condition for readiness.', {
+      conditionType: f(1, 'string', 'The condition type that must be True.'),
     }),
-    PodDNSConfig: type('', {
-      nameservers: f(1, '[]string'),
-      searches: f(2, '[]string'),
-      options: f(3, '[]PodDNSConfigOption'),
+    PodDNSConfig: type('DNS settings of a pod.', {
+      nameservers: f(1, '[]string', 'DNS servers.'),
+      searches: f(2, '[]string', 'Search domains.'),
+      options: f(3, '[]PodDNSConfigOption', 'Resolver options.'),
     }),
     PodDNSConfigOption: type('', {
       name: f(1, 'string'),
       value: f(2, 'string', '', { pointer: true }),
     }),
-    HostAlias: type('', {
-      ip: f(1, 'string', '', { required: true }),
-      hostnames: f(2, '[]string'),
+    HostAlias: type('Extra hostnames for an IP in the pod\'s hosts file.', {
+      ip: f(1, 'string', 'The IP address.', { required: true }),
+      hostnames: f(2, '[]string', 'Hostnames of the IP.'),
     }),
-    PodSecurityContext: type('', {
+    PodSecurityContext: type('Security settings for all containers of a pod.', {
       seLinuxOptions: f(1, 'SELinuxOptions'),
       windowsOptions: f(8, 'WindowsSecurityContextOptions'),
-      runAsUser: f(2, 'int64', '', { pointer: true }),
-      runAsGroup: f(6, 'int64', '', { pointer: true }),
-      runAsNonRoot: f(3, 'bool', '', { pointer: true }),
-      supplementalGroups: f(4, '[]int64'),
+      runAsUser: f(2, 'int64', 'UID the containers run as.', { pointer: true }),
+      runAsGroup: f(6, 'int64', 'GID the containers run as.', { pointer: true }),
+      runAsNonRoot: f(3, 'bool', 'Refuse to start containers as UID 0.', { pointer: true }),
+      supplementalGroups: f(4, '[]int64', 'Extra groups for every container\'s first process.'),
       supplementalGroupsPolicy: f(12, 'string', '', { pointer: true }),
-      fsGroup: f(5, 'int64', '', { pointer: true }),
-      sysctls: f(7, '[]Sysctl'),
+      fsGroup: f(5, 'int64', 'Group that owns volumes and is added to every container.', { pointer: true }),
+      sysctls: f(7, '[]Sysctl', 'Namespaced sysctls to set.'),
       fsGroupChangePolicy: f(9, 'string', '', { pointer: true }),
-      seccompProfile: f(10, 'SeccompProfile'),
+      seccompProfile: f(10, 'SeccompProfile', 'Seccomp profile of the containers.'),
       appArmorProfile: f(11, 'AppArmorProfile'),
       seLinuxChangePolicy: f(13, 'string', '', { pointer: true }),
     }),
@@ -222,9 +222,9 @@ export default schemaModule(
       type: f(3, 'string'),
       level: f(4, 'string'),
     }),
-    EphemeralContainer: type('', {
+    EphemeralContainer: type('A debugging container added to a running pod.', {
       ephemeralContainerCommon: f(1, 'EphemeralContainerCommon', '', { inline: true }),
-      targetContainerName: f(2, 'string'),
+      targetContainerName: f(2, 'string', 'Container whose namespaces it shares.'),
     }),
     EphemeralContainerCommon: type('', {
       name: f(1, 'string', '', { required: true }),
@@ -252,54 +252,54 @@ export default schemaModule(
       stdinOnce: f(17, 'bool'),
       tty: f(18, 'bool'),
     }),
-    SecurityContext: type('', {
-      capabilities: f(1, 'Capabilities'),
-      privileged: f(2, 'bool', '', { pointer: true }),
+    SecurityContext: type('Security settings of one container; they override the pod\'s.', {
+      capabilities: f(1, 'Capabilities', 'Linux capabilities to add and drop.'),
+      privileged: f(2, 'bool', 'Run privileged, like root on the host.', { pointer: true }),
       seLinuxOptions: f(3, 'SELinuxOptions'),
       windowsOptions: f(10, 'WindowsSecurityContextOptions'),
-      runAsUser: f(4, 'int64', '', { pointer: true }),
-      runAsGroup: f(8, 'int64', '', { pointer: true }),
-      runAsNonRoot: f(5, 'bool', '', { pointer: true }),
-      readOnlyRootFilesystem: f(6, 'bool', '', { pointer: true }),
-      allowPrivilegeEscalation: f(7, 'bool', '', { pointer: true }),
+      runAsUser: f(4, 'int64', 'UID to run as.', { pointer: true }),
+      runAsGroup: f(8, 'int64', 'GID to run as.', { pointer: true }),
+      runAsNonRoot: f(5, 'bool', 'Refuse to start as UID 0.', { pointer: true }),
+      readOnlyRootFilesystem: f(6, 'bool', 'Mount the root filesystem read-only.', { pointer: true }),
+      allowPrivilegeEscalation: f(7, 'bool', 'Whether a process may gain more privileges than its parent.', { pointer: true }),
       procMount: f(9, 'string', '', { pointer: true }),
-      seccompProfile: f(11, 'SeccompProfile'),
+      seccompProfile: f(11, 'SeccompProfile', 'Seccomp profile of the container.'),
       appArmorProfile: f(12, 'AppArmorProfile'),
     }),
-    Capabilities: type('', {
-      add: f(1, '[]string'),
-      drop: f(2, '[]string'),
+    Capabilities: type('Linux capabilities.', {
+      add: f(1, '[]string', 'Capabilities to add.'),
+      drop: f(2, '[]string', 'Capabilities to drop.'),
     }),
-    Lifecycle: type('', {
-      postStart: f(1, 'LifecycleHandler'),
-      preStop: f(2, 'LifecycleHandler'),
+    Lifecycle: type('Hooks run at container start and stop.', {
+      postStart: f(1, 'LifecycleHandler', 'Run right after the container starts.'),
+      preStop: f(2, 'LifecycleHandler', 'Run before the container is stopped.'),
     }),
-    LifecycleHandler: type('', {
-      exec: f(1, 'ExecAction'),
-      httpGet: f(2, 'HTTPGetAction'),
-      tcpSocket: f(3, 'TCPSocketAction'),
-      sleep: f(4, 'SleepAction'),
+    LifecycleHandler: type('One hook: exec, httpGet, tcpSocket or sleep.', {
+      exec: f(1, 'ExecAction', 'Run a command in the container.'),
+      httpGet: f(2, 'HTTPGetAction', 'Send an HTTP GET.'),
+      tcpSocket: f(3, 'TCPSocketAction', 'Deprecated; not run.'),
+      sleep: f(4, 'SleepAction', 'Wait this long.'),
     }),
-    SleepAction: type('', {
-      seconds: f(1, 'int64', '', { required: true }),
+    SleepAction: type('A pause.', {
+      seconds: f(1, 'int64', 'Seconds to wait.', { required: true }),
     }),
-    TCPSocketAction: type('', {
-      port: f(1, 'intOrString', '', { required: true }),
-      host: f(2, 'string'),
+    TCPSocketAction: type('A TCP connection attempt.', {
+      port: f(1, 'intOrString', 'Port number or name.', { required: true }),
+      host: f(2, 'string', 'Host to connect to (default: the pod IP).'),
     }),
-    HTTPGetAction: type('', {
-      path: f(1, 'string'),
-      port: f(2, 'intOrString', '', { required: true }),
-      host: f(3, 'string'),
-      scheme: f(4, 'string'),
-      httpHeaders: f(5, '[]HTTPHeader'),
+    HTTPGetAction: type('An HTTP GET request.', {
+      path: f(1, 'string', 'Request path.'),
+      port: f(2, 'intOrString', 'Port number or name.', { required: true }),
+      host: f(3, 'string', 'Host to connect to (default: the pod IP).'),
+      scheme: f(4, 'string', 'HTTP (default) or HTTPS.'),
+      httpHeaders: f(5, '[]HTTPHeader', 'Extra request headers.'),
     }),
-    HTTPHeader: type('', {
-      name: f(1, 'string', '', { required: true }),
-      value: f(2, 'string', '', { required: true }),
+    HTTPHeader: type('One HTTP header.', {
+      name: f(1, 'string', 'Header name.', { required: true }),
+      value: f(2, 'string', 'Header value.', { required: true }),
     }),
-    ExecAction: type('', {
-      command: f(1, '[]string'),
+    ExecAction: type('A command run in the container.', {
+      command: f(1, '[]string', 'Command and arguments, run without a shell.'),
     }),
     Probe: type('A health check: a handler and its timing.', {
       handler: f(1, 'ProbeHandler', '', { required: true, inline: true }),
@@ -308,30 +308,30 @@ export default schemaModule(
       periodSeconds: f(4, 'int32', 'Seconds between probes (default 10).'),
       successThreshold: f(5, 'int32', 'Consecutive successes to count as passing (default 1).'),
       failureThreshold: f(6, 'int32', 'Consecutive failures to count as failing (default 3).'),
-      terminationGracePeriodSeconds: f(7, 'int64', '', { pointer: true }),
+      terminationGracePeriodSeconds: f(7, 'int64', 'Grace period used when a failing probe kills the container.', { pointer: true }),
     }),
-    ProbeHandler: type('', {
-      exec: f(1, 'ExecAction'),
-      httpGet: f(2, 'HTTPGetAction'),
-      tcpSocket: f(3, 'TCPSocketAction'),
-      grpc: f(4, 'GRPCAction'),
+    ProbeHandler: type('How a probe checks the container: exec, httpGet, tcpSocket or grpc.', {
+      exec: f(1, 'ExecAction', 'Run a command in the container; exit status 0 passes.'),
+      httpGet: f(2, 'HTTPGetAction', 'HTTP GET against the container; 200-399 passes.'),
+      tcpSocket: f(3, 'TCPSocketAction', 'Open a TCP connection to the container.'),
+      grpc: f(4, 'GRPCAction', 'gRPC health check against the container.'),
     }),
-    GRPCAction: type('', {
-      port: f(1, 'int32', '', { required: true }),
-      service: f(2, 'string', '', { required: true }),
+    GRPCAction: type('A gRPC health check.', {
+      port: f(1, 'int32', 'Port number.', { required: true }),
+      service: f(2, 'string', 'Service name sent in the health check request.', { required: true }),
     }),
-    VolumeDevice: type('', {
-      name: f(1, 'string', '', { required: true }),
-      devicePath: f(2, 'string', '', { required: true }),
+    VolumeDevice: type('A block volume exposed as a device.', {
+      name: f(1, 'string', 'Name of the pod volume.', { required: true }),
+      devicePath: f(2, 'string', 'Device path in the container.', { required: true }),
     }),
     VolumeMount: type('Mounts a pod volume at a path in the container.', {
       name: f(1, 'string', 'Name of the pod volume.', { required: true }),
       readOnly: f(2, 'bool', 'Mount read-only.'),
-      recursiveReadOnly: f(7, 'string'),
+      recursiveReadOnly: f(7, 'string', 'Whether read-only applies to submounts too.'),
       mountPath: f(3, 'string', 'Path in the container; must not contain a colon.', { required: true }),
       subPath: f(4, 'string', 'Path inside the volume to mount instead of its root.'),
-      mountPropagation: f(5, 'string'),
-      subPathExpr: f(6, 'string'),
+      mountPropagation: f(5, 'string', 'None, HostToContainer or Bidirectional.'),
+      subPathExpr: f(6, 'string', 'Like subPath, with $(VAR) expanded from the container\'s environment.'),
     }),
     ContainerResizePolicy: type('', {
       resourceName: f(1, 'string'),
@@ -342,34 +342,34 @@ export default schemaModule(
       value: f(2, 'string', 'Literal value; $(VAR) references are expanded.'),
       valueFrom: f(3, 'EnvVarSource', 'Take the value from a field, resource, ConfigMap or Secret.'),
     }),
-    EnvVarSource: type('', {
-      fieldRef: f(1, 'ObjectFieldSelector'),
-      resourceFieldRef: f(2, 'ResourceFieldSelector'),
-      configMapKeyRef: f(3, 'ConfigMapKeySelector'),
-      secretKeyRef: f(4, 'SecretKeySelector'),
+    EnvVarSource: type('Where an environment variable\'s value comes from.', {
+      fieldRef: f(1, 'ObjectFieldSelector', 'A field of the pod.'),
+      resourceFieldRef: f(2, 'ResourceFieldSelector', 'A resource request or limit of a container.'),
+      configMapKeyRef: f(3, 'ConfigMapKeySelector', 'A key of a ConfigMap.'),
+      secretKeyRef: f(4, 'SecretKeySelector', 'A key of a Secret.'),
     }),
-    SecretKeySelector: type('', {
+    SecretKeySelector: type('A key of a Secret in the pod\'s namespace.', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
-      key: f(2, 'string', '', { required: true }),
-      optional: f(3, 'bool', '', { pointer: true }),
+      key: f(2, 'string', 'The key.', { required: true }),
+      optional: f(3, 'bool', 'Whether the Secret or key may be missing.', { pointer: true }),
     }, 'atomic'),
-    ResourceFieldSelector: type('', {
-      containerName: f(1, 'string'),
-      resource: f(2, 'string', '', { required: true }),
-      divisor: f(3, 'quantity'),
+    ResourceFieldSelector: type('A container\'s resource request or limit.', {
+      containerName: f(1, 'string', 'Container (default: this one).'),
+      resource: f(2, 'string', 'limits.cpu, requests.memory, ...', { required: true }),
+      divisor: f(3, 'quantity', 'Unit the value is divided by (default 1).'),
     }, 'atomic'),
-    ObjectFieldSelector: type('', {
-      apiVersion: f(1, 'string'),
-      fieldPath: f(2, 'string', '', { required: true }),
+    ObjectFieldSelector: type('A field of the pod, e.g. metadata.name or status.podIP.', {
+      apiVersion: f(1, 'string', 'Version the path is written in (default v1).'),
+      fieldPath: f(2, 'string', 'Path of the field.', { required: true }),
     }, 'atomic'),
-    EnvFromSource: type('', {
-      prefix: f(1, 'string'),
-      configMapRef: f(2, 'ConfigMapEnvSource'),
-      secretRef: f(3, 'SecretEnvSource'),
+    EnvFromSource: type('A source whose keys all become environment variables.', {
+      prefix: f(1, 'string', 'Prefix added to every name.'),
+      configMapRef: f(2, 'ConfigMapEnvSource', 'The ConfigMap.'),
+      secretRef: f(3, 'SecretEnvSource', 'The Secret.'),
     }),
-    SecretEnvSource: type('', {
+    SecretEnvSource: type('A Secret to take variables from.', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
-      optional: f(2, 'bool', '', { pointer: true }),
+      optional: f(2, 'bool', 'Whether the Secret may be missing.', { pointer: true }),
     }),
     ContainerPort: type('A port a container listens on.', {
       name: f(1, 'string', 'Name services may refer to (IANA service name).'),

@@ -12,20 +12,20 @@ export default schemaModule(
       claimRef: f(4, 'ObjectReference', 'The claim this volume is bound to.'),
       persistentVolumeReclaimPolicy: f(5, 'string', 'Retain, Delete or Recycle once released.'),
       storageClassName: f(6, 'string', 'StorageClass the volume belongs to.'),
-      mountOptions: f(7, '[]string', '', { listType: 'atomic' }),
-      volumeMode: f(8, 'string', '', { pointer: true }),
-      nodeAffinity: f(9, 'VolumeNodeAffinity'),
+      mountOptions: f(7, '[]string', 'Mount options used when the volume is mounted.', { listType: 'atomic' }),
+      volumeMode: f(8, 'string', 'Filesystem (default) or Block.', { pointer: true }),
+      nodeAffinity: f(9, 'VolumeNodeAffinity', 'Nodes the volume can be reached from.'),
       volumeAttributesClassName: f(10, 'string', '', { pointer: true }),
     }),
-    VolumeNodeAffinity: type('', {
-      required: f(1, 'NodeSelector'),
+    VolumeNodeAffinity: type('Nodes a volume can be reached from.', {
+      required: f(1, 'NodeSelector', 'Terms a node must match.'),
     }),
-    PersistentVolumeSource: type('', {
+    PersistentVolumeSource: type('Where a persistent volume\'s storage is.', {
       gcePersistentDisk: f(1, 'GCEPersistentDiskVolumeSource'),
       awsElasticBlockStore: f(2, 'AWSElasticBlockStoreVolumeSource'),
-      hostPath: f(3, 'HostPathVolumeSource'),
+      hostPath: f(3, 'HostPathVolumeSource', 'A directory of the node (single-node testing only).'),
       glusterfs: f(4, 'GlusterfsPersistentVolumeSource'),
-      nfs: f(5, 'NFSVolumeSource'),
+      nfs: f(5, 'NFSVolumeSource', 'An NFS export.'),
       rbd: f(6, 'RBDPersistentVolumeSource'),
       iscsi: f(7, 'ISCSIPersistentVolumeSource'),
       cinder: f(8, 'CinderPersistentVolumeSource'),
@@ -40,16 +40,16 @@ export default schemaModule(
       photonPersistentDisk: f(17, 'PhotonPersistentDiskVolumeSource'),
       portworxVolume: f(18, 'PortworxVolumeSource'),
       scaleIO: f(19, 'ScaleIOPersistentVolumeSource'),
-      local: f(20, 'LocalVolumeSource'),
+      local: f(20, 'LocalVolumeSource', 'A local disk of one node.'),
       storageos: f(21, 'StorageOSPersistentVolumeSource'),
-      csi: f(22, 'CSIPersistentVolumeSource'),
+      csi: f(22, 'CSIPersistentVolumeSource', 'A volume served by a CSI driver.'),
     }),
-    CSIPersistentVolumeSource: type('', {
-      driver: f(1, 'string', '', { required: true }),
-      volumeHandle: f(2, 'string', '', { required: true }),
-      readOnly: f(3, 'bool'),
-      fsType: f(4, 'string'),
-      volumeAttributes: f(5, 'map[string]string'),
+    CSIPersistentVolumeSource: type('A persistent volume served by a CSI driver.', {
+      driver: f(1, 'string', 'Name of the driver.', { required: true }),
+      volumeHandle: f(2, 'string', 'The driver\'s ID of the volume.', { required: true }),
+      readOnly: f(3, 'bool', 'Mount read-only.'),
+      fsType: f(4, 'string', 'Filesystem type.'),
+      volumeAttributes: f(5, 'map[string]string', 'Driver-specific attributes.'),
       controllerPublishSecretRef: f(6, 'SecretReference'),
       nodeStageSecretRef: f(7, 'SecretReference'),
       nodePublishSecretRef: f(8, 'SecretReference'),
@@ -67,9 +67,9 @@ export default schemaModule(
       readOnly: f(4, 'bool'),
       secretRef: f(5, 'ObjectReference'),
     }),
-    LocalVolumeSource: type('', {
-      path: f(1, 'string', '', { required: true }),
-      fsType: f(2, 'string'),
+    LocalVolumeSource: type('A local disk, partition or directory of one node.', {
+      path: f(1, 'string', 'Path on the node.', { required: true }),
+      fsType: f(2, 'string', 'Filesystem type of a block device.'),
     }),
     ScaleIOPersistentVolumeSource: type('', {
       gateway: f(1, 'string', '', { required: true }),
@@ -175,10 +175,10 @@ export default schemaModule(
       secretRef: f(7, 'SecretReference'),
       readOnly: f(8, 'bool'),
     }),
-    NFSVolumeSource: type('', {
-      server: f(1, 'string', '', { required: true }),
-      path: f(2, 'string', '', { required: true }),
-      readOnly: f(3, 'bool'),
+    NFSVolumeSource: type('An NFS export.', {
+      server: f(1, 'string', 'NFS server.', { required: true }),
+      path: f(2, 'string', 'Exported path.', { required: true }),
+      readOnly: f(3, 'bool', 'Mount read-only.'),
     }),
     GlusterfsPersistentVolumeSource: type('', {
       endpoints: f(1, 'string', '', { required: true }),
@@ -186,9 +186,9 @@ export default schemaModule(
       readOnly: f(3, 'bool'),
       endpointsNamespace: f(4, 'string'),
     }),
-    HostPathVolumeSource: type('', {
-      path: f(1, 'string', '', { required: true }),
-      type: f(2, 'string', '', { pointer: true }),
+    HostPathVolumeSource: type('A path on the node.', {
+      path: f(1, 'string', 'The path.', { required: true }),
+      type: f(2, 'string', 'What must be at the path: DirectoryOrCreate, Directory, FileOrCreate, File, Socket, ...', { pointer: true }),
     }),
     AWSElasticBlockStoreVolumeSource: type('', {
       volumeID: f(1, 'string', '', { required: true }),
@@ -209,10 +209,10 @@ export default schemaModule(
     }),
     PersistentVolumeClaimStatus: type('Observed state of a claim.', {
       phase: f(1, 'string', 'Pending, Bound or Lost.'),
-      accessModes: f(2, '[]string'),
-      capacity: f(3, 'map[string]quantity'),
-      conditions: f(4, '[]PersistentVolumeClaimCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
-      allocatedResources: f(5, 'map[string]quantity'),
+      accessModes: f(2, '[]string', 'Access modes of the bound volume.'),
+      capacity: f(3, 'map[string]quantity', 'Size of the bound volume.'),
+      conditions: f(4, '[]PersistentVolumeClaimCondition', 'Resizing and other conditions.', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
+      allocatedResources: f(5, 'map[string]quantity', 'Sizes allocated for an expansion in progress.'),
       allocatedResourceStatuses: f(7, 'map[string]string'),
       currentVolumeAttributesClassName: f(8, 'string'),
       modifyVolumeStatus: f(9, 'ModifyVolumeStatus'),
@@ -231,13 +231,13 @@ export default schemaModule(
     }),
     PersistentVolumeClaimSpec: type('Desired properties of the claimed storage.', {
       accessModes: f(1, '[]string', 'Access modes the volume must support.', { listType: 'atomic' }),
-      selector: f(4, `${META}LabelSelector`),
+      selector: f(4, `${META}LabelSelector`, 'Labels of the volumes the claim may bind to.'),
       resources: f(2, 'VolumeResourceRequirements', 'Minimum size requested.'),
       volumeName: f(3, 'string', 'Bind to this specific volume.'),
       storageClassName: f(5, 'string', 'StorageClass to provision from; empty string means none.', { pointer: true }),
-      volumeMode: f(6, 'string', '', { pointer: true }),
-      dataSource: f(7, 'TypedLocalObjectReference'),
-      dataSourceRef: f(8, 'TypedObjectReference'),
+      volumeMode: f(6, 'string', 'Filesystem (default) or Block.', { pointer: true }),
+      dataSource: f(7, 'TypedLocalObjectReference', 'An object to populate the volume from (snapshot or claim).'),
+      dataSourceRef: f(8, 'TypedObjectReference', 'An object to populate the volume from, of any group.'),
       volumeAttributesClassName: f(9, 'string', '', { pointer: true }),
     }),
     TypedObjectReference: type('', {
@@ -251,74 +251,74 @@ export default schemaModule(
       kind: f(2, 'string', '', { required: true }),
       name: f(3, 'string', '', { required: true }),
     }, 'atomic'),
-    VolumeResourceRequirements: type('', {
-      limits: f(1, 'map[string]quantity', '', { required: true }),
-      requests: f(2, 'map[string]quantity'),
+    VolumeResourceRequirements: type('Storage requested and limited.', {
+      limits: f(1, 'map[string]quantity', 'Maximum amount.', { required: true }),
+      requests: f(2, 'map[string]quantity', 'Minimum amount, e.g. storage: 1Gi.'),
     }),
     PersistentVolume: type('A piece of storage in the cluster, provisioned by an administrator or a provisioner.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'PersistentVolumeSpec', 'The volume\'s source, capacity and access modes.'),
       status: f(3, 'PersistentVolumeStatus', 'Binding phase of the volume.'),
     }),
-    PersistentVolumeStatus: type('', {
-      phase: f(1, 'string'),
-      message: f(2, 'string'),
-      reason: f(3, 'string'),
-      lastPhaseTransitionTime: f(4, 'time'),
+    PersistentVolumeStatus: type('Observed state of a persistent volume.', {
+      phase: f(1, 'string', 'Pending, Available, Bound, Released or Failed.'),
+      message: f(2, 'string', 'Human-readable details.'),
+      reason: f(3, 'string', 'Short reason for a failure.'),
+      lastPhaseTransitionTime: f(4, 'time', 'When the phase last changed.'),
     }),
     Volume: type('A named volume the pod\'s containers can mount.', {
       name: f(1, 'string', 'Volume name, a DNS label unique within the pod.', { required: true }),
       volumeSource: f(2, 'VolumeSource', '', { required: true, inline: true }),
     }),
-    VolumeSource: type('', {
-      hostPath: f(1, 'HostPathVolumeSource'),
-      emptyDir: f(2, 'EmptyDirVolumeSource'),
+    VolumeSource: type('Where a pod volume\'s content comes from; exactly one source is set.', {
+      hostPath: f(1, 'HostPathVolumeSource', 'A file or directory of the node.'),
+      emptyDir: f(2, 'EmptyDirVolumeSource', 'An empty directory that lives as long as the pod.'),
       gcePersistentDisk: f(3, 'GCEPersistentDiskVolumeSource'),
       awsElasticBlockStore: f(4, 'AWSElasticBlockStoreVolumeSource'),
       gitRepo: f(5, 'GitRepoVolumeSource'),
-      secret: f(6, 'SecretVolumeSource'),
-      nfs: f(7, 'NFSVolumeSource'),
+      secret: f(6, 'SecretVolumeSource', 'The keys of a Secret as files.'),
+      nfs: f(7, 'NFSVolumeSource', 'An NFS export.'),
       iscsi: f(8, 'ISCSIVolumeSource'),
       glusterfs: f(9, 'GlusterfsVolumeSource'),
-      persistentVolumeClaim: f(10, 'PersistentVolumeClaimVolumeSource'),
+      persistentVolumeClaim: f(10, 'PersistentVolumeClaimVolumeSource', 'A persistent volume, through its claim.'),
       rbd: f(11, 'RBDVolumeSource'),
       flexVolume: f(12, 'FlexVolumeSource'),
       cinder: f(13, 'CinderVolumeSource'),
       cephfs: f(14, 'CephFSVolumeSource'),
       flocker: f(15, 'FlockerVolumeSource'),
-      downwardAPI: f(16, 'DownwardAPIVolumeSource'),
+      downwardAPI: f(16, 'DownwardAPIVolumeSource', 'Pod fields and resources as files.'),
       fc: f(17, 'FCVolumeSource'),
       azureFile: f(18, 'AzureFileVolumeSource'),
-      configMap: f(19, 'ConfigMapVolumeSource'),
+      configMap: f(19, 'ConfigMapVolumeSource', 'The keys of a ConfigMap as files.'),
       vsphereVolume: f(20, 'VsphereVirtualDiskVolumeSource'),
       quobyte: f(21, 'QuobyteVolumeSource'),
       azureDisk: f(22, 'AzureDiskVolumeSource'),
       photonPersistentDisk: f(23, 'PhotonPersistentDiskVolumeSource'),
-      projected: f(26, 'ProjectedVolumeSource'),
+      projected: f(26, 'ProjectedVolumeSource', 'Several sources projected into one directory.'),
       portworxVolume: f(24, 'PortworxVolumeSource'),
       scaleIO: f(25, 'ScaleIOVolumeSource'),
       storageos: f(27, 'StorageOSVolumeSource'),
-      csi: f(28, 'CSIVolumeSource'),
-      ephemeral: f(29, 'EphemeralVolumeSource'),
-      image: f(30, 'ImageVolumeSource'),
+      csi: f(28, 'CSIVolumeSource', 'An ephemeral volume from a CSI driver.'),
+      ephemeral: f(29, 'EphemeralVolumeSource', 'A volume from a claim created with the pod and deleted with it.'),
+      image: f(30, 'ImageVolumeSource', 'The content of an OCI image or artifact.'),
     }),
     ImageVolumeSource: type('', {
       reference: f(1, 'string'),
       pullPolicy: f(2, 'string'),
     }),
-    EphemeralVolumeSource: type('', {
-      volumeClaimTemplate: f(1, 'PersistentVolumeClaimTemplate'),
+    EphemeralVolumeSource: type('A claim created with the pod and deleted with it.', {
+      volumeClaimTemplate: f(1, 'PersistentVolumeClaimTemplate', 'Template of the claim.'),
     }),
     PersistentVolumeClaimTemplate: type('', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'PersistentVolumeClaimSpec', '', { required: true }),
     }),
-    CSIVolumeSource: type('', {
-      driver: f(1, 'string', '', { required: true }),
-      readOnly: f(2, 'bool', '', { pointer: true }),
-      fsType: f(3, 'string', '', { pointer: true }),
-      volumeAttributes: f(4, 'map[string]string'),
-      nodePublishSecretRef: f(5, 'LocalObjectReference'),
+    CSIVolumeSource: type('An ephemeral volume from a CSI driver.', {
+      driver: f(1, 'string', 'Name of the driver.', { required: true }),
+      readOnly: f(2, 'bool', 'Mount read-only.', { pointer: true }),
+      fsType: f(3, 'string', 'Filesystem type.', { pointer: true }),
+      volumeAttributes: f(4, 'map[string]string', 'Driver-specific attributes.'),
+      nodePublishSecretRef: f(5, 'LocalObjectReference', 'Secret passed to the driver at mount time.'),
     }),
     StorageOSVolumeSource: type('', {
       volumeName: f(1, 'string'),
@@ -339,16 +339,16 @@ export default schemaModule(
       fsType: f(9, 'string'),
       readOnly: f(10, 'bool'),
     }),
-    ProjectedVolumeSource: type('', {
-      sources: f(1, '[]VolumeProjection', '', { required: true, listType: 'atomic' }),
-      defaultMode: f(2, 'int32', '', { pointer: true }),
+    ProjectedVolumeSource: type('Several sources in one directory.', {
+      sources: f(1, '[]VolumeProjection', 'The sources.', { required: true, listType: 'atomic' }),
+      defaultMode: f(2, 'int32', 'File mode bits (default 0644).', { pointer: true }),
     }),
-    VolumeProjection: type('', {
-      secret: f(1, 'SecretProjection'),
-      downwardAPI: f(2, 'DownwardAPIProjection'),
-      configMap: f(3, 'ConfigMapProjection'),
-      serviceAccountToken: f(4, 'ServiceAccountTokenProjection'),
-      clusterTrustBundle: f(5, 'ClusterTrustBundleProjection'),
+    VolumeProjection: type('One source of a projected volume.', {
+      secret: f(1, 'SecretProjection', 'Keys of a Secret.'),
+      downwardAPI: f(2, 'DownwardAPIProjection', 'Pod fields.'),
+      configMap: f(3, 'ConfigMapProjection', 'Keys of a ConfigMap.'),
+      serviceAccountToken: f(4, 'ServiceAccountTokenProjection', 'A token of the pod\'s service account.'),
+      clusterTrustBundle: f(5, 'ClusterTrustBundleProjection', 'Certificates of cluster trust bundles.'),
     }),
     ClusterTrustBundleProjection: type('', {
       name: f(1, 'string', '', { pointer: true }),
@@ -357,49 +357,49 @@ export default schemaModule(
       optional: f(5, 'bool', '', { pointer: true }),
       path: f(4, 'string', '', { required: true }),
     }),
-    ServiceAccountTokenProjection: type('', {
-      audience: f(1, 'string'),
-      expirationSeconds: f(2, 'int64', '', { pointer: true }),
-      path: f(3, 'string', '', { required: true }),
+    ServiceAccountTokenProjection: type('A service account token written to a file.', {
+      audience: f(1, 'string', 'Audience of the token (default: the API server).'),
+      expirationSeconds: f(2, 'int64', 'Requested lifetime (default 1 hour).', { pointer: true }),
+      path: f(3, 'string', 'Relative path of the file.', { required: true }),
     }),
     ConfigMapProjection: type('', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
       items: f(2, '[]KeyToPath'),
       optional: f(4, 'bool', '', { pointer: true }),
     }),
-    KeyToPath: type('', {
-      key: f(1, 'string', '', { required: true }),
-      path: f(2, 'string', '', { required: true }),
-      mode: f(3, 'int32', '', { pointer: true }),
+    KeyToPath: type('One key written to a relative path.', {
+      key: f(1, 'string', 'The key.', { required: true }),
+      path: f(2, 'string', 'Relative path of the file.', { required: true }),
+      mode: f(3, 'int32', 'File mode bits of this file.', { pointer: true }),
     }),
     DownwardAPIProjection: type('', {
       items: f(1, '[]DownwardAPIVolumeFile'),
     }),
-    DownwardAPIVolumeFile: type('', {
-      path: f(1, 'string', '', { required: true }),
-      fieldRef: f(2, 'ObjectFieldSelector'),
-      resourceFieldRef: f(3, 'ResourceFieldSelector'),
-      mode: f(4, 'int32', '', { pointer: true }),
+    DownwardAPIVolumeFile: type('One file of pod information.', {
+      path: f(1, 'string', 'Relative path of the file.', { required: true }),
+      fieldRef: f(2, 'ObjectFieldSelector', 'A field of the pod.'),
+      resourceFieldRef: f(3, 'ResourceFieldSelector', 'A container\'s resource request or limit.'),
+      mode: f(4, 'int32', 'File mode bits.', { pointer: true }),
     }),
     SecretProjection: type('', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
       items: f(2, '[]KeyToPath'),
       optional: f(4, 'bool', '', { pointer: true }),
     }),
-    ConfigMapVolumeSource: type('', {
+    ConfigMapVolumeSource: type('A ConfigMap\'s keys as files.', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
-      items: f(2, '[]KeyToPath', '', { listType: 'atomic' }),
-      defaultMode: f(3, 'int32', '', { pointer: true }),
-      optional: f(4, 'bool', '', { pointer: true }),
+      items: f(2, '[]KeyToPath', 'Which keys to write, and where; default: every key under its own name.', { listType: 'atomic' }),
+      defaultMode: f(3, 'int32', 'File mode bits (default 0644).', { pointer: true }),
+      optional: f(4, 'bool', 'Whether the ConfigMap may be missing.', { pointer: true }),
     }),
     AzureFileVolumeSource: type('', {
       secretName: f(1, 'string', '', { required: true }),
       shareName: f(2, 'string', '', { required: true }),
       readOnly: f(3, 'bool'),
     }),
-    DownwardAPIVolumeSource: type('', {
-      items: f(1, '[]DownwardAPIVolumeFile'),
-      defaultMode: f(2, 'int32', '', { pointer: true }),
+    DownwardAPIVolumeSource: type('Pod fields and resources as files.', {
+      items: f(1, '[]DownwardAPIVolumeFile', 'The files.'),
+      defaultMode: f(2, 'int32', 'File mode bits (default 0644).', { pointer: true }),
     }),
     CephFSVolumeSource: type('', {
       monitors: f(1, '[]string', '', { required: true }),
@@ -432,9 +432,9 @@ export default schemaModule(
       secretRef: f(7, 'LocalObjectReference'),
       readOnly: f(8, 'bool'),
     }),
-    PersistentVolumeClaimVolumeSource: type('', {
-      claimName: f(1, 'string', '', { required: true }),
-      readOnly: f(2, 'bool'),
+    PersistentVolumeClaimVolumeSource: type('A claim in the pod\'s namespace.', {
+      claimName: f(1, 'string', 'Name of the claim.', { required: true }),
+      readOnly: f(2, 'bool', 'Mount read-only.'),
     }),
     GlusterfsVolumeSource: type('', {
       endpoints: f(1, 'string', '', { required: true }),
@@ -454,20 +454,20 @@ export default schemaModule(
       secretRef: f(10, 'LocalObjectReference'),
       initiatorName: f(12, 'string'),
     }),
-    SecretVolumeSource: type('', {
-      secretName: f(1, 'string'),
-      items: f(2, '[]KeyToPath', '', { listType: 'atomic' }),
-      defaultMode: f(3, 'int32', '', { pointer: true }),
-      optional: f(4, 'bool', '', { pointer: true }),
+    SecretVolumeSource: type('A Secret\'s keys as files.', {
+      secretName: f(1, 'string', 'Name of the Secret.'),
+      items: f(2, '[]KeyToPath', 'Which keys to write, and where; default: every key under its own name.', { listType: 'atomic' }),
+      defaultMode: f(3, 'int32', 'File mode bits (default 0644).', { pointer: true }),
+      optional: f(4, 'bool', 'Whether the Secret may be missing.', { pointer: true }),
     }),
     GitRepoVolumeSource: type('', {
       repository: f(1, 'string', '', { required: true }),
       revision: f(2, 'string'),
       directory: f(3, 'string'),
     }),
-    EmptyDirVolumeSource: type('', {
-      medium: f(1, 'string'),
-      sizeLimit: f(2, 'quantity', '', { pointer: true }),
+    EmptyDirVolumeSource: type('An empty directory for the pod\'s lifetime.', {
+      medium: f(1, 'string', 'Empty (the node\'s disk) or Memory (tmpfs).'),
+      sizeLimit: f(2, 'quantity', 'Most storage the directory may use.', { pointer: true }),
     }),
   },
   [

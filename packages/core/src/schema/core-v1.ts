@@ -6,13 +6,13 @@ export default schemaModule(
   'io.k8s.api.core.v1',
   {
     ObjectReference: type('Enough information to find another object.', {
-      kind: f(1, 'string'),
-      namespace: f(2, 'string'),
-      name: f(3, 'string'),
-      uid: f(4, 'string'),
-      apiVersion: f(5, 'string'),
-      resourceVersion: f(6, 'string'),
-      fieldPath: f(7, 'string'),
+      kind: f(1, 'string', 'Kind of the object.'),
+      namespace: f(2, 'string', 'Namespace of the object.'),
+      name: f(3, 'string', 'Name of the object.'),
+      uid: f(4, 'string', 'UID of the object.'),
+      apiVersion: f(5, 'string', 'API version of the object.'),
+      resourceVersion: f(6, 'string', 'Version of the object the reference was made for.'),
+      fieldPath: f(7, 'string', 'Part of the object meant, e.g. spec.containers{app}.'),
     }, 'atomic'),
     Binding: type('Binds a pod to a node; posted to the pod\'s binding subresource.', {
       metadata: f(1, `${META}ObjectMeta`),
@@ -23,25 +23,25 @@ export default schemaModule(
       involvedObject: f(2, 'ObjectReference', 'The object the event is about.', { required: true }),
       reason: f(3, 'string', 'Short machine-readable cause.'),
       message: f(4, 'string', 'Human-readable description.'),
-      source: f(5, 'EventSource'),
-      firstTimestamp: f(6, 'time'),
-      lastTimestamp: f(7, 'time'),
+      source: f(5, 'EventSource', 'What reported the event.'),
+      firstTimestamp: f(6, 'time', 'When it first happened.'),
+      lastTimestamp: f(7, 'time', 'When it last happened.'),
       count: f(8, 'int32', 'How many times this event occurred.'),
       type: f(9, 'string', 'Normal or Warning.'),
-      eventTime: f(10, 'microTime'),
-      series: f(11, 'EventSeries'),
-      action: f(12, 'string'),
-      related: f(13, 'ObjectReference'),
-      reportingComponent: f(14, 'string', '', { required: true }),
-      reportingInstance: f(15, 'string', '', { required: true }),
+      eventTime: f(10, 'microTime', 'When it happened, to the microsecond.'),
+      series: f(11, 'EventSeries', 'Repeats of the event.'),
+      action: f(12, 'string', 'What was done, or failed.'),
+      related: f(13, 'ObjectReference', 'A second object involved.'),
+      reportingComponent: f(14, 'string', 'Controller that emitted the event.', { required: true }),
+      reportingInstance: f(15, 'string', 'Instance of that controller.', { required: true }),
     }),
-    EventSeries: type('', {
-      count: f(1, 'int32'),
-      lastObservedTime: f(2, 'microTime', '', { required: true }),
+    EventSeries: type('Repeats of an event.', {
+      count: f(1, 'int32', 'How many times it happened.'),
+      lastObservedTime: f(2, 'microTime', 'When it last happened.', { required: true }),
     }),
-    EventSource: type('', {
-      component: f(1, 'string'),
-      host: f(2, 'string'),
+    EventSource: type('What reported an event.', {
+      component: f(1, 'string', 'Reporting component, e.g. kubelet.'),
+      host: f(2, 'string', 'Node the component ran on.'),
     }),
     ConfigMap: type('Non-secret configuration data for pods to consume.', {
       metadata: f(1, `${META}ObjectMeta`),
@@ -56,9 +56,9 @@ export default schemaModule(
     }),
     NamespaceStatus: type('Observed state of a namespace.', {
       phase: f(1, 'string', 'Active or Terminating.'),
-      conditions: f(2, '[]NamespaceCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
+      conditions: f(2, '[]NamespaceCondition', 'Conditions of the namespace\'s deletion.', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
     }),
-    NamespaceCondition: type('', {
+    NamespaceCondition: type('One condition of a namespace.', {
       type: f(1, 'string', '', { required: true }),
       status: f(2, 'string', '', { required: true }),
       lastTransitionTime: f(4, 'time'),
@@ -66,19 +66,19 @@ export default schemaModule(
       message: f(6, 'string'),
     }),
     NamespaceSpec: type('Desired state of a namespace.', {
-      finalizers: f(1, '[]string'),
+      finalizers: f(1, '[]string', 'Finalizers that must clear before the namespace is removed.'),
     }),
     LocalObjectReference: type('Names an object in the same namespace.', {
-      name: f(1, 'string'),
+      name: f(1, 'string', 'Name of the object.'),
     }, 'atomic'),
-    ConfigMapKeySelector: type('', {
+    ConfigMapKeySelector: type('A key of a ConfigMap in the pod\'s namespace.', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
-      key: f(2, 'string', '', { required: true }),
-      optional: f(3, 'bool', '', { pointer: true }),
+      key: f(2, 'string', 'The key.', { required: true }),
+      optional: f(3, 'bool', 'Whether the ConfigMap or key may be missing.', { pointer: true }),
     }, 'atomic'),
-    ConfigMapEnvSource: type('', {
+    ConfigMapEnvSource: type('A ConfigMap to take variables from.', {
       localObjectReference: f(1, 'LocalObjectReference', '', { required: true, inline: true }),
-      optional: f(2, 'bool', '', { pointer: true }),
+      optional: f(2, 'bool', 'Whether the ConfigMap may be missing.', { pointer: true }),
     }),
   },
   [

@@ -44,6 +44,8 @@ export { applyDefaults, defaultPullPolicy, podQOSClass } from './defaults.js';
 export { assertValid, updateErrors, validationErrors } from './validation.js';
 export { defaultRBAC, isRBACKind, rbacName } from './validation-rbac.js';
 export { RBAC_KINDS } from './kinds-rbac.js';
+export * from './api-admissionregistration.js';
+export { ADMISSIONREGISTRATION_KINDS } from './kinds-admissionregistration.js';
 export { ManifestError, type ParseManifestOptions, parseManifests, toYaml } from './manifest.js';
 export { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.js';
 export type * from './store.js';

@@ -19,7 +19,7 @@ import {
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
 import { ControllerManager, ScaledClock } from '@kemu/controllers';
-import { parseCriLog } from '@kemu/cri';
+import { followPodLog, readPodLog } from './pod-logs.js';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
 import { NodeLifecycleController } from '@kemu/kubelet';
@@ -519,19 +519,10 @@ export class Cluster {
         const { runtime, id } = await this.container(ns, name, opts.container);
         const st = await runtime.ContainerStatus({ containerId: id, verbose: false });
         const file = st.status?.logPath ?? '';
-        if (!file || !fs.existsSync(file)) return '';
-        const lines = parseCriLog(fs.readFileSync(file, 'utf8'));
-        const text: string[] = [];
-        let cur = '';
-        for (const r of lines) {
-          cur += r.text;
-          if (!r.partial) {
-            text.push(cur);
-            cur = '';
-          }
-        }
-        const out = opts.tail !== undefined ? text.slice(-opts.tail) : text;
-        return out.length ? `${out.join('\n')}\n` : '';
+        if (!opts.follow) return readPodLog(file, opts);
+        const running = async () =>
+          (await runtime.ContainerStatus({ containerId: id, verbose: false }).catch(() => undefined))?.status?.state === cri.ContainerState.CONTAINER_RUNNING;
+        return followPodLog(file, opts, running);
       },
       podExec: async (ns, name, opts): Promise<ExecResult> => {
         const { runtime, id } = await this.container(ns, name, opts.container);

@@ -55,3 +55,6 @@ export { ContainerManager, type PodCgroupInfo } from './container-manager.js';
 export { EVICTION_REASON, type Eviction, EvictionManager, MESSAGES as EVICTION_MESSAGES, type PressureCondition, SIGNAL_TO_CONDITION, SIGNAL_TO_RESOURCE } from './eviction-manager.js';
 export { diskUsage, type FsStats, type PodStats, type Summary, SummaryProvider } from './stats-summary.js';
 export { CHECKPOINT_FILE, DeviceAdmissionError, DeviceManager, type DeviceManagerOptions } from './device-manager.js';
+export { KubeletServer, type KubeletServerSource } from './kubelet-server.js';
+export { cadvisorMetrics, resourceMetrics } from './metrics-resource.js';
+export { METRICS_API_VERSION, type NodeMetrics, nodeMetrics, type PodMetrics, podMetrics } from './metrics-api.js';

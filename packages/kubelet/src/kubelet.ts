@@ -23,12 +23,13 @@ import { DeviceAdmissionError, DeviceManager } from './device-manager.js';
 import { type Eviction, EvictionManager } from './eviction-manager.js';
 import { CsiNodeSync } from './csinode.js';
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity, parseGoDuration } from './kubelet-config.js';
-import { CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
+import { CONFIG_SOURCE_ANNOTATION, KUBELET_ENDPOINT_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { allocatable, baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
 import { PodSyncer, type SyncResult } from './pod-sync.js';
 import { ProbeManager, realProbeTransport } from './prober.js';
 import { RuntimeCache } from './runtime-cache.js';
 import { SummaryProvider } from './stats-summary.js';
+import { KubeletServer } from './kubelet-server.js';
 import type { KubeletOptions } from './types.js';
 import { storeObjectSource } from './object-source.js';
 import { VolumeManager } from './volume-manager.js';
@@ -60,6 +61,9 @@ export class Kubelet {
   readonly devices?: DeviceManager;
   private readonly baseCapacity: Record<string, string>;
   private readonly baseAllocatable: Record<string, string>;
+  private server?: KubeletServer;
+  /** Where /stats/summary and /metrics/* are served, once started with `serverAddress`. */
+  serverUrl?: string;
   /** Evictions decided, applied by the pod's worker. */
   private readonly evictions = new Map<string, Eviction>();
   private readonly workers = new Map<string, Worker>();
@@ -193,7 +197,13 @@ export class Kubelet {
     this.runtimeName = version.runtimeName || 'kemu';
     this.containerManager.start();
     await this.devices?.start();
-    await this.nodeStatus.register(version);
+    if (this.o.serverAddress !== undefined) {
+      const server = new KubeletServer({ summary: () => this.summary.summary(), pods: () => [...this.byUid.values()] });
+      const at = this.o.serverAddress.lastIndexOf(':');
+      this.serverUrl = await server.listen(this.o.serverAddress.slice(0, at) || '127.0.0.1', Number(this.o.serverAddress.slice(at + 1) || 0));
+      this.server = server;
+    }
+    await this.nodeStatus.register(version, this.serverUrl ? { [KUBELET_ENDPOINT_ANNOTATION]: this.serverUrl } : {});
     await this.heartbeat();
     await this.postStatus();
 
@@ -233,6 +243,7 @@ export class Kubelet {
     for (const w of this.workers.values()) if (w.timer) clearTimeout(w.timer);
     this.eventsAbort?.abort();
     await this.devices?.stop();
+    await this.server?.close();
     this.probes.stopAll();
     await this.factory.stop();
     await Promise.allSettled([...this.inflight]);

@@ -119,7 +119,7 @@ export class NodeStatusManager {
   ) {}
 
   /** Creates the Node if absent (or adopts the existing one), and the kube-node-lease namespace. */
-  async register(runtimeVersion: cri.VersionResponse): Promise<Node> {
+  async register(runtimeVersion: cri.VersionResponse, annotations: Record<string, string> = {}): Promise<Node> {
     const { nodeName, podCIDR } = this.id;
     const node: Node = {
       apiVersion: 'v1',
@@ -129,7 +129,7 @@ export class NodeStatusManager {
         labels: { ...baseLabels(nodeName), ...this.id.labels },
         // As the kubelet does with enableControllerAttachDetach (the default): attach/detach is the
         // controller's job for this node.
-        annotations: { [CONTROLLER_MANAGED_ATTACH_DETACH]: 'true' },
+        annotations: { [CONTROLLER_MANAGED_ATTACH_DETACH]: 'true', ...annotations },
       },
       spec: { ...(podCIDR ? { podCIDR, podCIDRs: [podCIDR] } : {}), ...(this.id.taints?.length ? { taints: this.id.taints } : {}) },
     };

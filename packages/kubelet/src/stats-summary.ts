@@ -126,10 +126,13 @@ export class SummaryProvider {
     this.startTime = d.startTime ?? rfc3339();
   }
 
-  /** usageNanoCores from two samples of cumulative CPU time, as cAdvisor derives it. */
-  private nanoCores(key: string, ns: number | undefined, nowNs: number): number | undefined {
+  /**
+   * usageNanoCores from two samples of cumulative CPU time, as cAdvisor derives it; on the first sample,
+   * the average since `startNs` (the container's or pod's start).
+   */
+  private nanoCores(key: string, ns: number | undefined, nowNs: number, startNs?: number): number | undefined {
     if (ns === undefined) return undefined;
-    const prev = this.prevCpu.get(key);
+    const prev = this.prevCpu.get(key) ?? (startNs !== undefined && startNs < nowNs ? { ts: startNs, ns: 0 } : undefined);
     this.prevCpu.set(key, { ts: nowNs, ns });
     if (!prev || nowNs <= prev.ts || ns < prev.ns) return 0;
     return Math.round(((ns - prev.ns) / (nowNs - prev.ts)) * 1e9);
@@ -205,6 +208,8 @@ export class SummaryProvider {
     const uid = pod.metadata.uid ?? '';
     const logDir = podLogDirectory(this.d.podLogsDir, pod);
     const containers: ContainerStats[] = [];
+    const statuses = new Map<string, string>();
+    for (const cs of pod.status?.containerStatuses ?? []) if (cs.state?.running?.startedAt) statuses.set(cs.name, cs.state.running.startedAt);
     let ephemeral = 0;
     let ephemeralInodes = 0;
     for (const c of sb.linux?.containers ?? []) {
@@ -216,10 +221,12 @@ export class SummaryProvider {
       ephemeral += rootUsed + logs.bytes;
       ephemeralInodes += rootInodes + logs.inodes;
       const coreNs = num(c.cpu?.usageCoreNanoSeconds);
+      const started = statuses.get(name);
       containers.push({
         name,
-        startTime: pod.status?.startTime ?? this.startTime,
-        cpu: { time, usageCoreNanoSeconds: coreNs, usageNanoCores: this.nanoCores(`c/${id}`, coreNs, nowNs) },
+        startTime: started ?? pod.status?.startTime ?? this.startTime,
+        // The runtime's own sample time, so that the rate is over the interval the runtime measured.
+        cpu: { time, usageCoreNanoSeconds: coreNs, usageNanoCores: this.nanoCores(`c/${id}`, coreNs, Number(c.cpu?.timestamp) || nowNs, started ? Date.parse(started) * 1e6 : undefined) },
         memory: {
           time,
           workingSetBytes: num(c.memory?.workingSetBytes),
@@ -251,7 +258,7 @@ export class SummaryProvider {
       podRef: { name: pod.metadata.name ?? '', namespace: pod.metadata.namespace ?? 'default', uid },
       startTime: pod.status?.startTime ?? this.startTime,
       containers,
-      cpu: { time, usageCoreNanoSeconds: podCoreNs, usageNanoCores: this.nanoCores(`p/${uid}`, podCoreNs, nowNs) },
+      cpu: { time, usageCoreNanoSeconds: podCoreNs, usageNanoCores: containers.reduce((a, c) => a + (c.cpu?.usageNanoCores ?? 0), 0) },
       memory: {
         time,
         workingSetBytes: num(sb.linux?.memory?.workingSetBytes) ?? mem((m) => m.workingSetBytes),

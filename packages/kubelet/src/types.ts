@@ -42,6 +42,8 @@ export interface KubeletOptions {
   evictionMonitoringPeriodMs?: number;
   /** Serve the device-plugin Registration service in this directory (upstream <root>/device-plugins). */
   devicePluginDir?: string;
+  /** Serve /stats/summary and /metrics/{resource,cadvisor} on HOST:PORT (port 0: any free one). */
+  serverAddress?: string;
   nodeName: string;
   runtime: RuntimeApi;
   images: ImageApi;

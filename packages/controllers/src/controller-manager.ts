@@ -6,6 +6,7 @@ import { InformerFactory, LeaderElector, type Store } from '@kemu/core';
 import type { Clock } from './clock.js';
 import { ControllerContext } from './controller-context.js';
 import { CronJobController } from './cronjob-controller.js';
+import { DaemonSetController } from './daemonset-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EndpointSliceController } from './endpointslice-controller.js';
 import { JobController, type JobControllerOptions } from './job-controller.js';
@@ -23,6 +24,7 @@ type Factory = (ctx: ControllerContext, opts: ControllerManagerOptions) => Runna
 
 /** Controllers by kube-controller-manager's names. */
 const CONTROLLERS: Record<string, Factory> = {
+  daemonset: (ctx) => new DaemonSetController(ctx),
   deployment: (ctx) => new DeploymentController(ctx),
   replicaset: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicaSet' }),
   replicationcontroller: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicationController' }),

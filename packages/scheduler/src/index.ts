@@ -70,3 +70,6 @@ export {
 } from './simulate.js';
 export { Code, type MaybeStatus, Status } from './status.js';
 export type { CSIStorageCapacity, PodDisruptionBudget } from './types.js';
+// Node eligibility predicates, shared with the DaemonSet controller (which places pods as the scheduler would).
+export { mapMatches, nodeSelectorMatches } from './labels.js';
+export { tolerates, untoleratedTaint } from './plugins/taint-toleration.js';

@@ -35,7 +35,7 @@ import {
   revisionOf,
   setCondition,
 } from './deployment-util.js';
-import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, withOwnerIndexes } from './indexes.js';
+import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX, withOwnerIndexes } from './indexes.js';
 import { controllerRef, controllerUid } from './pod-util.js';
 
 const COMPONENT = 'deployment-controller';
@@ -101,7 +101,11 @@ export class DeploymentController {
   private async claimReplicaSets(d: Deployment): Promise<ReplicaSet[]> {
     const sel = selectorFromLabelSelector(d.spec.selector);
     const out: ReplicaSet[] = [];
-    for (const rs of this.sets.indexer.byIndex(NAMESPACE_INDEX, d.metadata.namespace ?? '') as ReplicaSet[]) {
+    const candidates = [
+      ...(this.sets.indexer.byIndex(CONTROLLER_UID_INDEX, d.metadata.uid!) as ReplicaSet[]),
+      ...(this.sets.indexer.byIndex(ORPHAN_INDEX, d.metadata.namespace ?? '') as ReplicaSet[]),
+    ];
+    for (const rs of candidates) {
       const owner = controllerUid(rs);
       if (owner === d.metadata.uid) out.push(rs);
       else if (!owner && !rs.metadata.deletionTimestamp && !d.metadata.deletionTimestamp && sel.matches(rs.metadata.labels)) {

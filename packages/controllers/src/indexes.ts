@@ -8,9 +8,13 @@ export const controllerUidIndexFunc: IndexFunc<KubeObject> = (o) => {
   return r ? [r.uid] : [];
 };
 
-/** Add the namespace and controller-uid indexes to an informer. */
+/** Objects without a controller, by namespace: the adoption candidates (so a sync never scans its namespace). */
+export const ORPHAN_INDEX = 'orphans-by-namespace';
+export const orphanIndexFunc: IndexFunc<KubeObject> = (o) => (o.metadata.ownerReferences?.some((x) => x.controller) ? [] : [o.metadata.namespace ?? '']);
+
+/** Add the namespace, controller-uid and orphan indexes to an informer. */
 export function withOwnerIndexes<T extends SharedInformer<any, any>>(inf: T): T {
-  inf.addIndexers({ [NAMESPACE_INDEX]: namespaceIndexFunc, [CONTROLLER_UID_INDEX]: controllerUidIndexFunc });
+  inf.addIndexers({ [NAMESPACE_INDEX]: namespaceIndexFunc, [CONTROLLER_UID_INDEX]: controllerUidIndexFunc, [ORPHAN_INDEX]: orphanIndexFunc });
   return inf;
 }
 

@@ -18,7 +18,7 @@ import {
 } from '@kemu/core';
 import type { ControllerContext } from './controller-context.js';
 import { Expectations } from './expectations.js';
-import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, withOwnerIndexes } from './indexes.js';
+import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, ORPHAN_INDEX, withOwnerIndexes } from './indexes.js';
 import { podsToDelete } from './pod-ranking.js';
 import { controllerUid, isPodActive, isPodAvailable, isPodReady, podFromTemplate, podNamePrefix } from './pod-util.js';
 
@@ -128,7 +128,12 @@ export class ReplicaSetController {
     const uid = rs.metadata.uid!;
     const out: Pod[] = [];
     const store = this.ctx.store;
-    for (const p of this.pods.indexer.byIndex(NAMESPACE_INDEX, rs.metadata.namespace ?? '') as Pod[]) {
+    // Owned pods and orphans only: a sync costs what the ReplicaSet owns, not what its namespace holds.
+    const candidates = [
+      ...(this.pods.indexer.byIndex(CONTROLLER_UID_INDEX, uid) as Pod[]),
+      ...(this.pods.indexer.byIndex(ORPHAN_INDEX, rs.metadata.namespace ?? '') as Pod[]),
+    ];
+    for (const p of candidates) {
       const owner = controllerUid(p);
       const matches = selector.matches(p.metadata.labels);
       if (owner === uid) {

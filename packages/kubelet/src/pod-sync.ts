@@ -1,7 +1,7 @@
 // One pass of a pod worker, modelled on kubelet's SyncPod / SyncTerminatingPod: bring the runtime in line
 // with the pod spec (volumes, sandbox, image pulls, init containers one at a time, then app containers,
 // restarts with back-off, liveness kills) and report status; or tear the pod down when it is deleted.
-import { type Container, isNotFound, type Pod, type PodStatus, type Store } from '@kemu/core';
+import { type Container, isNotFound, type Pod, type PodStatus, type Secret, type Store } from '@kemu/core';
 import type { EventRecorder } from '@kemu/core/controllers';
 import { cri } from '@kemu/proto';
 import { type Backoff, goDuration } from './backoff.js';
@@ -9,6 +9,7 @@ import type { ContainerResourceOptions } from './cm-qos.js';
 import { type EnvObjectSource, makeEnvironmentVariables } from './container-env.js';
 import { ContainerConfigError, containerConfig, type SandboxContext, sandboxConfig } from './cri-config.js';
 import { hostsFileMount } from './etc-hosts.js';
+import { pullCredentials } from './image-pull-secrets.js';
 import { pinSourceSubPaths } from './subpath-pin.js';
 import { withTerminationMessage } from './termination-message.js';
 import { activeDeadlineRemainingMs, DEADLINE_EXCEEDED } from './active-deadline.js';
@@ -295,14 +296,40 @@ export class PodSyncer {
     }
     this.d.events.event(pod, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = Date.now();
-    try {
-      const res = await this.d.images.PullImage({ image: { image }, sandboxConfig: config });
-      this.d.events.event(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${Date.now() - started}ms`);
-      return res.imageRef ?? image;
-    } catch (err) {
-      const msg = (err as { details?: string }).details ?? (err as Error).message;
-      throw new ImagePullError(`Failed to pull image "${image}": ${msg}`);
+    // Each credential that applies is tried in turn (most specific first); none means an anonymous pull.
+    const creds = pullCredentials(image, await this.pullSecrets(pod));
+    let last: unknown;
+    for (const auth of creds.length ? creds : [undefined]) {
+      try {
+        const res = await this.d.images.PullImage({ image: { image }, sandboxConfig: config, ...(auth ? { auth } : {}) });
+        this.d.events.event(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${Date.now() - started}ms`);
+        return res.imageRef ?? image;
+      } catch (err) {
+        last = err;
+      }
     }
+    const msg = (last as { details?: string }).details ?? (last as Error).message;
+    throw new ImagePullError(`Failed to pull image "${image}": ${msg}`);
+  }
+
+  /** The pod's imagePullSecrets that exist; a warning event names the ones that do not. */
+  private async pullSecrets(pod: Pod): Promise<Secret[]> {
+    const found: Secret[] = [];
+    const missing: string[] = [];
+    for (const ref of pod.spec.imagePullSecrets ?? []) {
+      const s = await this.objects.secret(pod.metadata.namespace ?? 'default', ref.name);
+      if (s) found.push(s);
+      else missing.push(`"${ref.name}"`);
+    }
+    if (missing.length) {
+      this.d.events.event(
+        pod,
+        'Warning',
+        'FailedToRetrieveImagePullSecret',
+        `Unable to retrieve some image pull secrets (${missing.join(', ')}); attempting to pull the image may not succeed.`,
+      );
+    }
+    return found;
   }
 
   /** Pull, create and start a container. Returns ms to wait when held back by an image pull back-off. */

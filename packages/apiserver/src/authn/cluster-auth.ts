@@ -13,6 +13,7 @@ import { PodSecurityAdmission, type PodSecurityOptions } from '../admission/pod-
 import { ensureSystemPriorityClasses, PriorityAdmission } from '../admission/priority.js';
 import { ResourceQuotaAdmission, ResourceQuotaStatusController } from '../admission/resource-quota.js';
 import { ServiceAccountAdmission } from '../admission/service-account.js';
+import { ValidatingAdmissionPolicyAdmission } from '../admission/validating-admission-policy.js';
 import { localSubjectAccessReview, selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from '../authz/access-reviews.js';
 import { ensureBootstrapPolicy } from '../authz/bootstrap-policy.js';
 import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregation.js';
@@ -61,6 +62,7 @@ export const ADMISSION_PLUGINS = [
   'Priority',
   'DefaultTolerationSeconds',
   'DefaultStorageClass',
+  'ValidatingAdmissionPolicy',
   'ResourceQuota',
 ] as const;
 export type AdmissionPluginName = (typeof ADMISSION_PLUGINS)[number];
@@ -98,6 +100,8 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const quotaStatus = on('ResourceQuota') ? new ResourceQuotaStatusController(store, undefined, opts.onError) : undefined;
   await quotaStatus?.start();
   if (on('Priority')) await ensureSystemPriorityClasses(store);
+  const vap = on('ValidatingAdmissionPolicy') ? new ValidatingAdmissionPolicyAdmission(store) : undefined;
+  await vap?.start();
   const plugins: Record<AdmissionPluginName, () => AdmissionChain> = {
     NamespaceLifecycle: () => new NamespaceLifecycleAdmission(store),
     LimitRanger: () => new LimitRangerAdmission(store),
@@ -107,6 +111,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     Priority: () => new PriorityAdmission(store),
     DefaultTolerationSeconds: () => new DefaultTolerationSecondsAdmission(),
     DefaultStorageClass: () => new DefaultStorageClassAdmission(store),
+    ValidatingAdmissionPolicy: () => vap!,
     ResourceQuota: () => new ResourceQuotaAdmission(store),
   };
   const builtins = ADMISSION_PLUGINS.filter((n) => n !== 'ResourceQuota' && on(n)).map((n) => plugins[n]());
@@ -172,6 +177,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       return tr.status!.token;
     },
     async stop() {
+      await vap?.stop();
       await quotaStatus?.stop();
       await serviceAccounts.stop();
       await aggregation.stop(false);

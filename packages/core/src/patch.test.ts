@@ -72,6 +72,15 @@ describe('patches', () => {
     expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(['c', 'b', 'a']);
   });
 
+  it('strategic merge reaches into a Deployment\'s pod template (containers by name)', () => {
+    const d = { apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ name: 'a', image: 'x:1' }, { name: 'b', image: 'y:1' }] } } } };
+    const out = strategicMerge(d, { spec: { template: { spec: { containers: [{ name: 'b', image: 'y:2' }] } } } });
+    expect(out.spec.template.spec.containers).toEqual([
+      { name: 'a', image: 'x:1' },
+      { name: 'b', image: 'y:2' },
+    ]);
+  });
+
   it('strategic merge of a kind without a schema replaces lists, as a merge patch does', () => {
     const obj = { apiVersion: 'example.com/v1', kind: 'Widget', spec: { containers: [{ name: 'a', image: 'x' }] } };
     expect(strategicMerge(obj, { spec: { containers: [{ name: 'b' }] } }).spec.containers).toEqual([{ name: 'b' }]);

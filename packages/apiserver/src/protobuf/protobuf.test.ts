@@ -66,6 +66,32 @@ describe('protobuf bodies', () => {
     });
   });
 
+  it('decodes what kubectl 1.32 sends for create deployment, service and serviceaccount', () => {
+    // --replicas=0 survives: replicas is a pointer upstream, so a zero is kept rather than dropped.
+    expect(decodeObjectBytes(fixture('create-deployment.kubectl-1.32.pb'))).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'web' } },
+        template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'nginx', image: 'nginx:1.27', ports: [{ containerPort: 80 }], resources: {} }] } },
+        strategy: {},
+      },
+      status: {},
+    });
+    expect(decodeObjectBytes(fixture('create-service.kubectl-1.32.pb')).spec).toEqual({
+      ports: [{ name: '80-8080', protocol: 'TCP', port: 80, targetPort: 8080, nodePort: 30080 }],
+      selector: { app: 'web' },
+      type: 'NodePort',
+    });
+    expect(decodeObjectBytes(fixture('create-serviceaccount.kubectl-1.32.pb'))).toEqual({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'builder', namespace: 'default' },
+    });
+  });
+
   it('round-trips a Pod through every format: quantities, int-or-string, times, inline sources, pointer zeros', () => {
     const bytes = encodeObject(pod);
     expect(bytes.subarray(0, 4)).toEqual(Buffer.from('k8s\0', 'latin1'));

@@ -1,0 +1,132 @@
+// Schema of autoscaling.v2: HorizontalPodAutoscaler. Facts from upstream's API as kubectl 1.32 carries it.
+import { META, f, schemaModule, type } from './dsl.js';
+
+export default schemaModule(
+  'io.k8s.api.autoscaling.v2',
+  {
+    HorizontalPodAutoscaler: type('', {
+      metadata: f(1, `${META}ObjectMeta`),
+      spec: f(2, 'HorizontalPodAutoscalerSpec'),
+      status: f(3, 'HorizontalPodAutoscalerStatus'),
+    }),
+    HorizontalPodAutoscalerSpec: type('', {
+      scaleTargetRef: f(1, 'CrossVersionObjectReference', '', { required: true }),
+      minReplicas: f(2, 'int32', '', { pointer: true }),
+      maxReplicas: f(3, 'int32', '', { required: true }),
+      metrics: f(4, '[]MetricSpec', '', { listType: 'atomic' }),
+      behavior: f(5, 'HorizontalPodAutoscalerBehavior'),
+    }),
+    CrossVersionObjectReference: type('', {
+      kind: f(1, 'string', '', { required: true }),
+      name: f(2, 'string', '', { required: true }),
+      apiVersion: f(3, 'string'),
+    }),
+    MetricSpec: type('', {
+      type: f(1, 'string', '', { required: true }),
+      object: f(2, 'ObjectMetricSource'),
+      pods: f(3, 'PodsMetricSource'),
+      resource: f(4, 'ResourceMetricSource'),
+      containerResource: f(7, 'ContainerResourceMetricSource'),
+      external: f(5, 'ExternalMetricSource'),
+    }),
+    ObjectMetricSource: type('', {
+      describedObject: f(1, 'CrossVersionObjectReference'),
+      target: f(2, 'MetricTarget', '', { required: true }),
+      metric: f(3, 'MetricIdentifier'),
+    }),
+    MetricTarget: type('', {
+      type: f(1, 'string', '', { required: true }),
+      value: f(2, 'quantity'),
+      averageValue: f(3, 'quantity'),
+      averageUtilization: f(4, 'int32', '', { pointer: true }),
+    }),
+    MetricIdentifier: type('', {
+      name: f(1, 'string', '', { required: true }),
+      selector: f(2, `${META}LabelSelector`),
+    }),
+    PodsMetricSource: type('', {
+      metric: f(1, 'MetricIdentifier'),
+      target: f(2, 'MetricTarget', '', { required: true }),
+    }),
+    ResourceMetricSource: type('', {
+      name: f(1, 'string', '', { required: true }),
+      target: f(2, 'MetricTarget', '', { required: true }),
+    }),
+    ContainerResourceMetricSource: type('', {
+      name: f(1, 'string', '', { required: true }),
+      target: f(2, 'MetricTarget', '', { required: true }),
+      container: f(3, 'string', '', { required: true }),
+    }),
+    ExternalMetricSource: type('', {
+      metric: f(1, 'MetricIdentifier'),
+      target: f(2, 'MetricTarget', '', { required: true }),
+    }),
+    HorizontalPodAutoscalerBehavior: type('', {
+      scaleUp: f(1, 'HPAScalingRules'),
+      scaleDown: f(2, 'HPAScalingRules'),
+    }),
+    HPAScalingRules: type('', {
+      stabilizationWindowSeconds: f(3, 'int32', '', { pointer: true }),
+      selectPolicy: f(1, 'string'),
+      policies: f(2, '[]HPAScalingPolicy'),
+    }),
+    HPAScalingPolicy: type('', {
+      type: f(1, 'string', '', { required: true }),
+      value: f(2, 'int32', '', { required: true }),
+      periodSeconds: f(3, 'int32', '', { required: true }),
+    }),
+    HorizontalPodAutoscalerStatus: type('', {
+      observedGeneration: f(1, 'int64', '', { pointer: true }),
+      lastScaleTime: f(2, 'time'),
+      currentReplicas: f(3, 'int32'),
+      desiredReplicas: f(4, 'int32', '', { required: true }),
+      currentMetrics: f(5, '[]MetricStatus', '', { required: true, listType: 'atomic' }),
+      conditions: f(6, '[]HorizontalPodAutoscalerCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
+    }),
+    MetricStatus: type('', {
+      type: f(1, 'string', '', { required: true }),
+      object: f(2, 'ObjectMetricStatus'),
+      pods: f(3, 'PodsMetricStatus'),
+      resource: f(4, 'ResourceMetricStatus'),
+      containerResource: f(7, 'ContainerResourceMetricStatus'),
+      external: f(5, 'ExternalMetricStatus'),
+    }),
+    ObjectMetricStatus: type('', {
+      metric: f(1, 'MetricIdentifier'),
+      current: f(2, 'MetricValueStatus'),
+      describedObject: f(3, 'CrossVersionObjectReference'),
+    }),
+    MetricValueStatus: type('', {
+      value: f(1, 'quantity'),
+      averageValue: f(2, 'quantity'),
+      averageUtilization: f(3, 'int32', '', { pointer: true }),
+    }),
+    PodsMetricStatus: type('', {
+      metric: f(1, 'MetricIdentifier'),
+      current: f(2, 'MetricValueStatus'),
+    }),
+    ResourceMetricStatus: type('', {
+      name: f(1, 'string', '', { required: true }),
+      current: f(2, 'MetricValueStatus'),
+    }),
+    ContainerResourceMetricStatus: type('', {
+      name: f(1, 'string', '', { required: true }),
+      current: f(2, 'MetricValueStatus'),
+      container: f(3, 'string', '', { required: true }),
+    }),
+    ExternalMetricStatus: type('', {
+      metric: f(1, 'MetricIdentifier'),
+      current: f(2, 'MetricValueStatus'),
+    }),
+    HorizontalPodAutoscalerCondition: type('', {
+      type: f(1, 'string', '', { required: true }),
+      status: f(2, 'string', '', { required: true }),
+      lastTransitionTime: f(3, 'time'),
+      reason: f(4, 'string'),
+      message: f(5, 'string'),
+    }),
+  },
+  [
+    { kind: 'HorizontalPodAutoscaler', apiVersion: 'autoscaling/v2', type: 'HorizontalPodAutoscaler' },
+  ],
+);

@@ -1,0 +1,46 @@
+// Schema of core.v1: ReplicationController, PodTemplate. Facts from upstream's API as kubectl 1.32 carries it.
+import { META, f, schemaModule, type } from './dsl.js';
+
+export default schemaModule(
+  'io.k8s.api.core.v1',
+  {
+    ReplicationController: type('', {
+      metadata: f(1, `${META}ObjectMeta`),
+      spec: f(2, 'ReplicationControllerSpec'),
+      status: f(3, 'ReplicationControllerStatus'),
+    }),
+    ReplicationControllerSpec: type('', {
+      replicas: f(1, 'int32', '', { pointer: true }),
+      minReadySeconds: f(4, 'int32'),
+      selector: f(2, 'map[string]string'),
+      template: f(3, 'PodTemplateSpec'),
+    }),
+    PodTemplateSpec: type('', {
+      metadata: f(1, `${META}ObjectMeta`),
+      spec: f(2, 'PodSpec'),
+    }),
+    ReplicationControllerStatus: type('', {
+      replicas: f(1, 'int32', '', { required: true }),
+      fullyLabeledReplicas: f(2, 'int32'),
+      readyReplicas: f(4, 'int32'),
+      availableReplicas: f(5, 'int32'),
+      observedGeneration: f(3, 'int64'),
+      conditions: f(6, '[]ReplicationControllerCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type' }),
+    }),
+    ReplicationControllerCondition: type('', {
+      type: f(1, 'string', '', { required: true }),
+      status: f(2, 'string', '', { required: true }),
+      lastTransitionTime: f(3, 'time'),
+      reason: f(4, 'string'),
+      message: f(5, 'string'),
+    }),
+    PodTemplate: type('', {
+      metadata: f(1, `${META}ObjectMeta`),
+      template: f(2, 'PodTemplateSpec'),
+    }),
+  },
+  [
+    { kind: 'ReplicationController', apiVersion: 'v1', type: 'ReplicationController' },
+    { kind: 'PodTemplate', apiVersion: 'v1', type: 'PodTemplate' },
+  ],
+);

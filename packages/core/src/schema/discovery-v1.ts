@@ -1,0 +1,44 @@
+// Schema of discovery.v1: EndpointSlice. Facts from upstream's API as kubectl 1.32 carries it.
+import { META, f, schemaModule, type } from './dsl.js';
+
+export default schemaModule(
+  'io.k8s.api.discovery.v1',
+  {
+    EndpointSlice: type('', {
+      metadata: f(1, `${META}ObjectMeta`),
+      addressType: f(4, 'string', '', { required: true }),
+      endpoints: f(2, '[]Endpoint', '', { required: true, listType: 'atomic' }),
+      ports: f(3, '[]EndpointPort', '', { listType: 'atomic' }),
+    }),
+    Endpoint: type('', {
+      addresses: f(1, '[]string', '', { required: true, listType: 'set' }),
+      conditions: f(2, 'EndpointConditions'),
+      hostname: f(3, 'string'),
+      targetRef: f(4, `io.k8s.api.core.v1.ObjectReference`),
+      deprecatedTopology: f(5, 'map[string]string'),
+      nodeName: f(6, 'string'),
+      zone: f(7, 'string'),
+      hints: f(8, 'EndpointHints'),
+    }),
+    EndpointConditions: type('', {
+      ready: f(1, 'bool', '', { pointer: true }),
+      serving: f(2, 'bool', '', { pointer: true }),
+      terminating: f(3, 'bool', '', { pointer: true }),
+    }),
+    EndpointHints: type('', {
+      forZones: f(1, '[]ForZone'),
+    }),
+    ForZone: type('', {
+      name: f(1, 'string', '', { required: true }),
+    }),
+    EndpointPort: type('', {
+      name: f(1, 'string'),
+      protocol: f(2, 'string'),
+      port: f(3, 'int32', '', { required: true }),
+      appProtocol: f(4, 'string'),
+    }),
+  },
+  [
+    { kind: 'EndpointSlice', apiVersion: 'discovery.k8s.io/v1', type: 'EndpointSlice' },
+  ],
+);

@@ -386,6 +386,28 @@ describe.runIf(canRun)('process backend', () => {
     await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
   });
 
+  it('a root container on the host filesystem (an image without layers) cannot change the host', async () => {
+    // The targets are sacrificial files of this test on the host's disk, so a regression costs nothing else.
+    const victim = fs.mkdtempSync('/var/tmp/kemu-cri-ro-');
+    fs.writeFileSync(path.join(victim, 'keep'), 'host data\n');
+    fs.chmodSync(victim, 0o755);
+    try {
+      await shim.icall('PullImage', { image: { image: 'registry.example/tools:1' } });
+      const pod = await runPod({ linux: { securityContext: { namespaceOptions: { network: cri.NamespaceMode.NODE } } } });
+      const cid = await runContainer(pod, { image: { image: 'registry.example/tools:1' }, command: ['sleep', '3600'] });
+      const attack = await execOut(cid, ['sh', '-c', `chmod 400 ${victim} 2>&1; rm -f ${victim}/keep 2>&1; touch ${victim}/planted 2>&1; touch /tmp/scratch && echo tmp-ok`]);
+      expect(attack.out).toMatch(/Read-only file system/);
+      expect(attack.out).toContain('tmp-ok'); // a private, writable /tmp
+      expect(fs.statSync(victim).mode & 0o777).toBe(0o755);
+      expect(fs.readFileSync(path.join(victim, 'keep'), 'utf8')).toBe('host data\n');
+      expect(fs.existsSync(path.join(victim, 'planted'))).toBe(false);
+      expect(fs.existsSync('/tmp/scratch')).toBe(false);
+      await shim.call('RemovePodSandbox', { podSandboxId: pod.id });
+    } finally {
+      fs.rmSync(victim, { recursive: true, force: true });
+    }
+  });
+
   it('reopens a rotated log, reports pod stats and metrics, and streams events for real processes', async () => {
     const events: cri.ContainerEventResponse[] = [];
     const stream = shim.rt.GetContainerEvents({});

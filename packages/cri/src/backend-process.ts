@@ -260,17 +260,29 @@ export class ProcessBackend implements Backend {
         else fs.closeSync(openFileWithin(rootfs, dst, { flags: fs.constants.O_WRONLY | fs.constants.O_CREAT, mode: 0o644, what: 'mount target' }).fd);
       }
       await runOk(NSENTER, [mnt, '--', 'mount', '--bind', src, dst]);
-      if (readonly) await runOk(NSENTER, [mnt, '--', 'mount', '-o', 'remount,bind,ro', dst]);
+      // A bind mount keeps its source mount's read-only flag (the host's view is read-only): set it either way.
+      await runOk(NSENTER, [mnt, '--', 'mount', '-o', `remount,bind,${readonly ? 'ro' : 'rw'}`, dst]);
     };
     try {
-      if (rootfs) {
+      if (!rootfs) {
+        // An image without layers runs on the host's own filesystem: its view of every host filesystem is
+        // read-only (a root container cannot chmod /, write /etc or remove files), with a private /tmp.
+        for (const mp of hostMountPoints(holder.pid!)) {
+          const r = await run(NSENTER, [mnt, '--', 'mount', '-o', 'remount,bind,ro', mp]);
+          if (r.code !== 0 && fs.existsSync(mp)) throw new Error(`making ${mp} read-only for the container: ${r.stderr.trim()}`);
+        }
+        await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=1777,nosuid,nodev', 'tmpfs', '/tmp']);
+      }
+      {
         // A minimal /dev: a tmpfs with the few character devices programs expect, not the host's /dev.
-        for (const d of ['proc', 'dev', 'etc', 'tmp']) mkdirWithin(rootfs, target(`/${d}`), 0o755, 'image directory');
+        if (rootfs) for (const d of ['proc', 'dev', 'etc', 'tmp']) mkdirWithin(rootfs, target(`/${d}`), 0o755, 'image directory');
         await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=755,nosuid', 'tmpfs', target('/dev')]);
         for (const dev of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
           await runOk(NSENTER, [mnt, '--', 'touch', target(`/dev/${dev}`)]);
           await runOk(NSENTER, [mnt, '--', 'mount', '--bind', `/dev/${dev}`, target(`/dev/${dev}`)]);
         }
+        for (const d of ['pts', 'shm']) await runOk(NSENTER, [mnt, '--', 'mkdir', '-p', target(`/dev/${d}`)]);
+        await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=1777,nosuid,nodev', 'shm', target('/dev/shm')]);
       }
       if (!sb.hostNetwork) {
         const dir = sb.backend.filesDir as string;
@@ -869,4 +881,23 @@ interface SpawnedMain {
 
 function envObject(env: string[]): Record<string, string> {
   return Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+}
+
+/** File systems whose mounts a host-filesystem container keeps as they are (kernel interfaces, namespaces). */
+const KEEP_WRITABLE = new Set(['proc', 'nsfs', 'devpts', 'mqueue', 'devtmpfs']);
+
+/** Mount points of `pid`'s mount namespace that hold host data, shallowest first (/ included). */
+function hostMountPoints(pid: number): string[] {
+  const out: string[] = [];
+  for (const line of fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n')) {
+    const f = line.split(' ');
+    const sep = f.indexOf('-');
+    if (sep < 0) continue;
+    const mp = f[4].replace(/\\040/g, ' ');
+    const fstype = f[sep + 1];
+    if (KEEP_WRITABLE.has(fstype) && mp !== '/') continue;
+    if (mp === '/proc' || mp.startsWith('/proc/') || mp === '/dev' || mp.startsWith('/dev/')) continue;
+    out.push(mp);
+  }
+  return [...new Set(out)].sort((a, b) => a.length - b.length);
 }

@@ -4,20 +4,20 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.apps.v1',
   {
-    Deployment: type('', {
+    Deployment: type('Declarative rollouts of a replicated pod template through ReplicaSets.', {
       metadata: f(1, `${META}ObjectMeta`),
-      spec: f(2, 'DeploymentSpec'),
-      status: f(3, 'DeploymentStatus'),
+      spec: f(2, 'DeploymentSpec', 'Desired pods and rollout strategy.'),
+      status: f(3, 'DeploymentStatus', 'Observed rollout state.'),
     }),
-    DeploymentSpec: type('', {
-      replicas: f(1, 'int32', '', { pointer: true }),
-      selector: f(2, `${META}LabelSelector`, '', { required: true }),
-      template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, '', { required: true }),
-      strategy: f(4, 'DeploymentStrategy', '', { patchStrategy: 'retainKeys' }),
-      minReadySeconds: f(5, 'int32'),
-      revisionHistoryLimit: f(6, 'int32', '', { pointer: true }),
-      paused: f(7, 'bool'),
-      progressDeadlineSeconds: f(9, 'int32', '', { pointer: true }),
+    DeploymentSpec: type('What a deployment runs and how it rolls out changes.', {
+      replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
+      selector: f(2, `${META}LabelSelector`, 'Labels of the pods the deployment manages; must match the template\'s labels.', { required: true }),
+      template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, 'The pods to create.', { required: true }),
+      strategy: f(4, 'DeploymentStrategy', 'Recreate, or RollingUpdate (default) with its surge and unavailability bounds.', { patchStrategy: 'retainKeys' }),
+      minReadySeconds: f(5, 'int32', 'Seconds a new pod must be ready before it counts as available.'),
+      revisionHistoryLimit: f(6, 'int32', 'Old ReplicaSets kept for rollback (default 10).', { pointer: true }),
+      paused: f(7, 'bool', 'Stop rolling out template changes.'),
+      progressDeadlineSeconds: f(9, 'int32', 'Seconds without progress before the rollout is reported as failed (default 600).', { pointer: true }),
     }),
     DeploymentStrategy: type('', {
       type: f(1, 'string'),
@@ -27,14 +27,14 @@ export default schemaModule(
       maxUnavailable: f(1, 'intOrString'),
       maxSurge: f(2, 'intOrString'),
     }),
-    DeploymentStatus: type('', {
+    DeploymentStatus: type('Observed state of a deployment.', {
       observedGeneration: f(1, 'int64'),
-      replicas: f(2, 'int32'),
-      updatedReplicas: f(3, 'int32'),
-      readyReplicas: f(7, 'int32'),
-      availableReplicas: f(4, 'int32'),
+      replicas: f(2, 'int32', 'Pods targeted by the deployment.'),
+      updatedReplicas: f(3, 'int32', 'Pods running the latest template.'),
+      readyReplicas: f(7, 'int32', 'Ready pods.'),
+      availableReplicas: f(4, 'int32', 'Pods available for at least minReadySeconds.'),
       unavailableReplicas: f(5, 'int32'),
-      conditions: f(6, '[]DeploymentCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type' }),
+      conditions: f(6, '[]DeploymentCondition', 'Available, Progressing and ReplicaFailure.', { patchStrategy: 'merge', patchMergeKey: 'type' }),
       collisionCount: f(8, 'int32', '', { pointer: true }),
     }),
     DeploymentCondition: type('', {
@@ -45,16 +45,16 @@ export default schemaModule(
       reason: f(4, 'string'),
       message: f(5, 'string'),
     }),
-    ReplicaSet: type('', {
+    ReplicaSet: type('Keeps a number of identical pods running.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'ReplicaSetSpec'),
       status: f(3, 'ReplicaSetStatus'),
     }),
-    ReplicaSetSpec: type('', {
-      replicas: f(1, 'int32', '', { pointer: true }),
+    ReplicaSetSpec: type('The pods a ReplicaSet keeps running.', {
+      replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
       minReadySeconds: f(4, 'int32'),
-      selector: f(2, `${META}LabelSelector`, '', { required: true }),
-      template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`),
+      selector: f(2, `${META}LabelSelector`, 'Labels of the pods it manages.', { required: true }),
+      template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, 'The pods to create.'),
     }),
     ReplicaSetStatus: type('', {
       replicas: f(1, 'int32', '', { required: true }),
@@ -71,19 +71,19 @@ export default schemaModule(
       reason: f(4, 'string'),
       message: f(5, 'string'),
     }),
-    StatefulSet: type('', {
+    StatefulSet: type('Pods with stable names, ordinals and storage, created and updated in order.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'StatefulSetSpec'),
       status: f(3, 'StatefulSetStatus'),
     }),
-    StatefulSetSpec: type('', {
-      replicas: f(1, 'int32', '', { pointer: true }),
+    StatefulSetSpec: type('The pods and claims of a StatefulSet.', {
+      replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
       selector: f(2, `${META}LabelSelector`, '', { required: true }),
       template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, '', { required: true }),
-      volumeClaimTemplates: f(4, `[]io.k8s.api.core.v1.PersistentVolumeClaim`),
-      serviceName: f(5, 'string', '', { required: true }),
-      podManagementPolicy: f(6, 'string'),
-      updateStrategy: f(7, 'StatefulSetUpdateStrategy'),
+      volumeClaimTemplates: f(4, `[]io.k8s.api.core.v1.PersistentVolumeClaim`, 'Claims created per pod ordinal.'),
+      serviceName: f(5, 'string', 'Headless service that gives the pods their DNS names.', { required: true }),
+      podManagementPolicy: f(6, 'string', 'OrderedReady (default) or Parallel.'),
+      updateStrategy: f(7, 'StatefulSetUpdateStrategy', 'RollingUpdate (default) or OnDelete.'),
       revisionHistoryLimit: f(8, 'int32', '', { pointer: true }),
       minReadySeconds: f(9, 'int32'),
       persistentVolumeClaimRetentionPolicy: f(10, 'StatefulSetPersistentVolumeClaimRetentionPolicy'),
@@ -123,15 +123,15 @@ export default schemaModule(
       reason: f(4, 'string'),
       message: f(5, 'string'),
     }),
-    DaemonSet: type('', {
+    DaemonSet: type('Runs one copy of a pod on each eligible node.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'DaemonSetSpec'),
       status: f(3, 'DaemonSetStatus'),
     }),
-    DaemonSetSpec: type('', {
+    DaemonSetSpec: type('The pod a DaemonSet runs on every node.', {
       selector: f(1, `${META}LabelSelector`, '', { required: true }),
       template: f(2, `io.k8s.api.core.v1.PodTemplateSpec`, '', { required: true }),
-      updateStrategy: f(3, 'DaemonSetUpdateStrategy'),
+      updateStrategy: f(3, 'DaemonSetUpdateStrategy', 'RollingUpdate (default) or OnDelete.'),
       minReadySeconds: f(4, 'int32'),
       revisionHistoryLimit: f(6, 'int32', '', { pointer: true }),
     }),
@@ -162,10 +162,10 @@ export default schemaModule(
       reason: f(4, 'string'),
       message: f(5, 'string'),
     }),
-    ControllerRevision: type('', {
+    ControllerRevision: type('An immutable snapshot of a controller\'s template, for rollbacks.', {
       metadata: f(1, `${META}ObjectMeta`),
-      data: f(2, 'rawExtension'),
-      revision: f(3, 'int64', '', { required: true }),
+      data: f(2, 'rawExtension', 'The snapshot.'),
+      revision: f(3, 'int64', 'Revision number.', { required: true }),
     }),
   },
   [

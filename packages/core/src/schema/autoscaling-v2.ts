@@ -4,17 +4,17 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.autoscaling.v2',
   {
-    HorizontalPodAutoscaler: type('', {
+    HorizontalPodAutoscaler: type('Scales a workload\'s replicas to keep metrics at targets.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'HorizontalPodAutoscalerSpec'),
       status: f(3, 'HorizontalPodAutoscalerStatus'),
     }),
-    HorizontalPodAutoscalerSpec: type('', {
-      scaleTargetRef: f(1, 'CrossVersionObjectReference', '', { required: true }),
-      minReplicas: f(2, 'int32', '', { pointer: true }),
-      maxReplicas: f(3, 'int32', '', { required: true }),
-      metrics: f(4, '[]MetricSpec', '', { listType: 'atomic' }),
-      behavior: f(5, 'HorizontalPodAutoscalerBehavior'),
+    HorizontalPodAutoscalerSpec: type('What is scaled, within which bounds, on which metrics.', {
+      scaleTargetRef: f(1, 'CrossVersionObjectReference', 'The scaled object.', { required: true }),
+      minReplicas: f(2, 'int32', 'Fewest replicas (default 1).', { pointer: true }),
+      maxReplicas: f(3, 'int32', 'Most replicas.', { required: true }),
+      metrics: f(4, '[]MetricSpec', 'Metrics and their targets.', { listType: 'atomic' }),
+      behavior: f(5, 'HorizontalPodAutoscalerBehavior', 'Scaling speed limits.'),
     }),
     CrossVersionObjectReference: type('', {
       kind: f(1, 'string', '', { required: true }),

@@ -4,19 +4,19 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.core.v1',
   {
-    ServiceAccount: type('', {
+    ServiceAccount: type('An identity for processes in pods.', {
       metadata: f(1, `${META}ObjectMeta`),
-      secrets: f(2, '[]ObjectReference', '', { patchStrategy: 'merge', patchMergeKey: 'name' }),
-      imagePullSecrets: f(3, '[]LocalObjectReference'),
-      automountServiceAccountToken: f(4, 'bool', '', { pointer: true }),
+      secrets: f(2, '[]ObjectReference', 'Secrets of the account (legacy token secrets).', { patchStrategy: 'merge', patchMergeKey: 'name' }),
+      imagePullSecrets: f(3, '[]LocalObjectReference', 'Registry credentials added to pods using the account.'),
+      automountServiceAccountToken: f(4, 'bool', 'Whether pods get a token mounted by default.', { pointer: true }),
     }),
-    ResourceQuota: type('', {
+    ResourceQuota: type('Limits on the total resources used in a namespace.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'ResourceQuotaSpec'),
       status: f(3, 'ResourceQuotaStatus'),
     }),
-    ResourceQuotaSpec: type('', {
-      hard: f(1, 'map[string]quantity'),
+    ResourceQuotaSpec: type('Hard limits and the scopes they apply to.', {
+      hard: f(1, 'map[string]quantity', 'Most of each resource the namespace may use.'),
       scopes: f(2, '[]string'),
       scopeSelector: f(3, 'ScopeSelector'),
     }),
@@ -28,23 +28,23 @@ export default schemaModule(
       operator: f(2, 'string', '', { required: true }),
       values: f(3, '[]string'),
     }),
-    ResourceQuotaStatus: type('', {
-      hard: f(1, 'map[string]quantity'),
-      used: f(2, 'map[string]quantity'),
+    ResourceQuotaStatus: type('Limits and current use.', {
+      hard: f(1, 'map[string]quantity', 'Limits enforced.'),
+      used: f(2, 'map[string]quantity', 'Current use.'),
     }),
-    LimitRange: type('', {
+    LimitRange: type('Default and bounding resource values for pods, containers and claims in a namespace.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'LimitRangeSpec'),
     }),
-    LimitRangeSpec: type('', {
+    LimitRangeSpec: type('The limits.', {
       limits: f(1, '[]LimitRangeItem', '', { required: true, listType: 'atomic' }),
     }),
-    LimitRangeItem: type('', {
-      type: f(1, 'string', '', { required: true }),
-      max: f(2, 'map[string]quantity'),
-      min: f(3, 'map[string]quantity'),
-      default: f(4, 'map[string]quantity'),
-      defaultRequest: f(5, 'map[string]quantity'),
+    LimitRangeItem: type('Limits of one kind of object.', {
+      type: f(1, 'string', 'Pod, Container or PersistentVolumeClaim.', { required: true }),
+      max: f(2, 'map[string]quantity', 'Most of each resource.'),
+      min: f(3, 'map[string]quantity', 'Least of each resource.'),
+      default: f(4, 'map[string]quantity', 'Default limits.'),
+      defaultRequest: f(5, 'map[string]quantity', 'Default requests.'),
       maxLimitRequestRatio: f(6, 'map[string]quantity'),
     }),
   },

@@ -4,20 +4,20 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.core.v1',
   {
-    ReplicationController: type('', {
+    ReplicationController: type('The older form of ReplicaSet, with an equality-only selector.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'ReplicationControllerSpec'),
       status: f(3, 'ReplicationControllerStatus'),
     }),
     ReplicationControllerSpec: type('', {
-      replicas: f(1, 'int32', '', { pointer: true }),
+      replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
       minReadySeconds: f(4, 'int32'),
-      selector: f(2, 'map[string]string'),
-      template: f(3, 'PodTemplateSpec'),
+      selector: f(2, 'map[string]string', 'Labels of the pods it manages.'),
+      template: f(3, 'PodTemplateSpec', 'The pods to create.'),
     }),
-    PodTemplateSpec: type('', {
-      metadata: f(1, `${META}ObjectMeta`),
-      spec: f(2, 'PodSpec'),
+    PodTemplateSpec: type('Metadata and spec of pods to create.', {
+      metadata: f(1, `${META}ObjectMeta`, 'Labels and annotations of the pods.'),
+      spec: f(2, 'PodSpec', 'Spec of the pods.'),
     }),
     ReplicationControllerStatus: type('', {
       replicas: f(1, 'int32', '', { required: true }),
@@ -34,7 +34,7 @@ export default schemaModule(
       reason: f(4, 'string'),
       message: f(5, 'string'),
     }),
-    PodTemplate: type('', {
+    PodTemplate: type('A reusable pod template.', {
       metadata: f(1, `${META}ObjectMeta`),
       template: f(2, 'PodTemplateSpec'),
     }),

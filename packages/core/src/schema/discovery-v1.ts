@@ -4,20 +4,20 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.discovery.v1',
   {
-    EndpointSlice: type('', {
+    EndpointSlice: type('A slice of the endpoints behind a service.', {
       metadata: f(1, `${META}ObjectMeta`),
-      addressType: f(4, 'string', '', { required: true }),
-      endpoints: f(2, '[]Endpoint', '', { required: true, listType: 'atomic' }),
-      ports: f(3, '[]EndpointPort', '', { listType: 'atomic' }),
+      addressType: f(4, 'string', 'IPv4, IPv6 or FQDN.', { required: true }),
+      endpoints: f(2, '[]Endpoint', 'The endpoints.', { required: true, listType: 'atomic' }),
+      ports: f(3, '[]EndpointPort', 'Ports every endpoint serves.', { listType: 'atomic' }),
     }),
-    Endpoint: type('', {
-      addresses: f(1, '[]string', '', { required: true, listType: 'set' }),
-      conditions: f(2, 'EndpointConditions'),
+    Endpoint: type('One endpoint: addresses, readiness and location.', {
+      addresses: f(1, '[]string', 'Addresses of the endpoint.', { required: true, listType: 'set' }),
+      conditions: f(2, 'EndpointConditions', 'Ready, serving and terminating.'),
       hostname: f(3, 'string'),
-      targetRef: f(4, `io.k8s.api.core.v1.ObjectReference`),
+      targetRef: f(4, `io.k8s.api.core.v1.ObjectReference`, 'The pod behind the endpoint.'),
       deprecatedTopology: f(5, 'map[string]string'),
-      nodeName: f(6, 'string'),
-      zone: f(7, 'string'),
+      nodeName: f(6, 'string', 'Node of the endpoint.'),
+      zone: f(7, 'string', 'Zone of the endpoint.'),
       hints: f(8, 'EndpointHints'),
     }),
     EndpointConditions: type('', {

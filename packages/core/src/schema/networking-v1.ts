@@ -4,15 +4,15 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.networking.v1',
   {
-    NetworkPolicy: type('', {
+    NetworkPolicy: type('Which traffic may reach and leave a set of pods.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'NetworkPolicySpec'),
     }),
-    NetworkPolicySpec: type('', {
-      podSelector: f(1, `${META}LabelSelector`, '', { required: true }),
-      ingress: f(2, '[]NetworkPolicyIngressRule', '', { listType: 'atomic' }),
-      egress: f(3, '[]NetworkPolicyEgressRule', '', { listType: 'atomic' }),
-      policyTypes: f(4, '[]string', '', { listType: 'atomic' }),
+    NetworkPolicySpec: type('The pods selected and the traffic allowed.', {
+      podSelector: f(1, `${META}LabelSelector`, 'The pods the policy applies to; empty selects all pods of the namespace.', { required: true }),
+      ingress: f(2, '[]NetworkPolicyIngressRule', 'Allowed incoming traffic.', { listType: 'atomic' }),
+      egress: f(3, '[]NetworkPolicyEgressRule', 'Allowed outgoing traffic.', { listType: 'atomic' }),
+      policyTypes: f(4, '[]string', 'Ingress and/or Egress.', { listType: 'atomic' }),
     }),
     NetworkPolicyIngressRule: type('', {
       ports: f(1, '[]NetworkPolicyPort'),
@@ -36,16 +36,16 @@ export default schemaModule(
       ports: f(1, '[]NetworkPolicyPort'),
       to: f(2, '[]NetworkPolicyPeer'),
     }),
-    Ingress: type('', {
+    Ingress: type('HTTP routing from outside the cluster to services.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'IngressSpec'),
       status: f(3, 'IngressStatus'),
     }),
-    IngressSpec: type('', {
-      ingressClassName: f(4, 'string'),
-      defaultBackend: f(1, 'IngressBackend'),
-      tls: f(2, '[]IngressTLS', '', { listType: 'atomic' }),
-      rules: f(3, '[]IngressRule', '', { listType: 'atomic' }),
+    IngressSpec: type('Rules, TLS and default backend.', {
+      ingressClassName: f(4, 'string', 'The IngressClass that implements the ingress.'),
+      defaultBackend: f(1, 'IngressBackend', 'Where requests matching no rule go.'),
+      tls: f(2, '[]IngressTLS', 'TLS settings.', { listType: 'atomic' }),
+      rules: f(3, '[]IngressRule', 'Host and path rules.', { listType: 'atomic' }),
     }),
     IngressBackend: type('', {
       service: f(4, 'IngressServiceBackend'),
@@ -94,13 +94,13 @@ export default schemaModule(
       protocol: f(2, 'string'),
       error: f(3, 'string'),
     }),
-    IngressClass: type('', {
+    IngressClass: type('A kind of ingress and the controller that implements it.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'IngressClassSpec'),
     }),
     IngressClassSpec: type('', {
-      controller: f(1, 'string'),
-      parameters: f(2, 'IngressClassParametersReference'),
+      controller: f(1, 'string', 'Name of the controller.'),
+      parameters: f(2, 'IngressClassParametersReference', 'Object holding the controller\'s parameters.'),
     }),
     IngressClassParametersReference: type('', {
       aPIGroup: f(1, 'string'),

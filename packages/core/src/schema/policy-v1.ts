@@ -4,29 +4,29 @@ import { META, f, schemaModule, type } from './dsl.js';
 export default schemaModule(
   'io.k8s.api.policy.v1',
   {
-    PodDisruptionBudget: type('', {
+    PodDisruptionBudget: type('How many pods of a set may be down at once through voluntary disruptions.', {
       metadata: f(1, `${META}ObjectMeta`),
       spec: f(2, 'PodDisruptionBudgetSpec'),
       status: f(3, 'PodDisruptionBudgetStatus'),
     }),
-    PodDisruptionBudgetSpec: type('', {
-      minAvailable: f(1, 'intOrString'),
-      selector: f(2, `${META}LabelSelector`, '', { patchStrategy: 'replace' }),
-      maxUnavailable: f(3, 'intOrString'),
+    PodDisruptionBudgetSpec: type('The pods and the budget.', {
+      minAvailable: f(1, 'intOrString', 'Pods (or percentage) that must stay available.'),
+      selector: f(2, `${META}LabelSelector`, 'The pods the budget covers.', { patchStrategy: 'replace' }),
+      maxUnavailable: f(3, 'intOrString', 'Pods (or percentage) that may be unavailable.'),
       unhealthyPodEvictionPolicy: f(4, 'string'),
     }),
-    PodDisruptionBudgetStatus: type('', {
+    PodDisruptionBudgetStatus: type('Observed state of the budget.', {
       observedGeneration: f(1, 'int64'),
       disruptedPods: f(2, 'map[string]time'),
-      disruptionsAllowed: f(3, 'int32', '', { required: true }),
-      currentHealthy: f(4, 'int32', '', { required: true }),
-      desiredHealthy: f(5, 'int32', '', { required: true }),
-      expectedPods: f(6, 'int32', '', { required: true }),
+      disruptionsAllowed: f(3, 'int32', 'Pods that may be disrupted now.', { required: true }),
+      currentHealthy: f(4, 'int32', 'Healthy pods.', { required: true }),
+      desiredHealthy: f(5, 'int32', 'Healthy pods needed.', { required: true }),
+      expectedPods: f(6, 'int32', 'Pods counted.', { required: true }),
       conditions: f(7, `[]${META}Condition`, '', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
     }),
-    Eviction: type('', {
+    Eviction: type('A request to evict a pod, subject to disruption budgets.', {
       metadata: f(1, `${META}ObjectMeta`),
-      deleteOptions: f(2, `${META}DeleteOptions`),
+      deleteOptions: f(2, `${META}DeleteOptions`, 'Options of the deletion.'),
     }),
   },
   [

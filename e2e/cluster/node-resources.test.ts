@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Event, Node, Pod } from '@kemu/core';
-import { Cluster } from 'kemu';
+import { Cluster, top } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './util.js';
 
@@ -35,7 +35,7 @@ describe('node resources on the composed cluster', () => {
         '',
       ].join('\n'),
     );
-    cluster = await Cluster.start({ stateDir, nodes: 1, fast: true, kubeletConfigs: { '*': config }, devices: [{ resource: 'nvidia.com/gpu', count: 8 }] });
+    cluster = await Cluster.start({ stateDir, apiSocket: path.join(stateDir, 'kemu.sock'), nodes: 1, fast: true, kubeletConfigs: { '*': config }, devices: [{ resource: 'nvidia.com/gpu', count: 8 }] });
   }, 60_000);
 
   afterAll(async () => {
@@ -93,4 +93,28 @@ describe('node resources on the composed cluster', () => {
     expect(hog.status?.reason).toBe('Evicted');
     expect(hog.status?.message).toMatch(/^The node was low on resource: memory\. /);
   }, 60_000);
+
+  it('kemu top shows what the kubelet measures, as kubectl top lays it out', async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'busy', namespace: 'default', annotations: { 'kemu.io/sim-memory-mib': '100', 'kemu.io/sim-cpu-millicores': '300' } },
+      spec: { containers: [{ name: 'app', image: 'busybox' }] },
+    });
+    await until('busy running', async () => (await cluster.store.get('Pod', 'default', 'busy')).status?.phase === 'Running');
+    const lines: string[] = [];
+    const out = { log: (l: string) => lines.push(...l.split('\n')), err: (l: string) => lines.push(l) };
+    await top('pods', { stateDir }, out);
+    expect(lines[0]).toBe('NAME   CPU(cores)   MEMORY(bytes)');
+    const busy = lines.find((l) => l.startsWith('busy '))!;
+    const [, cpu, memory] = busy.split(/\s+/);
+    expect(memory).toBe('100Mi');
+    expect(Number(cpu.replace(/m$/, ''))).toBeGreaterThanOrEqual(250);
+    expect(Number(cpu.replace(/m$/, ''))).toBeLessThanOrEqual(350);
+    lines.length = 0;
+    await top('nodes', { stateDir }, out);
+    expect(lines[0]).toBe('NAME          CPU(cores)   CPU(%)   MEMORY(bytes)   MEMORY(%)');
+    expect(lines[1]).toMatch(/^kemu-node-1 {3}\d+m +\d+% +\d+Mi +(\d+%|<unknown>)$/);
+    await expect(top('deployments', { stateDir }, out)).rejects.toThrow(/kemu top takes nodes or pods/);
+  }, 30_000);
 });

@@ -4,6 +4,7 @@ import { isStatusError } from '@kemu/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ClusterUnreachableError } from './api-client.js';
 import * as cmd from './commands.js';
+import { top } from './top.js';
 import { type DeviceRequest, kubeletConfigFor, parseDeviceRequest, parseKubeletConfigFlags } from './node-resources.js';
 import { registerRolloutCommands } from './rollout-cli.js';
 import { runDemo } from './demo.js';
@@ -252,6 +253,16 @@ program
   .action(async (o) => runDemo(cmd.stdio, { nodes: o.nodes, keep: o.keep }));
 
 registerRolloutCommands(program, nsOpt, stateDirOpt);
+
+program
+  .command('top')
+  .description('CPU and memory use of nodes or pods, read from each kubelet as metrics-server reads it')
+  .argument('<kind>', 'nodes or pods')
+  .addOption(nsOpt())
+  .option('-A, --all-namespaces', 'pods of every namespace')
+  .option('--containers', 'one line per container')
+  .addOption(stateDirOpt())
+  .action(async (kind, o) => top(kind, { stateDir: o.stateDir, namespace: o.namespace, allNamespaces: o.allNamespaces, containers: o.containers }));
 
 function message(err: unknown): string {
   if (err instanceof ClusterUnreachableError || err instanceof cmd.UsageError) return err.message;

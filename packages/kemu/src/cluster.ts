@@ -351,6 +351,8 @@ export class Cluster {
       podNetwork: this.podNetwork(),
       kubeletConfig: kubeletConfigFor(o.kubeletConfigs, name),
       devices: o.devices,
+      // One loopback listener per kubelet for `kemu top`; beyond a few hundred nodes the file descriptors are not worth it.
+      kubeletServer: (o.nodes ?? 3) <= 256,
       serviceAccountTokens: o.serviceAccountTokens,
       onError: o.onError,
     });

@@ -17,4 +17,5 @@ export {
 export { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 export { SimClusterNetwork, UNDERLAY_NS } from './sim-network.js';
 export { defaultStateDir, paths } from './state.js';
+export { collectMetrics, top, type TopOptions } from './top.js';
 export { deploymentStatus, RolloutError, rolloutHistory, rolloutPause, rolloutRestart, rolloutStatus, rolloutUndo, scale } from './rollout.js';

@@ -202,6 +202,7 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
     podNetwork: o.podNetwork,
     kubeletConfig: o.kubeletConfig,
     devices: o.devices,
+    kubeletServer: true,
     onError: o.onError,
   });
   let informer: SharedInformer<'Node', Node> | undefined;

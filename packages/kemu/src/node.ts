@@ -38,6 +38,8 @@ export interface NodeSpec {
   kubeletConfig?: KubeletConfiguration;
   /** Simulated devices, each served by a device plugin beside the kubelet. */
   devices?: DeviceRequest[];
+  /** Serve the kubelet's /stats/summary and /metrics on a loopback port (what `kemu top` reads). */
+  kubeletServer?: boolean;
   /** The API server's TokenRequest, for projected service account tokens. */
   serviceAccountTokens?: TokenSource;
   onError?: (err: unknown, context: string) => void;
@@ -166,6 +168,7 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       serviceAccountTokens: s.serviceAccountTokens,
       evictionMonitoringPeriodMs: fast ? 500 : 10_000,
       devicePluginDir: devicePluginDir(kubeletRoot),
+      serverAddress: s.kubeletServer ? '127.0.0.1:0' : undefined,
       // With a KubeletConfiguration on the process runtime the pod cgroups are made for real.
       cgroups: s.kubeletConfig && s.runtime === 'process' && detectCgroupVersion() ? new RealCgroupManager() : undefined,
     });

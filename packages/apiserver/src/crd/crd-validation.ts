@@ -92,6 +92,17 @@ export function validateCustomResourceDefinition(e: FieldErrors, crd: CustomReso
           e.invalid(`${cp}.JSONPath`, c.jsonPath, (err as Error).message);
         }
     });
+    (v.selectableFields ?? []).forEach((f, j) => {
+      const fp = `${p}.selectableFields[${j}].jsonPath`;
+      if (!f.jsonPath) e.required(fp);
+      else
+        try {
+          parseJsonPath(f.jsonPath);
+          if (/^\.metadata\./.test(f.jsonPath)) e.invalid(fp, f.jsonPath, 'must not select metadata fields');
+        } catch (err) {
+          e.invalid(fp, f.jsonPath, (err as Error).message);
+        }
+    });
     const scale = v.subresources?.scale;
     if (scale) {
       if (!scale.specReplicasPath?.startsWith('.spec.')) e.invalid(`${p}.subresources.scale.specReplicasPath`, scale.specReplicasPath, 'should be a json path under .spec');

@@ -20,6 +20,7 @@ const crd = {
         served: true,
         storage: true,
         subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' } },
+        selectableFields: [{ jsonPath: '.spec.retention' }],
         additionalPrinterColumns: [
           { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
           { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
@@ -121,6 +122,13 @@ describe('CustomResourceDefinitions', () => {
     const doc = JSON.parse(openApiV3('apis/ops.example.com/v1')!.json.toString());
     expect(doc.components.schemas['com.example.ops.v1.Backup']['x-kubernetes-group-version-kind']).toEqual([{ group: 'ops.example.com', kind: 'Backup', version: 'v1' }]);
     expect(doc.components.schemas['com.example.ops.v1.BackupSpec'].properties.schedule.description).toBe('Cron schedule of the backup.');
+  });
+
+  it('selectableFields become field selectors', async () => {
+    const obj = await store.get('Backup', 'default', 'nightly');
+    expect(lookupKind('Backup')!.fields['spec.retention'](obj)).toBe('short');
+    const list = await store.list('Backup', { namespace: 'default', fieldSelector: 'spec.retention=long' });
+    expect(list.items).toEqual([]);
   });
 
   it('a deleted CRD stops serving its kind', async () => {

@@ -14,6 +14,7 @@ import {
 import { type FieldSchema, META, registerSchemaModule, type TypeSchema, unregisterKindSchema } from '@kemu/core/schema';
 import { registerPrinter, unregisterPrinter } from '../tables/table.js';
 import { validateCustomResourceDefinition } from './crd-validation.js';
+import { findAll, parseJsonPath } from './jsonpath.js';
 import { printerFromColumns } from './printer-columns.js';
 import { applyDefaults, prune, validateValue } from './schema-walk.js';
 import type { CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps } from './types.js';
@@ -98,7 +99,18 @@ export function registerCustomResource(crd: CustomResourceDefinition): void {
   if (previous && previous.crd.metadata.name !== crd.metadata.name) throw new Error(`kind ${names.kind} is already served by ${previous.crd.metadata.name}`);
   if (previous) unregisterCustomResource(previous.crd, true);
   const storage = storageVersion(crd);
+  // Field selectors: metadata.name/namespace always, plus the version's selectableFields.
+  const fields = Object.fromEntries(
+    (storage.selectableFields ?? []).map(({ jsonPath }) => {
+      const steps = parseJsonPath(jsonPath);
+      return [jsonPath.replace(/^\./, ''), (o: unknown) => {
+        const v = findAll(o, steps)[0];
+        return v === undefined || v === null ? '' : String(v);
+      }];
+    }),
+  );
   registerKind({
+    fields,
     kind: names.kind,
     apiVersion: `${group}/${storage.name}`,
     resource: names.plural,

@@ -60,6 +60,7 @@ export interface CustomResourceDefinitionVersion {
     scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
   };
   additionalPrinterColumns?: CustomResourceColumnDefinition[];
+  selectableFields?: { jsonPath: string }[];
 }
 
 export interface CustomResourceDefinitionNames {

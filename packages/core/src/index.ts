@@ -46,7 +46,7 @@ export { defaultRBAC, isRBACKind, rbacName } from './validation-rbac.js';
 export { RBAC_KINDS } from './kinds-rbac.js';
 export * from './api-admissionregistration.js';
 export { ADMISSIONREGISTRATION_KINDS } from './kinds-admissionregistration.js';
-export { ManifestError, type ParseManifestOptions, parseManifests, toYaml } from './manifest.js';
+export { ManifestError, type ParseManifestOptions, parseManifests, parseManifestsEach, toYaml } from './manifest.js';
 export { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.js';
 export type * from './store.js';
 export { BaseStore, type BaseStoreOptions } from './store-base.js';

@@ -39,6 +39,39 @@ function flatten(doc: unknown, out: unknown[]): void {
  */
 export function parseManifests(text: string, opts: ParseManifestOptions = {}): KubeObject[] {
   const source = opts.source ?? '<input>';
+  const raw = parseRaw(text, source);
+  const objs: KubeObject[] = [];
+  raw.forEach((o, i) => objs.push(checkDocument(o, i, raw.length, source, opts)));
+  return objs;
+}
+
+/**
+ * Parse several objects and check each on its own, as `kubectl apply -f` treats a multi-document file: the
+ * valid ones are returned, every invalid one is reported (unknown kind, missing fields, field errors worded
+ * as the API server words them). Syntax errors still fail the whole input.
+ */
+export function parseManifestsEach(text: string, opts: ParseManifestOptions = {}): { objects: KubeObject[]; errors: ManifestError[] } {
+  const source = opts.source ?? '<input>';
+  const raw = parseRaw(text, source);
+  const objects: KubeObject[] = [];
+  const errors: ManifestError[] = [];
+  raw.forEach((o, i) => {
+    try {
+      objects.push(checkDocument(o, i, raw.length, source, opts));
+    } catch (e) {
+      if (!(e instanceof ManifestError)) throw e;
+      const obj = o as KubeObject;
+      if (e.causes.length) {
+        const detail = e.causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message));
+        const joined = detail.length === 1 ? detail[0] : `[${detail.join(', ')}]`;
+        errors.push(new ManifestError(`The ${obj.kind} "${obj.metadata?.name ?? obj.metadata?.generateName ?? ''}" is invalid: ${joined}`, source, i + 1, e.causes));
+      } else errors.push(e);
+    }
+  });
+  return { objects, errors };
+}
+
+function parseRaw(text: string, source: string): unknown[] {
   const raw: unknown[] = [];
   const trimmed = text.trimStart();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
@@ -51,39 +84,40 @@ export function parseManifests(text: string, opts: ParseManifestOptions = {}): K
       parseYaml(text, source, raw);
     }
   } else parseYaml(text, source, raw);
-  const objs: KubeObject[] = [];
-  raw.forEach((o, i) => {
-    const where = raw.length > 1 ? `${source} (document ${i + 1})` : source;
-    if (!o || typeof o !== 'object' || Array.isArray(o)) {
-      throw new ManifestError(`error validating "${where}": expected an object, got ${Array.isArray(o) ? 'an array' : typeof o}`, source, i + 1);
+  return raw;
+}
+
+/** Check one document; throws ManifestError naming the source and document. */
+function checkDocument(o: unknown, i: number, count: number, source: string, opts: ParseManifestOptions): KubeObject {
+  const where = count > 1 ? `${source} (document ${i + 1})` : source;
+  if (!o || typeof o !== 'object' || Array.isArray(o)) {
+    throw new ManifestError(`error validating "${where}": expected an object, got ${Array.isArray(o) ? 'an array' : typeof o}`, source, i + 1);
+  }
+  const obj = o as KubeObject;
+  if (!obj.apiVersion) throw new ManifestError(`error validating "${where}": apiVersion not set`, source, i + 1);
+  if (!obj.kind) throw new ManifestError(`error validating "${where}": kind not set`, source, i + 1);
+  const info = lookupKind(obj.kind);
+  if (!info) {
+    throw new ManifestError(`error: resource mapping not found for kind "${obj.kind}" in "${where}": no matches for kind "${obj.kind}" in version "${obj.apiVersion}"`, source, i + 1);
+  }
+  if (info.apiVersion !== obj.apiVersion) {
+    throw new ManifestError(`error: resource mapping not found for kind "${obj.kind}" in "${where}": no matches for kind "${obj.kind}" in version "${obj.apiVersion}" (expected ${info.apiVersion})`, source, i + 1);
+  }
+  if (!obj.metadata || typeof obj.metadata !== 'object') {
+    throw new ManifestError(`error validating "${where}": metadata not set`, source, i + 1);
+  }
+  if (opts.validate !== false) {
+    const probe = JSON.parse(JSON.stringify(obj)) as KubeObject;
+    if (info.namespaced) probe.metadata.namespace ||= 'default';
+    if (!probe.metadata.name && probe.metadata.generateName) probe.metadata.name = `${probe.metadata.generateName}x`;
+    applyDefaults(probe);
+    const causes = validationErrors(probe);
+    if (causes.length) {
+      const inv = new InvalidError(obj.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', info.group, causes);
+      throw new ManifestError(`error validating "${where}": ${inv.message}`, source, i + 1, causes);
     }
-    const obj = o as KubeObject;
-    if (!obj.apiVersion) throw new ManifestError(`error validating "${where}": apiVersion not set`, source, i + 1);
-    if (!obj.kind) throw new ManifestError(`error validating "${where}": kind not set`, source, i + 1);
-    const info = lookupKind(obj.kind);
-    if (!info) {
-      throw new ManifestError(`error: resource mapping not found for kind "${obj.kind}" in "${where}": no matches for kind "${obj.kind}" in version "${obj.apiVersion}"`, source, i + 1);
-    }
-    if (info.apiVersion !== obj.apiVersion) {
-      throw new ManifestError(`error: resource mapping not found for kind "${obj.kind}" in "${where}": no matches for kind "${obj.kind}" in version "${obj.apiVersion}" (expected ${info.apiVersion})`, source, i + 1);
-    }
-    if (!obj.metadata || typeof obj.metadata !== 'object') {
-      throw new ManifestError(`error validating "${where}": metadata not set`, source, i + 1);
-    }
-    if (opts.validate !== false) {
-      const probe = JSON.parse(JSON.stringify(obj)) as KubeObject;
-      if (info.namespaced) probe.metadata.namespace ||= 'default';
-      if (!probe.metadata.name && probe.metadata.generateName) probe.metadata.name = `${probe.metadata.generateName}x`;
-      applyDefaults(probe);
-      const causes = validationErrors(probe);
-      if (causes.length) {
-        const inv = new InvalidError(obj.kind, obj.metadata.name ?? obj.metadata.generateName ?? '', info.group, causes);
-        throw new ManifestError(`error validating "${where}": ${inv.message}`, source, i + 1, causes);
-      }
-    }
-    objs.push(obj);
-  });
-  return objs;
+  }
+  return obj;
 }
 
 function parseYaml(text: string, source: string, out: unknown[]): void {

@@ -164,7 +164,9 @@ program
   .requiredOption('-f, --filename <file>', 'manifest file, or - for stdin')
   .addOption(nsOpt())
   .addOption(stateDirOpt())
-  .action(async (o) => cmd.apply(o.filename, { namespace: o.namespace, stateDir: o.stateDir }));
+  .action(async (o) => {
+    process.exitCode = await cmd.apply(o.filename, { namespace: o.namespace, stateDir: o.stateDir });
+  });
 
 program
   .command('get')

@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isNotFound, type KubeObject, kindInfo, parseManifests, type Pod, toYaml } from '@kemu/core';
+import { isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type Pod, toYaml } from '@kemu/core';
 import cliProgress from 'cli-progress';
 import {
   clusterCredentials,
@@ -303,36 +303,52 @@ export async function describe(kindWord: string, name: string, o: GetOptions, ou
   out.log(describeObject(obj, events as never));
 }
 
-function readManifests(file: string): KubeObject[] {
-  let text: string;
+function readText(file: string): string {
   try {
-    text = file === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(file, 'utf8');
+    return file === '-' ? fs.readFileSync(0, 'utf8') : fs.readFileSync(file, 'utf8');
   } catch (err) {
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
   }
-  return parseManifests(text);
 }
 
-export async function apply(file: string, o: { namespace?: string; stateDir?: string }, out: Out = stdio) {
+function readManifests(file: string): KubeObject[] {
+  return parseManifests(readText(file));
+}
+
+/**
+ * `kemu apply -f`: every valid object of the file is created or patched; each invalid one (unknown kind,
+ * field errors, refused by the server) is reported on its own and the others still apply, as kubectl does.
+ * Returns the exit status: 1 when anything was not applied.
+ */
+export async function apply(file: string, o: { namespace?: string; stateDir?: string }, out: Out = stdio): Promise<number> {
   const api = client(o.stateDir);
-  const objs = readManifests(file);
-  for (const obj of objs) {
+  const { objects, errors } = parseManifestsEach(readText(file), { source: file === '-' ? 'STDIN' : file });
+  let failed = errors.length;
+  for (const obj of objects) {
     const info = kindInfo(obj.kind);
     if (info.namespaced) obj.metadata = { ...obj.metadata, namespace: obj.metadata?.namespace ?? o.namespace ?? 'default' };
     const what = `${info.resource.replace(/s$/, '')}${info.group ? `.${info.group}` : ''}/${obj.metadata.name}`;
     try {
-      // Like kubectl apply: only the fields the manifest states are changed (a strategic merge patch), so
-      // what the cluster filled in (defaults, bindings, status) is kept.
-      const cur = await api.get(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '');
-      const { resourceVersion: _rv, ...metadata } = obj.metadata;
-      const after = await api.patch(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '', { ...obj, metadata }, 'strategic');
-      out.log(`${what} ${after.metadata.resourceVersion === cur.metadata.resourceVersion ? 'unchanged' : 'configured'}`);
+      try {
+        // Like kubectl apply: only the fields the manifest states are changed (a strategic merge patch), so
+        // what the cluster filled in (defaults, bindings, status) is kept.
+        const cur = await api.get(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '');
+        const { resourceVersion: _rv, ...metadata } = obj.metadata;
+        const after = await api.patch(obj.kind, obj.metadata.namespace, obj.metadata.name ?? '', { ...obj, metadata }, 'strategic');
+        out.log(`${what} ${after.metadata.resourceVersion === cur.metadata.resourceVersion ? 'unchanged' : 'configured'}`);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await api.create(obj);
+        out.log(`${what} created`);
+      }
     } catch (err) {
-      if (!isNotFound(err)) throw err;
-      await api.create(obj);
-      out.log(`${what} created`);
+      if (err instanceof ClusterUnreachableError) throw err;
+      failed++;
+      out.err(isStatusError(err) ? `Error from server (${err.reason}): error when applying "${file}": ${err.message}` : `error: ${(err as Error).message ?? err}`);
     }
   }
+  for (const e of errors) out.err(e.message.startsWith('error') || e.message.startsWith('The ') ? e.message : `error: ${e.message}`);
+  return failed ? 1 : 0;
 }
 
 export async function del(kindWord: string | undefined, name: string | undefined, o: { file?: string; namespace?: string; stateDir?: string; gracePeriod?: number }, out: Out = stdio) {

@@ -156,6 +156,11 @@ export function validatePodSources(e: FieldErrors, s: PodSpec): void {
       fileMode(e, `${p}.downwardAPI.defaultMode`, v.downwardAPI.defaultMode);
       downwardFiles(e, `${p}.downwardAPI.items`, v.downwardAPI.items, new Set());
     }
+    if (v.ephemeral) {
+      const t = v.ephemeral.volumeClaimTemplate;
+      if (!t) e.required(`${p}.ephemeral.volumeClaimTemplate`);
+      else if (!t.spec?.accessModes?.length) e.required(`${p}.ephemeral.volumeClaimTemplate.spec.accessModes`, 'at least 1 access mode is required');
+    }
     if (v.projected) {
       fileMode(e, `${p}.projected.defaultMode`, v.projected.defaultMode);
       const paths = new Set<string>();

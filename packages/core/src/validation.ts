@@ -269,7 +269,7 @@ export function validatePodSpec(e: FieldErrors, s: PodSpec | undefined): void {
       if (volumes.has(v.name)) e.duplicate(`${p}.name`, v.name);
       volumes.add(v.name);
     }
-    const sources = ['persistentVolumeClaim', 'emptyDir', 'hostPath', 'configMap', 'secret', 'csi', 'projected', 'downwardAPI'].filter(
+    const sources = ['persistentVolumeClaim', 'emptyDir', 'hostPath', 'configMap', 'secret', 'csi', 'projected', 'downwardAPI', 'ephemeral'].filter(
       (k) => (v as unknown as Record<string, unknown>)[k] !== undefined,
     );
     if (sources.length === 0) e.required(p, 'must specify a volume type');

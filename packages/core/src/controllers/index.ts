@@ -29,3 +29,4 @@ export {
   attachmentName,
   csiUniqueVolumeName,
 } from './attach-detach.js';
+export { EphemeralVolumeController, type EphemeralVolumeControllerOptions } from './ephemeral-volume.js';

@@ -4,6 +4,7 @@
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
 import { type KubeObject, type Store, StatusError } from '@kemu/core';
 import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator } from '../auth-seams.js';
+import { WebhookAdmission } from '../admission/admission-webhooks.js';
 import { DefaultStorageClassAdmission } from '../admission/default-storage-class.js';
 import { DefaultTolerationSecondsAdmission } from '../admission/default-toleration-seconds.js';
 import { LimitRangerAdmission } from '../admission/limit-ranger.js';
@@ -62,7 +63,9 @@ export const ADMISSION_PLUGINS = [
   'Priority',
   'DefaultTolerationSeconds',
   'DefaultStorageClass',
+  'MutatingAdmissionWebhook',
   'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionWebhook',
   'ResourceQuota',
 ] as const;
 export type AdmissionPluginName = (typeof ADMISSION_PLUGINS)[number];
@@ -102,6 +105,8 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   if (on('Priority')) await ensureSystemPriorityClasses(store);
   const vap = on('ValidatingAdmissionPolicy') ? new ValidatingAdmissionPolicyAdmission(store) : undefined;
   await vap?.start();
+  const webhooks = on('MutatingAdmissionWebhook') || on('ValidatingAdmissionWebhook') ? new WebhookAdmission(store) : undefined;
+  await webhooks?.start();
   const plugins: Record<AdmissionPluginName, () => AdmissionChain> = {
     NamespaceLifecycle: () => new NamespaceLifecycleAdmission(store),
     LimitRanger: () => new LimitRangerAdmission(store),
@@ -112,6 +117,8 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     DefaultTolerationSeconds: () => new DefaultTolerationSecondsAdmission(),
     DefaultStorageClass: () => new DefaultStorageClassAdmission(store),
     ValidatingAdmissionPolicy: () => vap!,
+    MutatingAdmissionWebhook: () => ({ admit: (a) => webhooks!.admit(a), validate: async () => {} }),
+    ValidatingAdmissionWebhook: () => ({ admit: async () => {}, validate: (a) => webhooks!.validate(a) }),
     ResourceQuota: () => new ResourceQuotaAdmission(store),
   };
   const builtins = ADMISSION_PLUGINS.filter((n) => n !== 'ResourceQuota' && on(n)).map((n) => plugins[n]());
@@ -177,6 +184,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       return tr.status!.token;
     },
     async stop() {
+      await webhooks?.stop();
       await vap?.stop();
       await quotaStatus?.stop();
       await serviceAccounts.stop();

@@ -8,6 +8,7 @@ export * from './api-authentication.js';
 export * from './api-authorization.js';
 export { MAX_SECRET_SIZE, prepareSecret, SECRET_KEYS, SECRET_TYPES, type Secret, secretValue } from './api-secret.js';
 export { configKeyErrors } from './validation-secret.js';
+export { ephemeralClaimName, isPodOwnedClaim, notCreatedForPodMessage, podVolumeClaimName } from './pod-volume-claims.js';
 export { SECRET_KIND } from './kinds-secret.js';
 export * from './api-service.js';
 export type * from './api-networking.js';

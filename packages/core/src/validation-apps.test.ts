@@ -77,6 +77,12 @@ describe('StatefulSet', () => {
     const a = obj('StatefulSet', 'apps/v1', { serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: tmpl({ app: 'db' }), volumeClaimTemplates: [pvc('1Gi')] });
     const b = obj('StatefulSet', 'apps/v1', { serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: tmpl({ app: 'db' }), volumeClaimTemplates: [pvc('2Gi')] });
     expect(errs(a)).toEqual([]);
+    // Containers may mount a claim template by name; any other unknown volume is still refused.
+    a.spec.template.spec.containers[0].volumeMounts = [{ name: 'data', mountPath: '/data' }];
+    expect(validationErrors(a)).toEqual([]);
+    a.spec.template.spec.containers[0].volumeMounts = [{ name: 'other', mountPath: '/data' }];
+    expect(validationErrors(a).map((c) => c.field)).toEqual(['spec.template.spec.containers[0].volumeMounts[0].name']);
+    delete a.spec.template.spec.containers[0].volumeMounts;
     applyDefaults(b);
     expect(updateErrors(b, a).map((c) => `${c.field}: ${c.type}`)).toEqual(['spec: FieldValueForbidden']);
     expect(a.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: 'Retain', whenScaled: 'Retain' });

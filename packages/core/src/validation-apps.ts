@@ -142,7 +142,10 @@ export function validateStatefulSet(e: FieldErrors, obj: KubeObject): void {
   if (!s || typeof s !== 'object') return e.required('spec');
   replicas(e, s.replicas);
   validateSelectorAndTemplate(e, 'statefulset', s.selector, s.template);
-  validateTemplate(e, 'spec.template', s.template);
+  // Containers mount the claim templates by name: they count as volumes of the template.
+  const claimVolumes = (s.volumeClaimTemplates ?? []).filter((c) => c?.metadata?.name).map((c) => ({ name: c.metadata.name!, persistentVolumeClaim: { claimName: c.metadata.name! } }));
+  const template = s.template?.spec && claimVolumes.length ? { ...s.template, spec: { ...s.template.spec, volumes: [...(s.template.spec.volumes ?? []), ...claimVolumes] } } : s.template;
+  validateTemplate(e, 'spec.template', template);
   if (!oneOf(s.podManagementPolicy, ['OrderedReady', 'Parallel'])) {
     e.notSupported('spec.podManagementPolicy', s.podManagementPolicy ?? '', ['OrderedReady', 'Parallel']);
   }

@@ -266,23 +266,20 @@ export class ProcessBackend implements Backend {
     try {
       if (!rootfs) {
         // An image without layers runs on the host's own filesystem: its view of every host filesystem is
-        // read-only (a root container cannot chmod /, write /etc or remove files), with a private /tmp.
+        // read-only (a root container cannot chmod /, write /etc or remove files), with a private /tmp (below).
         for (const mp of hostMountPoints(holder.pid!)) {
           const r = await run(NSENTER, [mnt, '--', 'mount', '-o', 'remount,bind,ro', mp]);
           if (r.code !== 0 && fs.existsSync(mp)) throw new Error(`making ${mp} read-only for the container: ${r.stderr.trim()}`);
         }
-        await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=1777,nosuid,nodev', 'tmpfs', '/tmp']);
       }
-      {
+      if (rootfs) {
         // A minimal /dev: a tmpfs with the few character devices programs expect, not the host's /dev.
-        if (rootfs) for (const d of ['proc', 'dev', 'etc', 'tmp']) mkdirWithin(rootfs, target(`/${d}`), 0o755, 'image directory');
+        for (const d of ['proc', 'dev', 'etc', 'tmp']) mkdirWithin(rootfs, target(`/${d}`), 0o755, 'image directory');
         await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=755,nosuid', 'tmpfs', target('/dev')]);
         for (const dev of ['null', 'zero', 'full', 'random', 'urandom', 'tty']) {
           await runOk(NSENTER, [mnt, '--', 'touch', target(`/dev/${dev}`)]);
           await runOk(NSENTER, [mnt, '--', 'mount', '--bind', `/dev/${dev}`, target(`/dev/${dev}`)]);
         }
-        for (const d of ['pts', 'shm']) await runOk(NSENTER, [mnt, '--', 'mkdir', '-p', target(`/dev/${d}`)]);
-        await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=1777,nosuid,nodev', 'shm', target('/dev/shm')]);
       }
       if (!sb.hostNetwork) {
         const dir = sb.backend.filesDir as string;
@@ -290,6 +287,9 @@ export class ProcessBackend implements Backend {
         for (const f of ['resolv.conf', 'hosts', 'hostname']) await bind(path.join(dir, f), target(`/etc/${f}`), false);
       }
       for (const m of c.config.mounts ?? []) await bind(m.hostPath!, target(m.containerPath!), !!m.readonly);
+      // Last, as the binds' sources may live under the host's /tmp; not over a requested mount under /tmp.
+      const underTmp = (c.config.mounts ?? []).some((m) => m.containerPath === '/tmp' || m.containerPath!.startsWith('/tmp/'));
+      if (!rootfs && !underTmp) await runOk(NSENTER, [mnt, '--', 'mount', '-t', 'tmpfs', '-o', 'mode=1777,nosuid,nodev', 'tmpfs', '/tmp']);
     } catch (err) {
       holder.kill('SIGKILL');
       throw err;

@@ -147,13 +147,15 @@ export class RequestHandler {
     if (authn) user = authn.user;
     else if (this.options.anonymous) user = anonymousUser();
     else throw new StatusError('Unauthorized', 401, 'Unauthorized');
-    Object.assign(audit, {
-      user,
-      verb: info.verb,
-      objectRef: info.isResourceRequest
-        ? { resource: info.resource, namespace: info.namespace || undefined, name: info.name || undefined, apiGroup: info.apiGroup, apiVersion: info.apiVersion, subresource: info.subresource || undefined }
-        : undefined,
-    });
+    if (this.audit !== discardAudit) {
+      Object.assign(audit, {
+        user,
+        verb: info.verb,
+        objectRef: info.isResourceRequest
+          ? { resource: info.resource, namespace: info.namespace || undefined, name: info.name || undefined, apiGroup: info.apiGroup, apiVersion: info.apiVersion, subresource: info.subresource || undefined }
+          : undefined,
+      });
+    }
     this.recordAudit(audit, 'RequestReceived');
     const imp = await this.impersonator.impersonate(user, authReq, this.authorizer);
     if (imp.impersonatedBy) {
@@ -166,6 +168,8 @@ export class RequestHandler {
   }
 
   recordAudit(audit: Partial<AuditEvent>, stage: AuditEvent['stage'], code?: number, status?: { reason?: string; message?: string }): void {
+    // Without an audit backend there is nobody to build events for.
+    if (this.audit === discardAudit) return;
     try {
       this.audit.record({
         ...(audit as AuditEvent),
@@ -179,6 +183,7 @@ export class RequestHandler {
   }
 
   newAudit(req: IncomingRequest): Partial<AuditEvent> {
+    if (this.audit === discardAudit) return {};
     return {
       auditID: randomUUID(),
       requestURI: req.url ?? '/',

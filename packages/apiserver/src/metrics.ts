@@ -20,15 +20,23 @@ function labelText(labels: Record<string, string>): string {
 }
 
 export class ApiMetrics {
+  /** Label texts by their values joined, so a request does not format its labels again. */
+  private readonly labelCache = new Map<string, string>();
   private readonly totals = new Map<string, number>();
   private readonly durations = new Map<string, { counts: number[]; sum: number; count: number }>();
   private readonly longRunning = new Map<string, number>();
 
+  private labels(labels: RequestLabels): string {
+    const k = `${labels.verb}\u0000${labels.group}\u0000${labels.version}\u0000${labels.resource}\u0000${labels.subresource}\u0000${labels.scope}`;
+    let text = this.labelCache.get(k);
+    if (text === undefined) this.labelCache.set(k, (text = labelText({ ...labels, component: 'apiserver' } as unknown as Record<string, string>)));
+    return text;
+  }
+
   observe(labels: RequestLabels, code: number, seconds: number): void {
-    const base = { ...labels, component: 'apiserver' } as Record<string, string>;
-    const tk = labelText({ ...base, code: String(code) });
+    const dk = this.labels(labels);
+    const tk = `${dk},code="${code}"`;
     this.totals.set(tk, (this.totals.get(tk) ?? 0) + 1);
-    const dk = labelText(base);
     let h = this.durations.get(dk);
     if (!h) this.durations.set(dk, (h = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 }));
     for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]) h.counts[i]++;

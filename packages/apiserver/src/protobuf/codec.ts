@@ -47,6 +47,9 @@ export function resetCodecCache(): void {
 
 function timeString(seconds: number, nanos: number, micro: boolean): string {
   const d = new Date(seconds * 1000);
+  // Date covers ±8.64e15 ms; anything beyond is not a time a client meant.
+  if (Number.isNaN(d.getTime()) || d.getUTCFullYear() > 9999 || d.getUTCFullYear() < 0)
+    throw new BadRequestError(`protobuf: a time of ${seconds} seconds since 1970 is out of range`);
   const base = d.toISOString().slice(0, 19);
   return micro ? `${base}.${String(Math.floor(nanos / 1000)).padStart(6, '0')}Z` : `${base}Z`;
 }

@@ -5,7 +5,8 @@ import type { KubeObject } from '@kemu/core';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type KubectlServer, startKubectlServer } from '../openapi/testing-kubectl.js';
-import { decodeEnvelope, decodeObjectBytes, encodeObject, PROTOBUF_CONTENT_TYPE } from './index.js';
+import { decodeEnvelope, decodeObjectBytes, encodeEnvelope, encodeObject, PROTOBUF_CONTENT_TYPE } from './index.js';
+import { WIRE_BYTES, WIRE_VARINT, Writer } from './wire.js';
 
 const testdata = path.join(path.dirname(fileURLToPath(import.meta.url)), 'testdata');
 const fixture = (name: string) => fs.readFileSync(path.join(testdata, name));
@@ -131,6 +132,34 @@ describe('protobuf bodies', () => {
     const patched = Buffer.from(wrongKind.toString('latin1').replace('ConfigMap', 'NoSuchMap'), 'latin1');
     expect(() => decodeObjectBytes(patched)).toThrow('no kind "NoSuchMap" is registered for version "v1"');
     expect(() => encodeObject({ apiVersion: 'crd.projectcalico.org/v1', kind: 'IPPool', metadata: {} })).toThrow(expect.objectContaining({ code: 415 }));
+  });
+});
+
+describe('protobuf decoding of mutated bodies', () => {
+  it('answers every corrupted body with a value or a 400, never another error', () => {
+    // A small deterministic generator, so a failure names its seed and replays.
+    let seed = 12345;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const bases = ['create-deployment.kubectl-1.32.pb', 'create-service.kubectl-1.32.pb', 'create-configmap.kubectl-1.32.pb'].map(fixture);
+    bases.push(encodeObject(pod));
+    // A creationTimestamp far beyond year 9999 is refused, not a RangeError.
+    const ts = new Writer().tag(1, WIRE_VARINT).varint(2n ** 50n).finish();
+    const meta = new Writer().tag(1, WIRE_BYTES).string('x').tag(8, WIRE_BYTES).bytes(ts).finish();
+    const far = encodeEnvelope('v1', 'ConfigMap', new Writer().tag(1, WIRE_BYTES).bytes(meta).finish());
+    expect(() => decodeObjectBytes(far)).toThrow(/out of range/);
+    for (let i = 0; i < 3000; i++) {
+      const b = Buffer.from(bases[i % bases.length]);
+      const flips = 1 + rand(4);
+      for (let j = 0; j < flips; j++) b[4 + rand(b.length - 4)] = rand(256);
+      try {
+        decodeObjectBytes(b);
+      } catch (e) {
+        expect({ i, code: (e as { code?: number }).code, message: (e as Error).message }).toMatchObject({ code: 400 });
+      }
+    }
   });
 });
 

@@ -8,6 +8,7 @@ import { ControllerContext } from './controller-context.js';
 import { CronJobController } from './cronjob-controller.js';
 import { DaemonSetController } from './daemonset-controller.js';
 import { DeploymentController } from './deployment-controller.js';
+import { DisruptionController } from './disruption-controller.js';
 import { EndpointSliceController } from './endpointslice-controller.js';
 import { JobController, type JobControllerOptions } from './job-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
@@ -26,6 +27,7 @@ type Factory = (ctx: ControllerContext, opts: ControllerManagerOptions) => Runna
 const CONTROLLERS: Record<string, Factory> = {
   daemonset: (ctx) => new DaemonSetController(ctx),
   deployment: (ctx) => new DeploymentController(ctx),
+  disruption: (ctx) => new DisruptionController(ctx),
   replicaset: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicaSet' }),
   replicationcontroller: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicationController' }),
   endpointslice: (ctx, o) => new EndpointSliceController(ctx, { endpoints: enabledIn(o, 'endpoint') }),

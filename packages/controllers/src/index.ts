@@ -5,6 +5,7 @@ export { CONTROLLER_NAMES, ControllerManager, type ControllerManagerOptions, ena
 export { CronJobController, mostRecentScheduleTime, SCHEDULED_TIMESTAMP_ANNOTATION } from './cronjob-controller.js';
 export { DAEMON_TOLERATIONS, DaemonSetController, shouldRunOn, targetNode } from './daemonset-controller.js';
 export { DeploymentController } from './deployment-controller.js';
+export { DisruptionController } from './disruption-controller.js';
 export {
   computeHash,
   newRSNewReplicas,

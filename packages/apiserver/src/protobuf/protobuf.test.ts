@@ -143,7 +143,7 @@ describe('protobuf decoding of mutated bodies', () => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
       return seed % n;
     };
-    const bases = ['create-deployment.kubectl-1.32.pb', 'create-service.kubectl-1.32.pb', 'create-configmap.kubectl-1.32.pb'].map(fixture);
+    const bases: Buffer[] = ['create-deployment.kubectl-1.32.pb', 'create-service.kubectl-1.32.pb', 'create-configmap.kubectl-1.32.pb'].map(fixture);
     bases.push(encodeObject(pod));
     // A creationTimestamp far beyond year 9999 is refused, not a RangeError.
     const ts = new Writer().tag(1, WIRE_VARINT).varint(2n ** 50n).finish();

@@ -177,6 +177,42 @@ describe('pod env and volume sources', () => {
     expect(ev.message).toBe('MountVolume.SetUp failed for volume "api" : the cluster serves no TokenRequest API: no service account token to project');
   });
 
+  it('mounts a generic ephemeral volume from the pod-owned claim <pod>-<volume>, and refuses a claim the pod does not own', async () => {
+    const k = await start();
+    const hostDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-ephemeral-pv-'));
+    dirs.push(hostDir);
+    fs.writeFileSync(path.join(hostDir, 'hello'), 'from the claim');
+    const template = { spec: { accessModes: ['ReadWriteOnce' as const], resources: { requests: { storage: '1Gi' } } } };
+    const created = await k.store.create(
+      testPod('eph', {
+        containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }],
+        volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: template } }],
+      }),
+    );
+    await k.store.create({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pv-eph' }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], hostPath: { path: hostDir } } });
+    const pvc = await k.store.create({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'eph-scratch', namespace: 'default', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'eph', uid: created.metadata.uid!, controller: true }] },
+      spec: { ...template.spec, volumeName: 'pv-eph' },
+    });
+    await k.store.updateStatus({ ...pvc, status: { phase: 'Bound' } });
+    await until('pod running', async () => (await phase(k.store, 'eph')) === 'Running');
+    expect((await exec(k, 'eph', ['cat', '/scratch/hello'])).stdout).toBe('from the claim');
+
+    await k.store.create({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'other-scratch', namespace: 'default' },
+      spec: { ...template.spec },
+    });
+    await k.store.create(testPod('other', { volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: template } }] }));
+    const ev = await until('FailedMount', async () =>
+      (await k.store.list('Event', { namespace: 'default' })).items.find((e) => e.reason === 'FailedMount' && e.involvedObject.name === 'other'),
+    );
+    expect(ev.message).toBe('MountVolume.SetUp failed for volume "scratch" : PVC default/other-scratch was not created for pod default/other (pod is not owner)');
+  });
+
   it('keeps a pod whose ConfigMap volume is missing in ContainerCreating with a FailedMount event; optional ones mount empty', async () => {
     const k = await start();
     await k.store.create(testPod('novol', { volumes: [{ name: 'cfg', configMap: { name: 'absent' } }] }));

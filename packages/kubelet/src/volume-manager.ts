@@ -9,10 +9,13 @@ import path from 'node:path';
 import {
   type CSIDriver,
   isNotFound,
+  isPodOwnedClaim,
+  notCreatedForPodMessage,
   type PersistentVolume,
   type PersistentVolumeAccessMode,
   type PersistentVolumeClaim,
   type Pod,
+  podVolumeClaimName,
   type Store,
   type VolumeAttachment,
 } from '@kemu/core';
@@ -111,8 +114,10 @@ export class VolumeManager {
     this.pods.set(uid, state);
     for (const vol of pod.spec.volumes ?? []) {
       if (state.paths.has(vol.name)) continue;
-      if (vol.persistentVolumeClaim) {
-        state.paths.set(vol.name, await this.mountClaim(pod, vol.name, vol.persistentVolumeClaim, state));
+      if (vol.persistentVolumeClaim || vol.ephemeral) {
+        // A generic ephemeral volume is the pod's own claim <pod>-<volume>, made by the ephemeral volume controller.
+        const claim = { claimName: podVolumeClaimName(pod, vol)!, readOnly: vol.persistentVolumeClaim?.readOnly, ephemeral: !!vol.ephemeral };
+        state.paths.set(vol.name, await this.mountClaim(pod, vol.name, claim, state));
       } else if (vol.csi) {
         const handle = `csi-${createHash('sha256').update(`${uid}${vol.name}`).digest('hex')}`;
         const plugin = this.plugin(vol.csi.driver);
@@ -222,7 +227,7 @@ export class VolumeManager {
   private async mountClaim(
     pod: Pod,
     volName: string,
-    source: { claimName: string; readOnly?: boolean },
+    source: { claimName: string; readOnly?: boolean; ephemeral?: boolean },
     state: PodVolumes,
   ): Promise<string> {
     const ns = pod.metadata.namespace ?? 'default';
@@ -233,6 +238,7 @@ export class VolumeManager {
       if (isNotFound(err)) throw new VolumeWaitError(`persistentvolumeclaim "${source.claimName}" not found`);
       throw err;
     }
+    if (source.ephemeral && !isPodOwnedClaim(pod, pvc)) throw new VolumeWaitError(notCreatedForPodMessage(pod, source.claimName), 'FailedMount', volName);
     if (pvc.status?.phase !== 'Bound' || !pvc.spec.volumeName) {
       throw new VolumeWaitError(`persistentvolumeclaim "${source.claimName}" is not bound`);
     }
@@ -312,7 +318,6 @@ export class VolumeManager {
       volumeContext: { ...(src.volumeAttributes ?? {}), ...((await this.podInfoOnMount(src.driver)) ? this.podInfo(pod) : {}) },
     });
     state.csi.push({ driver: src.driver, volumeHandle: src.volumeHandle, uniqueName, stagingPath, targetPath });
-    void volName;
     return targetPath;
   }
 

@@ -89,6 +89,31 @@ describe('eviction ranking and messages (upstream rankMemoryPressure, evictionMe
     expect(m.conditions().MemoryPressure).toBe(false);
   });
 
+  it('under disk pressure frees unused images first, and evicts no pod when that is enough', async () => {
+    const { config } = decodeKubeletConfiguration(HEAD + 'evictionHard: {imagefs.available: 15%}\n');
+    const GiB = 2 ** 30;
+    let used = 90 * GiB;
+    const fsStats = () => ({ time: now, capacityBytes: 100 * GiB, availableBytes: 100 * GiB - used, usedBytes: used });
+    const evicted: Eviction[] = [];
+    let reclaims = 0;
+    const m = new EvictionManager({
+      config,
+      allocatable: {},
+      summary: async () => ({ node: { nodeName: 'n', startTime: now, fs: fsStats(), runtime: { imageFs: fsStats() } }, pods: [stats(pods[2], 1)] }),
+      activePods: () => [pods[2]],
+      evict: async (e) => void evicted.push(e),
+      reclaimImages: async () => {
+        reclaims++;
+        used = 50 * GiB;
+        return 40 * GiB;
+      },
+    });
+    await m.synchronize();
+    expect(reclaims).toBe(1);
+    expect(evicted).toEqual([]);
+    expect(m.conditions().DiskPressure).toBe(true);
+  });
+
   it('rejects a soft threshold without a grace period', () => {
     expect(() => decodeKubeletConfiguration(HEAD + 'evictionSoft: {pid.available: 10%}\n')).toThrow(/must have a grace period/);
   });

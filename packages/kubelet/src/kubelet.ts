@@ -30,6 +30,7 @@ import { ProbeManager, realProbeTransport } from './prober.js';
 import { RuntimeCache } from './runtime-cache.js';
 import { SummaryProvider } from './stats-summary.js';
 import { KubeletServer } from './kubelet-server.js';
+import { ImageGCManager } from './image-gc-manager.js';
 import type { KubeletOptions } from './types.js';
 import { storeObjectSource } from './object-source.js';
 import { VolumeManager } from './volume-manager.js';
@@ -57,6 +58,7 @@ export class Kubelet {
   /** The Summary API (/stats/summary). */
   readonly summary: SummaryProvider;
   readonly eviction: EvictionManager;
+  readonly imageGC: ImageGCManager;
   /** Device plugins (extended resources), when a device-plugins directory is configured. */
   readonly devices?: DeviceManager;
   private readonly baseCapacity: Record<string, string>;
@@ -154,7 +156,15 @@ export class Kubelet {
       rootDir: o.rootDir,
       containerManager: this.containerManager,
     });
+    this.imageGC = new ImageGCManager(o.images, o.runtime, {
+      highPercent: config.imageGCHighThresholdPercent,
+      lowPercent: config.imageGCLowThresholdPercent,
+      minAgeMs: parseGoDuration(config.imageMinimumGCAge, 'imageMinimumGCAge'),
+      // Images share the node filesystem with the pods' ephemeral storage (as the Summary reports it).
+      capacityBytes: () => parseQuantity(capacity['ephemeral-storage'] ?? '0').value(),
+    });
     this.eviction = new EvictionManager({
+      reclaimImages: () => this.imageGC.deleteUnusedImages(),
       config,
       allocatable: allocatable(capacity, reserved),
       summary: () => this.summary.summary(),
@@ -229,6 +239,8 @@ export class Kubelet {
     this.every(this.o.syncFrequencyMs ?? 60_000, () => this.resyncAll());
     // Eviction is on only with a KubeletConfiguration (its thresholds); upstream monitors every 10 s.
     if (this.o.config) this.every(this.o.evictionMonitoringPeriodMs ?? 10_000, () => this.evictionPass());
+    // Image GC follows the configuration's thresholds; upstream looks every 5 minutes.
+    if (this.o.config) this.every(this.o.imageGCPeriodMs ?? 5 * 60_000, async () => void (await this.imageGC.garbageCollect()));
     if (this.o.containerEvents) this.consumeEvents();
     if (this.o.staticPodPath) {
       await this.syncStaticPods();

@@ -40,6 +40,8 @@ export interface KubeletOptions {
   cgroups?: CgroupManager;
   /** How often the eviction manager looks at the signals (upstream 10 s). */
   evictionMonitoringPeriodMs?: number;
+  /** How often image garbage collection runs (upstream 5 min). */
+  imageGCPeriodMs?: number;
   /** Serve the device-plugin Registration service in this directory (upstream <root>/device-plugins). */
   devicePluginDir?: string;
   /** Serve /stats/summary and /metrics/{resource,cadvisor} on HOST:PORT (port 0: any free one). */

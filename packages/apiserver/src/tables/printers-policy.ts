@@ -1,6 +1,7 @@
 // Printers of identity, policy and quota kinds: ServiceAccount, Secret, ResourceQuota (v1),
 // PodDisruptionBudget (policy/v1), HorizontalPodAutoscaler (autoscaling/v2), RoleBinding and
-// ClusterRoleBinding (rbac.authorization.k8s.io/v1).
+// ClusterRoleBinding (rbac.authorization.k8s.io/v1), and the admission webhook and policy kinds
+// (admissionregistration.k8s.io/v1). Roles and ClusterRoles have no printer upstream: Name and Created At.
 import { age } from './human-duration.js';
 import { column, NAME_COLUMN, registerPrinter } from './table.js';
 
@@ -89,6 +90,40 @@ export function registerPolicyPrinters(): void {
         o.status?.currentReplicas ?? 0,
         age(o.metadata.creationTimestamp, now),
       ];
+    },
+  });
+
+  for (const kind of ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']) {
+    registerPrinter('admissionregistration.k8s.io/v1', kind, {
+      columns: [NAME_COLUMN, column('Webhooks', 'integer', 'Number of webhooks in the configuration.'), AGE],
+      row: (o, now) => [o.metadata.name ?? '', (o.webhooks ?? []).length, age(o.metadata.creationTimestamp, now)],
+    });
+  }
+
+  registerPrinter('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy', {
+    columns: [
+      NAME_COLUMN,
+      column('Validations', 'integer', 'Number of validation rules.'),
+      column('ParamKind', 'string', 'Kind of the objects that parameterize the policy.'),
+      AGE,
+    ],
+    row(o, now) {
+      const pk = o.spec?.paramKind;
+      return [o.metadata.name ?? '', (o.spec?.validations ?? []).length, pk ? `${pk.apiVersion}/${pk.kind}` : '<unset>', age(o.metadata.creationTimestamp, now)];
+    },
+  });
+
+  registerPrinter('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding', {
+    columns: [
+      NAME_COLUMN,
+      column('PolicyName', 'string', 'The policy the binding applies.'),
+      column('ParamRef', 'string', 'The object holding the parameters.'),
+      AGE,
+    ],
+    row(o, now) {
+      const ref = o.spec?.paramRef;
+      const param = ref ? (ref.namespace ? `${ref.namespace}/${ref.name ?? '*'}` : (ref.name ?? '*')) : '<unset>';
+      return [o.metadata.name ?? '', o.spec?.policyName ?? '', param, age(o.metadata.creationTimestamp, now)];
     },
   });
 

@@ -181,6 +181,8 @@ describe('printers of the workload, network and policy kinds', () => {
     expect(cells('v1', 'ServiceAccount', {})).toEqual(['x', 0, '5m']);
     expect(cells('policy/v1', 'PodDisruptionBudget', { spec: { minAvailable: '50%' }, status: { disruptionsAllowed: 1 } })).toEqual(['x', '50%', 'N/A', 1, '5m']);
     const subjects = [{ kind: 'User', name: 'alice' }, { kind: 'ServiceAccount', name: 'builder', namespace: 'ci' }];
+    expect(cells('admissionregistration.k8s.io/v1', 'ValidatingWebhookConfiguration', { webhooks: [{ name: 'a' }, { name: 'b' }] })).toEqual(['x', 2, '5m']);
+    expect(headers('rbac.authorization.k8s.io/v1', 'Role')).toEqual(['Name', 'Created At']);
     expect(cells('rbac.authorization.k8s.io/v1', 'RoleBinding', { roleRef: { kind: 'ClusterRole', name: 'view' }, subjects })).toEqual(['x', 'ClusterRole/view', '5m', 'alice', '', 'ci:builder']);
   });
 });

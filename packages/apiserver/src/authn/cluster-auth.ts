@@ -21,6 +21,8 @@ import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregat
 import { RBACEscalationCheck } from '../authz/escalation.js';
 import { RBACAuthorizer } from '../authz/rbac-authorizer.js';
 import { InformerRBACSource } from '../authz/rbac-source.js';
+import { AuditLogSink } from './audit-log.js';
+import { loadAuditPolicy } from './audit-policy.js';
 import { BearerTokenAuthenticator, type TokenAuthenticator } from './bearer-token.js';
 import { HeaderImpersonator } from './impersonation.js';
 import { selfSubjectReview, tokenReview } from './reviews.js';
@@ -49,6 +51,8 @@ export interface ClusterAuthOptions {
   /** Admission plugins run after the built-in mutating and validating ones, before RBAC escalation and quota. */
   extraAdmission?: AdmissionChain[];
   onError?(err: unknown): void;
+  /** An audit log: audit.k8s.io/v1 Events as JSON lines at `path`, kept as the policy file says. */
+  audit?: { path: string; policyFile: string };
   /** The clock tokens are issued and checked against (tests move it to see tokens expire). */
   now?: () => Date;
 }
@@ -85,6 +89,8 @@ export interface ClusterAuth {
 /** Starts the RBAC caches and the aggregation controller, creates the bootstrap policy, and returns the seams. */
 export async function startClusterAuth(opts: ClusterAuthOptions): Promise<ClusterAuth> {
   const { store } = opts;
+  // The audit policy first: a bad file stops the start before anything runs, as upstream refuses to start.
+  const audit = opts.audit ? new AuditLogSink(opts.audit.path, loadAuditPolicy(opts.audit.policyFile), opts.onError) : undefined;
   await ensureBootstrapPolicy(store);
   const source = new InformerRBACSource(store);
   await source.start();
@@ -166,6 +172,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       authenticator: unionAuthenticator(new X509Authenticator(opts.caCertPem), new BearerTokenAuthenticator(tokenAuthenticators)),
       anonymous: opts.anonymous ?? true,
       impersonator: new HeaderImpersonator(),
+      ...(audit ? { audit } : {}),
       authorizer: rbac,
       admission,
     },
@@ -190,6 +197,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       await serviceAccounts.stop();
       await aggregation.stop(false);
       await source.stop();
+      audit?.close();
     },
   };
 }
@@ -238,6 +246,8 @@ export function deferredClusterAuth(): { seams: AuthSeams; resolve(auth: Cluster
         impersonate: async (user, req, authorizer) =>
           early(user.groups) && !Object.keys(req.headers).some((h) => h.startsWith('impersonate-')) ? { user } : (await s()).impersonator!.impersonate(user, req, authorizer),
       },
+      // Events before the hand-over (the cluster's own start-up through its local socket) are not kept.
+      audit: { record: (ev) => current?.seams.audit?.record(ev) },
       authorizer: {
         authorize: async (attrs) => (early(attrs.user.groups) ? { decision: 'allow', reason: '' } : (await s()).authorizer!.authorize(attrs)),
       },

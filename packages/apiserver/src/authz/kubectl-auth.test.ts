@@ -54,7 +54,14 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-auth-e2e-'));
     store = await createMemoryStore();
     ca = await CertificateAuthority.create('kemu-auth-ca');
-    auth = await startClusterAuth({ store, caCertPem: ca.certPem, serviceAccountKeys: await ServiceAccountKeys.create(), now: () => new Date(Date.now() + clock * 1000) });
+    fs.writeFileSync(path.join(dir, 'audit-policy.yaml'), 'apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources:\n  - group: ""\n    resources: [pods]\n- level: None\n');
+    auth = await startClusterAuth({
+      store,
+      caCertPem: ca.certPem,
+      serviceAccountKeys: await ServiceAccountKeys.create(),
+      now: () => new Date(Date.now() + clock * 1000),
+      audit: { path: path.join(dir, 'audit.log'), policyFile: path.join(dir, 'audit-policy.yaml') },
+    });
     const serving = await ca.issueServing();
     api = await startApiServer(store, path.join(dir, 'api.sock'), {}, { ...auth.seams, renderers: { protobufDecode: decodeObjectBytes }, tcp: { host: '127.0.0.1', port: 0, tls: { ...serving, clientCA: ca.certPem } } });
     for (const name of ['dev', 'secure', 'lax']) await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
@@ -85,6 +92,22 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     expect(got.stderr.trim()).toBe('No resources found in dev namespace.');
     // Another user with another group still gets nothing.
     expect((await as('bob', ['auth', 'can-i', 'list', 'pods'], ['testers'])).stdout.trim()).toBe('no');
+  });
+
+  it('keeps an audit log of pod requests in the audit.k8s.io/v1 Event format, refusals included', async () => {
+    await eventually(async () => fs.existsSync(path.join(dir, 'audit.log')) && fs.readFileSync(path.join(dir, 'audit.log'), 'utf8').includes('"code":403'));
+    const events = fs.readFileSync(path.join(dir, 'audit.log'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.every((e) => e.kind === 'Event' && e.apiVersion === 'audit.k8s.io/v1' && e.level === 'Metadata' && e.stage === 'ResponseComplete')).toBe(true);
+    expect(events.every((e) => e.objectRef.resource === 'pods')).toBe(true);
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        verb: 'list',
+        requestURI: expect.stringMatching(/^\/api\/v1\/namespaces\/dev\/pods/),
+        user: { username: 'alice', groups: ['developers', 'system:authenticated'] },
+        objectRef: expect.objectContaining({ resource: 'pods', namespace: 'dev' }),
+        responseStatus: expect.objectContaining({ code: 403 }),
+      }),
+    );
   });
 
   it('prints the user and groups for auth whoami', async () => {

@@ -1,7 +1,9 @@
 import { createCri } from '@kemu/cri';
 import { cri, inProcessApi } from '@kemu/proto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimCgroupManager } from './cgroup-manager.js';
+import fs from 'node:fs';
+import { detectCgroupVersion, RealCgroupManager, SimCgroupManager } from './cgroup-manager.js';
+import { cgroupFiles, podResourceConfig } from './cm-qos.js';
 import { decodeKubeletConfiguration } from './kubelet-config.js';
 import { startTestKubelet, type TestKubelet, testPod, until } from './testing.js';
 
@@ -63,5 +65,33 @@ describe('the kubelet makes pod cgroups', () => {
       oomScoreAdj: -997,
     });
     expect(k.kubelet.podCgroup(created.metadata.uid!)?.cgroup.files).toMatchObject({ 'cpu.weight': '20', 'cpu.max': '25000 50000', 'memory.max': String(128 * 2 ** 20) });
+  });
+});
+
+// As root: the kubelet makes the pod's cgroup for real (in a scratch subtree of /sys/fs/cgroup, removed after).
+const realOk = process.getuid?.() === 0 && detectCgroupVersion() !== undefined;
+describe.runIf(realOk)('the kubelet makes pod cgroups on the host', () => {
+  it('writes the QoS class formulas to the pod cgroup under /sys/fs/cgroup and removes it with the pod', async () => {
+    const root = `/kemu-test-kubelet-${process.pid}`;
+    const { config } = decodeKubeletConfiguration(`apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupRoot: ${root}\npodPidsLimit: 128\n`);
+    const cgroups = new RealCgroupManager();
+    try {
+      const k = await startTestKubelet({ config, cgroups });
+      running.push(k);
+      const created = await k.store.create(
+        testPod('g', { containers: [{ name: 'app', image: 'busybox', resources: { requests: { cpu: '500m', memory: '128Mi' }, limits: { cpu: '500m', memory: '128Mi' } } }] }),
+      );
+      await until('pod running', async () => (await k.store.get('Pod', 'default', 'g')).status?.phase === 'Running');
+      const dir = `${root}/kubepods/pod${created.metadata.uid}`;
+      for (const f of cgroupFiles(podResourceConfig(created, { podPidsLimit: 128 }), cgroups.version)) {
+        expect(cgroups.read(dir, f.controller, f.file), f.file).toBe(f.value);
+      }
+      expect(cgroups.read(dir, 'cpu', cgroups.version === 'v1' ? 'cpu.shares' : 'cpu.weight')).toBe(cgroups.version === 'v1' ? '512' : '20');
+      await k.store.delete('Pod', 'default', 'g');
+      await until('pod cgroup removed', () => !fs.existsSync(cgroups.dirs(dir)[0].dir));
+    } finally {
+      cgroups.destroy(root);
+    }
+    expect(fs.existsSync(cgroups.dirs(root)[0].dir)).toBe(false);
   });
 });

@@ -12,6 +12,7 @@ import { DisruptionController } from './disruption-controller.js';
 import { EndpointSliceController } from './endpointslice-controller.js';
 import { JobController, type JobControllerOptions } from './job-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
+import { ResourceQuotaController } from './resource-quota-controller.js';
 import { ServiceAccountController } from './service-account-controller.js';
 import { StatefulSetController } from './statefulset-controller.js';
 import { TTLAfterFinishedController } from './ttl-after-finished-controller.js';
@@ -31,6 +32,7 @@ const CONTROLLERS: Record<string, Factory> = {
   replicaset: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicaSet' }),
   replicationcontroller: (ctx) => new ReplicaSetController(ctx, { kind: 'ReplicationController' }),
   endpointslice: (ctx, o) => new EndpointSliceController(ctx, { endpoints: enabledIn(o, 'endpoint') }),
+  resourcequota: (ctx) => new ResourceQuotaController(ctx),
   serviceaccount: (ctx) => new ServiceAccountController(ctx),
   statefulset: (ctx) => new StatefulSetController(ctx),
   job: (ctx, o) => new JobController(ctx, o.job),

@@ -45,6 +45,37 @@ describe('disruption controller', () => {
   });
 });
 
+describe('resource quota controller', () => {
+  it('keeps status.used of pods, services, claims and cpu/memory requests', async () => {
+    const store = await MemoryStore.open();
+    const cm = new ControllerManager({ store, controllers: 'resourcequota', leaderElect: false });
+    await cm.start();
+    cleanup.push(() => store.close(), () => cm.stop());
+    await store.create({
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'q', namespace: 'default' },
+      spec: { hard: { pods: '10', 'requests.cpu': '4', 'limits.memory': '8Gi', services: '5', 'services.nodeports': '2', 'count/deployments.apps': '3' } },
+    });
+    const pod = (name: string, cpu: string, mem: string) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'x', resources: { requests: { cpu }, limits: { memory: mem } } }, { name: 'd', image: 'x', resources: { requests: { cpu: '100m' } } }] },
+    });
+    await store.create(pod('a', '500m', '1Gi'));
+    await store.create(pod('b', '1', '512Mi'));
+    await store.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 's', namespace: 'default' }, spec: { type: 'NodePort', ports: [{ port: 80 }] } });
+    await store.create(deployment(1));
+    const q = await until('usage', async () => {
+      const x = await store.get('ResourceQuota', 'default', 'q');
+      return x.status?.used?.pods === '2' && x.status.used['count/deployments.apps'] === '1' && x;
+    });
+    expect(q.status?.used).toEqual({ pods: '2', 'requests.cpu': '1700m', 'limits.memory': '1536Mi', services: '1', 'services.nodeports': '1', 'count/deployments.apps': '1' });
+    expect(q.status?.hard).toEqual(q.spec?.hard);
+  });
+});
+
 describe('leader election', () => {
   it('runs the controllers of one manager at a time and hands over when the leader stops', async () => {
     const store = await MemoryStore.open();

@@ -23,6 +23,7 @@ export { formatIndexes, parseIndexes } from './job-indexes.js';
 export { compareForDeletion, podsToDelete } from './pod-ranking.js';
 export { isPodAvailable, isPodReady } from './pod-util.js';
 export { ReplicaSetController, type ReplicatedKind } from './replica-set-controller.js';
+export { ResourceQuotaController } from './resource-quota-controller.js';
 export { ServiceAccountController } from './service-account-controller.js';
 export { claimName, ordinalOf, POD_INDEX_LABEL, POD_NAME_LABEL, StatefulSetController } from './statefulset-controller.js';
 export { TTLAfterFinishedController } from './ttl-after-finished-controller.js';

@@ -9,7 +9,8 @@ import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCriLog } from './log-writer.js';
 import { buildBusyboxImages, startRegistry, type TestRegistry } from './test-util-registry.js';
-import { containerConfig, grpcError, podConfig, startTestShim, type TestShim, waitFor } from './test-util.js';
+import { containerConfig, grpcError, podConfig, startTestShim, type TestShim, waitFor, wsStream } from './test-util.js';
+import WebSocket from 'ws';
 
 const ok = requirePeers('the runc backend', [peers.root, peers.netns, peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox, peers.referenceCni]);
 
@@ -179,6 +180,58 @@ describe.runIf(ok)('runc backend', () => {
     expect(c.log()).toMatch(/Read-only file system/);
     const bad = await grpcError(shim.call('RunPodSandbox', { config: podConfig(shim.dir, { linux: { sysctls: { 'kernel.panic': '1' } } }) }));
     expect(bad.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
+  it('exec with stdin, attach, port-forward into the pod, and pod stats (the crictl exec/attach/port-forward/stats steps)', async () => {
+    const web = await run({ command: ['httpd', '-f', '-p', '8080', '-h', '/www'] });
+    const talker = await run({ command: ['sh', '-c', 'while true; do echo tick; sleep 0.2; done'] });
+    const { url } = await shim.call('Exec', { containerId: talker.id, cmd: ['cat'], stdin: true, stdout: true, stderr: true });
+    const r = await wsStream(url!, 'v5.channel.k8s.io', 'echoed through cat\n', true);
+    expect(r.stdout).toBe('echoed through cat\n');
+    expect(JSON.parse(r.error)).toEqual({ metadata: {}, status: 'Success' });
+    const { url: failUrl } = await shim.call('Exec', { containerId: talker.id, cmd: ['sh', '-c', 'echo oops >&2; exit 4'], stdout: true, stderr: true });
+    const f = await wsStream(failUrl!, 'v4.channel.k8s.io');
+    expect(f.stderr).toBe('oops\n');
+    expect(JSON.parse(f.error)).toMatchObject({ status: 'Failure', details: { causes: [{ reason: 'ExitCode', message: '4' }] } });
+
+    const { url: attachUrl } = await shim.call('Attach', { containerId: talker.id, stdout: true, stderr: true });
+    const seen = await new Promise<string>((resolve, reject) => {
+      const ws = new WebSocket(attachUrl!.replace(/^http/, 'ws'), 'v4.channel.k8s.io');
+      let out = '';
+      ws.on('message', (raw: Buffer) => {
+        if (raw[0] === 1) out += raw.subarray(1).toString();
+        if (out.includes('tick\n')) ws.close();
+      });
+      ws.on('close', () => resolve(out));
+      ws.on('error', reject);
+    });
+    expect(seen).toContain('tick\n');
+
+    await waitFor(async () => (await exec(web.id, ['sh', '-c', 'grep -qi ":1F90 " /proc/net/tcp /proc/net/tcp6'])).exitCode === 0 || undefined, 10_000, 'httpd to listen');
+    const { url: pfUrl } = await shim.call('PortForward', { podSandboxId: pod, port: [8080] });
+    const body = await new Promise<string>((resolve, reject) => {
+      const ws = new WebSocket(`${pfUrl!.replace(/^http/, 'ws')}?port=8080`, 'v4.channel.k8s.io');
+      let data = '';
+      const chans = new Set<number>();
+      ws.on('message', (raw: Buffer) => {
+        const ch = raw[0];
+        if (!chans.has(ch)) {
+          chans.add(ch);
+          if (chans.size === 2) ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('GET /index.html HTTP/1.0\r\n\r\n')]));
+          return;
+        }
+        if (ch === 0) data += raw.subarray(1).toString();
+      });
+      ws.on('close', () => resolve(data));
+      ws.on('error', reject);
+    });
+    expect(body).toMatch(/^HTTP\/1\.[01] 200/);
+    expect(body).toContain('hello from the registry image');
+
+    const podStats = await shim.call('PodSandboxStats', { podSandboxId: pod });
+    expect(podStats.stats!.linux!.containers!.length).toBeGreaterThanOrEqual(2);
+    expect(Number(podStats.stats!.linux!.process!.processCount!.value)).toBeGreaterThanOrEqual(2);
+    for (const c of [web, talker]) await shim.call('StopContainer', { containerId: c.id, timeout: 0 });
   });
 
   it('ListContainers, RemoveContainer, and RemoveImage once nothing uses the image', async () => {

@@ -64,5 +64,7 @@ export {
 } from './authn/cluster-auth.js';
 export { ServiceAccountKeys, ServiceAccountTokens } from './authn/service-account-token.js';
 export { userKubeconfig } from './authn/user-kubeconfig.js';
+export { type AuditPolicy, loadAuditPolicy, parseAuditPolicy } from './authn/audit-policy.js';
+export { AuditLogSink } from './authn/audit-log.js';
 export { RBACAuthorizer } from './authz/rbac-authorizer.js';
 export { bootstrapClusterRoleBindings, bootstrapClusterRoles, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';

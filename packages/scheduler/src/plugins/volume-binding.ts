@@ -1,3 +1,4 @@
+import { isPodOwnedClaim, notCreatedForPodMessage, podVolumeClaimName } from '@kemu/core';
 import type {
   FilterPlugin,
   PluginFactory,
@@ -110,14 +111,16 @@ export const newVolumeBinding: PluginFactory = (
   return {
     name: VolumeBinding,
     preFilter(state, pi) {
-      const vols = (pi.pod.spec.volumes ?? []).filter((v) => v.persistentVolumeClaim);
+      const vols = (pi.pod.spec.volumes ?? []).filter((v) => v.persistentVolumeClaim || v.ephemeral);
       if (vols.length === 0) return Status.skip();
       const claims: Claims = { bound: [], delayed: [] };
       let immediate = false;
       for (const v of vols) {
-        const name = v.persistentVolumeClaim!.claimName;
+        const name = podVolumeClaimName(pi.pod, v)!;
         const pvc = cluster.pvc(pi.namespace, name);
+        if (!pvc && v.ephemeral) return Status.unresolvable(`waiting for ephemeral volume controller to create the persistentvolumeclaim "${name}"`);
         if (!pvc) return Status.unresolvable(`persistentvolumeclaim "${name}" not found`);
+        if (v.ephemeral && !isPodOwnedClaim(pi.pod, pvc)) return Status.unresolvable(notCreatedForPodMessage(pi.pod, name));
         if (pvc.metadata.deletionTimestamp)
           return Status.unresolvable(`persistentvolumeclaim "${name}" is being deleted`);
         if (pvc.spec.volumeName) {

@@ -40,7 +40,7 @@ function invalidListOptions(field: string, value: unknown, message: string): Inv
 
 export interface WatchEncoder {
   /** One event as the bytes to write (JSON plus newline, or a Table event). */
-  encode(ev: WatchEvent): string;
+  encode(ev: WatchEvent): string | Buffer;
 }
 
 export async function serveWatch(ctx: RequestContext, namespace: string | undefined, encoder?: WatchEncoder): Promise<void> {
@@ -103,23 +103,19 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
 }
 
 /**
- * Serialised objects by identity: the store hands every watcher the same frozen snapshot of a change, so
- * thousands of watchers of one object serialise it once, not once each.
+ * Encoded events by object identity: the store hands every watcher the same frozen snapshot of a change, so
+ * thousands of watchers of one object serialise and UTF-8-encode its event once, not once each.
  */
-const serialised = new WeakMap<object, string>();
+const encoded = new WeakMap<object, { type: string; line: Buffer }>();
 
-export function objectJson(obj: object): string {
-  let text = serialised.get(obj);
-  if (text === undefined) {
-    text = JSON.stringify(obj);
-    if (Object.isFrozen(obj)) serialised.set(obj, text);
-  }
-  return text;
-}
-
-/** One watch event as a line of JSON. */
-export function encodeEvent(ev: WatchEvent): string {
-  return `{"type":${JSON.stringify(ev.type)},"object":${objectJson(ev.object)}}\n`;
+/** One watch event as a line of JSON (bytes, shared by every watcher that gets the same event). */
+export function encodeEvent(ev: WatchEvent): Buffer {
+  const obj = ev.object as object;
+  const hit = encoded.get(obj);
+  if (hit && hit.type === ev.type) return hit.line;
+  const line = Buffer.from(`{"type":${JSON.stringify(ev.type)},"object":${JSON.stringify(obj)}}\n`);
+  if (Object.isFrozen(obj)) encoded.set(obj, { type: ev.type, line });
+  return line;
 }
 
 function writeHead(res: RequestContext['res']) {

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { META, schemaGeneration } from '@kemu/core/schema';
 import { kindPaths } from './paths.js';
-import { openApiV2Protobuf } from './v2-protobuf.js';
+import { swaggerToProtobuf } from './v2-protobuf.js';
 import { definition, type GroupVersionKind, type OpenApiVersion, reachableTypes, type SchemaObject } from './schema-object.js';
 import { type ServedKind, servedKinds } from './served-kinds.js';
 
@@ -73,9 +73,14 @@ export function openApiV2(opts: OpenApiOptions = {}): OpenApiDocument {
       security: [{ BearerToken: [] }],
     };
     let pb: Buffer | undefined;
-    c.v2 = { ...serialise(doc), protobuf: () => (pb ??= openApiV2Protobuf(doc)) };
+    c.v2 = { ...serialise(doc), protobuf: () => (pb ??= swaggerToProtobuf(doc)) };
   }
   return c.v2;
+}
+
+/** `/openapi/v2` in protobuf, what kubectl 1.20 asks for (answered as OPENAPI_V2_PROTOBUF_CONTENT_TYPE). */
+export function openApiV2Protobuf(opts: OpenApiOptions = {}): Buffer {
+  return openApiV2(opts).protobuf!();
 }
 
 /** One `/openapi/v3/<path>` document (`api/v1`, `apis/storage.k8s.io/v1`), or undefined when not served. */

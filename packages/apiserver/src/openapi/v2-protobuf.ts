@@ -102,8 +102,8 @@ const VERBS: [string, number][] = [
   ['patch', 8],
 ];
 
-/** The Swagger 2.0 document (as JSON) in protobuf. */
-export function openApiV2Protobuf(doc: Json): Buffer {
+/** A Swagger 2.0 document (as JSON) in protobuf. */
+export function swaggerToProtobuf(doc: Json): Buffer {
   const w = new Writer();
   str(w, 1, doc.swagger);
   const info = (doc.info ?? {}) as Json;

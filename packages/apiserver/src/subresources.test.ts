@@ -1,0 +1,103 @@
+// Subresources through the HTTP API: pods/eviction honouring a PodDisruptionBudget (429 while it allows no
+// disruption), scale of a Deployment (GET, PUT, PATCH, and kubectl scale), pods/binding, and pods/log and
+// exec answering as kube-apiserver does when the node serves nothing.
+import http from 'node:http';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runClient, startTestApiServer, type TestApiServer } from './testing.js';
+
+let t: TestApiServer;
+beforeAll(async () => {
+  t = await startTestApiServer();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<{ code: number; json: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: t.api.socketPath, path, method, headers: { 'content-type': contentType } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => resolve({ code: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined }));
+    });
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+const NS = '/api/v1/namespaces/default';
+const pod = (name: string, labels: Record<string, string> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, labels },
+  spec: { containers: [{ name: 'c', image: 'busybox:1.36' }] },
+});
+
+describe('subresources', () => {
+  it('eviction is refused with 429 while the budget allows no disruption, and deletes the pod once it does', async () => {
+    expect((await call('POST', `${NS}/pods`, pod('guarded', { app: 'db' }))).code).toBe(201);
+    const pdb = await call('POST', '/apis/policy/v1/namespaces/default/poddisruptionbudgets', {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'db' },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } },
+    });
+    expect(pdb.code, JSON.stringify(pdb.json)).toBe(201);
+    const setAllowed = async (n: number) => {
+      const r = await call('PATCH', '/apis/policy/v1/namespaces/default/poddisruptionbudgets/db/status', { status: { disruptionsAllowed: n, currentHealthy: 1, desiredHealthy: 1, expectedPods: 1 } }, 'application/merge-patch+json');
+      expect(r.code, JSON.stringify(r.json)).toBe(200);
+    };
+    await setAllowed(0);
+    const eviction = { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'guarded', namespace: 'default' } };
+    const refused = await call('POST', `${NS}/pods/guarded/eviction`, eviction);
+    expect(refused.code).toBe(429);
+    expect(refused.json).toMatchObject({ reason: 'TooManyRequests', message: "Cannot evict pod as it would violate the pod's disruption budget." });
+    expect((await call('GET', `${NS}/pods/guarded`)).code).toBe(200);
+    await setAllowed(1);
+    const done = await call('POST', `${NS}/pods/guarded/eviction`, eviction);
+    expect(done.code).toBe(201);
+    expect(done.json).toMatchObject({ kind: 'Status', status: 'Success' });
+    const after = await call('GET', `${NS}/pods/guarded`);
+    expect(after.code === 404 || Boolean(after.json.metadata.deletionTimestamp)).toBe(true);
+  });
+
+  it('scale of a Deployment reads and writes spec.replicas as autoscaling/v1 Scale', async () => {
+    const dep = await call('POST', '/apis/apps/v1/namespaces/default/deployments', {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web' },
+      spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+    });
+    expect(dep.code, JSON.stringify(dep.json)).toBe(201);
+    const s = await call('GET', '/apis/apps/v1/namespaces/default/deployments/web/scale');
+    expect(s.json).toMatchObject({ kind: 'Scale', apiVersion: 'autoscaling/v1', spec: { replicas: 2 }, status: { selector: 'app=web' } });
+    const put = await call('PUT', '/apis/apps/v1/namespaces/default/deployments/web/scale', { ...s.json, spec: { replicas: 4 } });
+    expect(put.json.spec.replicas).toBe(4);
+    const patched = await call('PATCH', '/apis/apps/v1/namespaces/default/deployments/web/scale', { spec: { replicas: 5 } }, 'application/merge-patch+json');
+    expect(patched.json.spec.replicas).toBe(5);
+    expect((await call('GET', '/apis/apps/v1/namespaces/default/deployments/web')).json.spec.replicas).toBe(5);
+    const bad = await call('PATCH', '/apis/apps/v1/namespaces/default/deployments/web/scale', { spec: { replicas: -1 } }, 'application/merge-patch+json');
+    expect(bad.code).toBe(422);
+  });
+
+  it.runIf(requirePeers('kubectl scale', [peers.kubectl]))('kubectl scale goes through the scale subresource', async () => {
+    const r = await runClient('kubectl', ['scale', 'deployment/web', '--replicas=3'], { kubeconfig: t.kubeconfig });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('deployment.apps/web scaled');
+    expect((await call('GET', '/apis/apps/v1/namespaces/default/deployments/web')).json.spec.replicas).toBe(3);
+  });
+
+  it('binding assigns a node once; log and exec say what is missing', async () => {
+    await call('POST', `${NS}/pods`, pod('unbound'));
+    const b = await call('POST', `${NS}/pods/unbound/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'unbound' }, target: { kind: 'Node', name: 'node-a' } });
+    expect(b.code).toBe(201);
+    expect((await call('GET', `${NS}/pods/unbound`)).json.spec.nodeName).toBe('node-a');
+    const again = await call('POST', `${NS}/pods/unbound/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'unbound' }, target: { kind: 'Node', name: 'node-b' } });
+    expect(again.code).toBe(409);
+    const log = await call('GET', `${NS}/pods/unbound/log?container=nope`);
+    expect(log).toMatchObject({ code: 400, json: { message: 'container nope is not valid for pod unbound' } });
+    const exec = await call('POST', `${NS}/pods/unbound/exec?command=true&stdout=true`);
+    expect(exec).toMatchObject({ code: 400, json: { message: 'Upgrade request required' } });
+  });
+});

@@ -59,6 +59,8 @@ program
   .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
   .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
   .addOption(new Option('--auth <mode>', 'rbac: certificates, tokens, RBAC and admission as kube-apiserver; none: allow every request').choices(['rbac', 'none']).default('rbac'))
+  .option('--audit-log-path <file>', 'write an audit log (audit.k8s.io/v1 Events, JSON lines) here')
+  .option('--audit-policy-file <file>', 'the audit.k8s.io/v1 Policy for --audit-log-path')
   .option('--controllers <list>', 'workload controllers to run, as kube-controller-manager: * (all), names, -name to disable', '*')
   .addOption(new Option('--clock-speed <n>', 'run the cluster clock n times faster than real time (CronJobs, TTLs)').default(1).argParser(int('--clock-speed')))
   .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for every node, or NODE=FILE for one node; repeatable'))
@@ -75,6 +77,8 @@ program
       apiAddress: o.apiAddress,
       mergeKubeconfig: o.mergeKubeconfig,
       auth: o.auth,
+      auditLogPath: o.auditLogPath,
+      auditPolicyFile: o.auditPolicyFile,
       nodeProcesses: o.nodeProcesses,
       fast: o.fast,
       nodes: o.nodes,

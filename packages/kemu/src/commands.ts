@@ -11,6 +11,7 @@ import {
   decodeObjectBytes,
   defaultKubeconfigPath,
   deferredClusterAuth,
+  loadAuditPolicy,
   ServiceAccountKeys,
   startClusterAuth,
   userKubeconfig,
@@ -87,6 +88,10 @@ export interface ApiOptions {
    * `none`: every request allowed, for quick local use.
    */
   auth?: 'rbac' | 'none';
+  /** Write an audit log (audit.k8s.io/v1 Events, one JSON object a line) here; needs auditPolicyFile. */
+  auditLogPath?: string;
+  /** The audit.k8s.io/v1 Policy that says which requests the audit log keeps, and at what level. */
+  auditPolicyFile?: string;
 }
 
 export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean }, out: Out = stdio): Promise<{ stop(): Promise<void> } | undefined> {
@@ -102,6 +107,15 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
   const name = opts.name ?? 'kemu';
   const creds = await clusterCredentials(opts.stateDir, { name, host: opts.apiAddress });
   if (opts.auth !== undefined && opts.auth !== 'rbac' && opts.auth !== 'none') throw new UsageError(`--auth must be rbac or none, not "${opts.auth}"`);
+  if (Boolean(opts.auditLogPath) !== Boolean(opts.auditPolicyFile)) throw new UsageError('--audit-log-path and --audit-policy-file go together');
+  if (opts.auditPolicyFile && opts.auth === 'none') throw new UsageError('an audit log needs --auth rbac');
+  if (opts.auditPolicyFile) {
+    try {
+      loadAuditPolicy(opts.auditPolicyFile);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const deferred = opts.auth === 'none' ? undefined : deferredClusterAuth();
   const progress = progressReporter(out, 'starting nodes');
   const cluster = await Cluster.start({
@@ -120,6 +134,7 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
       store: cluster.store,
       caCertPem: creds.ca.certPem,
       serviceAccountKeys: await ServiceAccountKeys.loadOrCreate(path.join(opts.stateDir, 'pki')),
+      ...(opts.auditLogPath && opts.auditPolicyFile ? { audit: { path: opts.auditLogPath, policyFile: opts.auditPolicyFile } } : {}),
       onError: (err) => fs.appendFileSync(p.log, `${new Date().toISOString()} auth: ${(err as Error)?.message ?? err}\n`),
     });
     deferred.resolve(auth);

@@ -7,12 +7,15 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /** Real milliseconds until `ms` of this clock's time have passed (for timers). */
   realDelay(ms: number): number;
+  /** A real-time timestamp (one the API server stamped, e.g. creationTimestamp) on this clock. */
+  fromReal(d: Date): Date;
 }
 
 export const realClock: Clock = {
   now: () => new Date(),
   sleep: (ms, signal) => sleepReal(ms, signal),
   realDelay: (ms) => ms,
+  fromReal: (d) => d,
 };
 
 function sleepReal(ms: number, signal?: AbortSignal): Promise<void> {
@@ -67,6 +70,10 @@ export class ScaledClock implements Clock {
 
   realDelay(ms: number): number {
     return this.factor > 0 ? ms / this.factor : ms;
+  }
+
+  fromReal(d: Date): Date {
+    return new Date(this.baseClock + (d.getTime() - this.baseReal) * this.factor);
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {

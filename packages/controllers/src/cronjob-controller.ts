@@ -103,7 +103,12 @@ export class CronJobController {
         this.ctx.event(COMPONENT, cj, 'Warning', 'UnparseableSchedule', `unparseable schedule: ${JSON.stringify(cj.spec.schedule)} : ${(e as Error).message}`);
         return undefined;
       }
-      let earliest = new Date(Date.parse(st.lastScheduleTime ?? cj.metadata.creationTimestamp ?? now.toISOString()));
+      // The API server stamps creation in real time; schedules run on the cluster clock.
+      let earliest = st.lastScheduleTime
+        ? new Date(Date.parse(st.lastScheduleTime))
+        : cj.metadata.creationTimestamp
+          ? this.ctx.clock.fromReal(new Date(Date.parse(cj.metadata.creationTimestamp)))
+          : now;
       const deadline = cj.spec.startingDeadlineSeconds;
       if (deadline !== undefined) {
         const lim = now.getTime() - deadline * 1000;

@@ -234,6 +234,43 @@ describe.runIf(ok)('runc backend', () => {
     for (const c of [web, talker]) await shim.call('StopContainer', { containerId: c.id, timeout: 0 });
   });
 
+  it('applies and updates memory and CPU limits in the cgroup, and reports an OOM kill as OOMKilled', async () => {
+    const c = await run({ command: ['sleep', '3600'], linux: { resources: { memoryLimitInBytes: 64 * 1024 * 1024, cpuShares: 512, cpuQuota: 50_000, cpuPeriod: 100_000 } } });
+    const verbose = JSON.parse((await shim.call('ContainerStatus', { containerId: c.id, verbose: true })).info!.info);
+    expect(verbose.pid).toBeGreaterThan(0);
+    const cgroupOf = (ctl: string) => fs.readFileSync(`/proc/${verbose.pid}/cgroup`, 'utf8').split('\n').find((l) => l.split(':')[1]?.split(',').includes(ctl))!.split(':')[2];
+    const memDir = path.join('/sys/fs/cgroup/memory', cgroupOf('memory'));
+    const v1 = fs.existsSync(path.join(memDir, 'memory.limit_in_bytes'));
+    if (v1) {
+      expect(Number(fs.readFileSync(path.join(memDir, 'memory.limit_in_bytes'), 'utf8'))).toBe(64 * 1024 * 1024);
+      expect(fs.readFileSync(path.join('/sys/fs/cgroup/cpu', cgroupOf('cpu'), 'cpu.shares'), 'utf8').trim()).toBe('512');
+      expect(fs.readFileSync(path.join('/sys/fs/cgroup/cpu', cgroupOf('cpu'), 'cpu.cfs_quota_us'), 'utf8').trim()).toBe('50000');
+    }
+    await shim.call('UpdateContainerResources', { containerId: c.id, linux: { memoryLimitInBytes: 96 * 1024 * 1024, cpuShares: 256 } });
+    if (v1) {
+      expect(Number(fs.readFileSync(path.join(memDir, 'memory.limit_in_bytes'), 'utf8'))).toBe(96 * 1024 * 1024);
+      expect(fs.readFileSync(path.join('/sys/fs/cgroup/cpu', cgroupOf('cpu'), 'cpu.shares'), 'utf8').trim()).toBe('256');
+    }
+    await shim.call('StopContainer', { containerId: c.id, timeout: 0 });
+
+    const hog = await run({ command: ['sh', '-c', 'x=$(head -c 200000000 /dev/zero | tr "\\0" a); echo survived'], linux: { resources: { memoryLimitInBytes: 32 * 1024 * 1024 } } }, true);
+    const st = (await shim.call('ContainerStatus', { containerId: hog.id })).status!;
+    expect(st.reason).toBe('OOMKilled');
+    expect(st.exitCode).toBe(137);
+    expect(hog.log()).not.toContain('survived');
+  });
+
+  it('keeps running containers across a shim restart and can still stop them', async () => {
+    const c = await run({ command: ['sleep', '3600'] });
+    await shim.restart();
+    const st = (await shim.call('ContainerStatus', { containerId: c.id })).status!;
+    expect(st.state).toBe(cri.ContainerState.CONTAINER_RUNNING);
+    expect((await exec(c.id, ['echo', 'still here'])).stdout.toString()).toBe('still here\n');
+    await shim.call('StopContainer', { containerId: c.id, timeout: 0 });
+    await waitFor(async () => (await shim.call('ContainerStatus', { containerId: c.id })).status!.state === cri.ContainerState.CONTAINER_EXITED || undefined, 10_000, 'exit after restart');
+    expect((await shim.call('ContainerStatus', { containerId: c.id })).status!.exitCode).toBe(137);
+  });
+
   it('ListContainers, RemoveContainer, and RemoveImage once nothing uses the image', async () => {
     const inUse = await grpcError(shim.icall('RemoveImage', { image: { image } }));
     expect(inUse.code).toBe(grpc.status.FAILED_PRECONDITION);

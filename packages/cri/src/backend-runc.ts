@@ -221,7 +221,8 @@ export class RuncBackend implements Backend {
     // `runc run` stays in the foreground as the container's parent: its exit status is the container's.
     const pidFile = path.join(bundle, 'init.pid');
     await fsp.rm(pidFile, { force: true });
-    const child = spawn(this.runc, this.runcArgs('run', '--bundle', bundle, '--pid-file', pidFile, c.id), {
+    // --keep: the stopped container (and its cgroup, where an OOM kill is counted) stays until RemoveContainer.
+    const child = spawn(this.runc, this.runcArgs('run', '--keep', '--bundle', bundle, '--pid-file', pidFile, c.id), {
       stdio: [wantStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       detached: true,
     });

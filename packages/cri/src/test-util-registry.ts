@@ -20,7 +20,7 @@ async function waitFor(fn: () => Promise<boolean | undefined>, timeoutMs: number
   }
 }
 
-export const IMAGE_APPLETS = ['sh', 'ls', 'cat', 'echo', 'id', 'sleep', 'touch', 'chmod', 'rm', 'mkdir', 'hostname', 'ps', 'wc', 'nc', 'httpd', 'head', 'true', 'false', 'grep', 'stat', 'mount', 'umask', 'kill', 'env', 'pwd', 'ln', 'swapon', 'unshare', 'top'];
+export const IMAGE_APPLETS = ['sh', 'ls', 'cat', 'echo', 'id', 'sleep', 'touch', 'chmod', 'rm', 'mkdir', 'hostname', 'ps', 'wc', 'nc', 'httpd', 'head', 'true', 'false', 'grep', 'stat', 'mount', 'umask', 'kill', 'env', 'pwd', 'ln', 'swapon', 'unshare', 'top', 'tr', 'dd'];
 
 const run = (cmd: string, args: string[], cwd?: string) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
 

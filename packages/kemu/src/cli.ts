@@ -230,13 +230,15 @@ program
 
 program
   .command('trace')
-  .description('send a ping from a pod to another pod or an IP and show every hop')
+  .description('send a packet from a pod (an ICMP echo, or with a port a TCP SYN) and show every hop and rule; exits 1 when it is dropped or unreachable')
   .argument('<from>', 'pod name (or namespace/name)')
-  .argument('<to>', 'pod name (or namespace/name) or IP address')
+  .argument('<to>', 'pod name (or namespace/name), svc/NAME[:PORT], IP or IP:PORT')
   .addOption(new Option('-o, --output <format>').choices(['text', 'json']).default('text'))
   .addOption(nsOpt())
   .addOption(stateDirOpt())
-  .action(async (from, to, o) => cmd.trace(from, to, { namespace: o.namespace, stateDir: o.stateDir, output: o.output }));
+  .action(async (from, to, o) => {
+    process.exitCode = await cmd.trace(from, to, { namespace: o.namespace, stateDir: o.stateDir, output: o.output });
+  });
 
 program
   .command('bench')

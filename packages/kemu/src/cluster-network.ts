@@ -83,6 +83,8 @@ export interface ClusterNetworkOptions {
   routedUnderlay?: boolean;
   /** Simulated only: the underlay router's address. */
   underlayGateway?: string;
+  /** Simulated only: the Services' cluster IP range, which nodes route towards the underlay (default 10.96.0.0/12). */
+  serviceNetwork?: string;
 }
 
 export function createClusterNetwork(o: ClusterNetworkOptions): ClusterNetwork {

@@ -396,13 +396,36 @@ export async function exec(pod: string, command: string[], o: { container?: stri
   return r.exitCode;
 }
 
-export async function trace(from: string, to: string, o: { namespace?: string; stateDir?: string; output?: string }, out: Out = stdio) {
+/** `kemu trace FROM TO`: the probe's path hop by hop; exit status 1 when nothing came back, with the reason last. */
+export async function trace(from: string, to: string, o: { namespace?: string; stateDir?: string; output?: string }, out: Out = stdio): Promise<number> {
   const ns = o.namespace ?? 'default';
-  const qualify = (x: string) => (x.includes('/') || /^[\d.]+$/.test(x) || x.includes(':') ? x : `${ns}/${x}`);
-  const r = (await client(o.stateDir).trace(qualify(from), qualify(to))) as { reachable: boolean; ip: string; text: string; error?: { message: string } };
-  if (o.output === 'json') return out.log(JSON.stringify(r, null, 2));
-  out.log(r.text);
-  out.log(r.reachable ? `${from} -> ${to} (${r.ip}): reachable` : `${from} -> ${to} (${r.ip}): unreachable${r.error ? ` (${r.error.message})` : ''}`);
+  const qualify = (x: string) => {
+    if (/^(svc|service)\/[^/]+$/.test(x.split(':')[0]!)) return x.replace(/^(svc|service)\//, `svc/${ns}/`);
+    return x.includes('/') || /^[\d.]+(:\d+)?$/.test(x) || x.includes(':') || x.includes('.') ? x : `${ns}/${x}`;
+  };
+  const r = (await client(o.stateDir).trace(qualify(from), qualify(to))) as {
+    reachable: boolean;
+    ip: string;
+    port?: number;
+    text: string;
+    error?: { code?: string; message: string };
+    trace?: { kind: string; detail: string; reason?: string }[];
+  };
+  if (o.output === 'json') {
+    out.log(JSON.stringify(r, null, 2));
+    return r.reachable ? 0 : 1;
+  }
+  out.log(r.text.trimEnd());
+  const dest = `${from} -> ${to} (${r.ip}${r.port ? `:${r.port}` : ''})`;
+  if (r.reachable) {
+    out.log(`${dest}: ${r.port ? 'connected' : 'reachable'}`);
+    return 0;
+  }
+  // The last drop names the rule (or route) that stopped the packet.
+  const drop = [...(r.trace ?? [])].reverse().find((h) => h.kind === 'drop');
+  const why = drop ? `dropped at ${drop.detail}${drop.reason ? ` (${drop.reason})` : ''}` : (r.error?.message ?? 'no reply');
+  out.log(`${dest}: unreachable: ${why}`);
+  return 1;
 }
 
 /** Waits until every pod matching the filter is Running (or the deadline passes). */

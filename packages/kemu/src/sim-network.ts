@@ -208,6 +208,8 @@ export class SimClusterNetwork implements ClusterNetwork {
   readonly podNetwork: string;
   /** The underlay router's address (the bridge's own address in the node subnet). */
   readonly underlayGateway: string;
+  /** The Services' cluster IP range. */
+  readonly serviceNetwork: string;
   private underlayReady = false;
 
   private readonly saveFile: string;
@@ -227,6 +229,7 @@ export class SimClusterNetwork implements ClusterNetwork {
     this.routedUnderlay = o.routedUnderlay ?? false;
     this.podNetwork = o.podNetwork ?? '10.244.0.0/16';
     this.underlayGateway = o.underlayGateway ?? '172.18.0.1';
+    this.serviceNetwork = o.serviceNetwork ?? '10.96.0.0/12';
     const persist = this.persist;
     this.saveFile = path.join(this.stateDir, 'netsim.json');
     if (!persist) {
@@ -299,6 +302,9 @@ export class SimClusterNetwork implements ClusterNetwork {
       netnsHooks,
     };
     this.nodes.set(nodeName, node);
+    // Service addresses route like any off-node destination (a real node's default route): the lookup
+    // succeeds, so kube-proxy's rules (DNAT, or REJECT without endpoints) decide, not "no route".
+    await datapath.addRoute(HOST_NETNS, { dst: this.serviceNetwork, via: this.underlayGateway, dev: 'eth0' }, { replace: true });
     if (this.overlay === 'bridge' && this.routedUnderlay) {
       await datapath.addRoute(HOST_NETNS, { dst: this.podNetwork, via: this.underlayGateway, dev: 'eth0' }, { replace: true });
       await datapath.addRoute(UNDERLAY_NS, { dst: podCIDR, via: nodeIP, dev: UNDERLAY_BRIDGE }, { replace: true });

@@ -295,8 +295,30 @@ export class SimBackend implements Backend {
       await delay(ms);
       return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0 };
     }
+    // `sh -c '...'` runs through the behaviour model (sim-behavior.ts) when it can be modelled.
+    const program = ['sh', 'bash', 'ash', 'dash'].includes(cmd[0]?.split('/').pop() ?? '') && cmd[1] === '-c' ? simProgram(cmd, []) : undefined;
+    if (program) return this.execProgram(sb, c, program, timeoutMs);
     const r = this.run(sb, c, cmd);
     return { stdout: Buffer.from(r.stdout), stderr: Buffer.from(r.stderr), exitCode: r.exitCode };
+  }
+
+  private async execProgram(sb: SandboxRecord, c: ContainerRecord, program: NonNullable<ReturnType<typeof simProgram>>, timeoutMs: number): Promise<ExecResult> {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const files = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
+    const run = runSimProgram(program, {
+      write: (stream, text) => (stream === 'stdout' ? out : err).push(Buffer.from(text)),
+      cat: (file) => readSimFile(c, file, files),
+      env: () => (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n'),
+      sleep: (ms) => (ms === Number.POSITIVE_INFINITY ? new Promise<void>(() => {}) : delay(ms)),
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<number>((resolve) => {
+      if (timeoutMs > 0) timer = setTimeout(() => resolve(-1), timeoutMs);
+    });
+    const exitCode = await Promise.race([run, timedOut]);
+    clearTimeout(timer);
+    return { stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode };
   }
 
   exec(sb: SandboxRecord, c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {

@@ -1,5 +1,6 @@
 // The sim runtime's behaviour model: parsing of common commands, and containers that run them.
 import fs from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCriLog } from './log-writer.js';
@@ -84,6 +85,16 @@ describe('containers that run a modelled command', () => {
     const st = await exited(id);
     expect(st).toMatchObject({ exitCode: 7, reason: 'Error' });
     expect(parseCriLog(fs.readFileSync(st.logPath!, 'utf8')).map((r) => r.text)).toEqual(['start', 'GREETING=hi']);
+  });
+
+  it('ExecSync runs sh -c sequences through the model: files, env and exit status', async () => {
+    const id = await run({ command: ['sleep', 'infinity'], envs: [{ key: 'MODE', value: 'test' }] });
+    const r = await shim.call('ExecSync', { containerId: id, cmd: ['sh', '-c', 'echo start; cat /etc/hostname; env && exit 5'], timeout: 5 });
+    expect(Buffer.from(r.stdout ?? []).toString()).toMatch(/^start\n.*\nMODE=test\n$/);
+    expect(r.exitCode).toBe(5);
+    const slow = await shim.call('ExecSync', { containerId: id, cmd: ['sh', '-c', 'echo a; sleep 10'], timeout: 1 }).catch((e) => e);
+    expect(slow.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    await shim.call('StopContainer', { containerId: id, timeout: 0 });
   });
 
   it('sleep keeps it running until stopped; annotations still override the model', async () => {

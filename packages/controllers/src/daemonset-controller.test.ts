@@ -42,6 +42,14 @@ describe('DaemonSet controller', () => {
     expect(pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0].matchFields?.[0]).toMatchObject({ key: 'metadata.name', operator: 'In' });
     await store.create(node('n5'));
     await until('new node covered', async () => (await nodesOf()).join() === 'n1,n2,n4,n5');
+    // A NoSchedule taint added later keeps the running pod (misscheduled); NoExecute evicts it.
+    await store.patch('Node', undefined, 'n5', { spec: { taints: [{ key: 'dedicated', value: 'x', effect: 'NoSchedule' }] } }, 'merge');
+    await until('misscheduled', async () => (await store.get('DaemonSet', 'default', 'agent')).status?.numberMisscheduled === 1);
+    expect(await nodesOf()).toEqual(['n1', 'n2', 'n4', 'n5']);
+    await store.patch('Node', undefined, 'n5', { spec: { taints: [{ key: 'dedicated', value: 'x', effect: 'NoExecute' }] } }, 'merge');
+    await until('evicted', async () => (await nodesOf()).join() === 'n1,n2,n4');
+    await store.patch('Node', undefined, 'n5', { spec: { taints: null } }, 'merge');
+    await until('back', async () => (await nodesOf()).join() === 'n1,n2,n4,n5');
     await store.patch('DaemonSet', 'default', 'agent', { spec: { template: { spec: { containers: [{ name: 'a', image: 'agent:2' }] } } } }, 'strategic');
     await until('rolled out', async () => {
       const d = await store.get('DaemonSet', 'default', 'agent');

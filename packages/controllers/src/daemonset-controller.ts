@@ -42,13 +42,19 @@ function tolerationsFor(ds: DaemonSet): Toleration[] {
   return t;
 }
 
-/** Whether a daemon pod should run on the node (nodeSelector, required node affinity, taints). */
-export function shouldRunOn(ds: DaemonSet, node: Node): boolean {
+/**
+ * Whether a daemon pod should run on the node, and whether one already there may continue (upstream
+ * NodeShouldRunDaemonPod): a NoSchedule taint keeps new pods away but does not evict; NoExecute does both.
+ */
+export function shouldRunOn(ds: DaemonSet, node: Node): { run: boolean; continueRunning: boolean } {
   const spec = ds.spec.template.spec;
-  if (!mapMatches(spec.nodeSelector, node.metadata.labels)) return false;
   const req = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
-  if (req && !nodeSelectorMatches(req, node.metadata.labels, node.metadata.name!)) return false;
-  return !untoleratedTaint(node.spec?.taints, tolerationsFor(ds), ['NoSchedule', 'NoExecute']);
+  if (!mapMatches(spec.nodeSelector, node.metadata.labels) || (req && !nodeSelectorMatches(req, node.metadata.labels, node.metadata.name!))) {
+    return { run: false, continueRunning: false };
+  }
+  const tolerations = tolerationsFor(ds);
+  const continueRunning = !untoleratedTaint(node.spec?.taints, tolerations, ['NoExecute']);
+  return { run: continueRunning && !untoleratedTaint(node.spec?.taints, tolerations, ['NoSchedule']), continueRunning };
 }
 
 /** The node a daemon pod is for: its nodeName, else the name its node affinity pins. */
@@ -154,7 +160,7 @@ export class DaemonSetController {
     for (const node of nodes) {
       const nodeName = node.metadata.name!;
       const live = (byNode.get(nodeName) ?? []).filter((p) => !p.metadata.deletionTimestamp);
-      const should = shouldRunOn(ds, node);
+      const { run: should, continueRunning } = shouldRunOn(ds, node);
       if (should) {
         desired++;
         const failed = live.filter(isPodTerminal);
@@ -177,7 +183,7 @@ export class DaemonSetController {
         else oldOnNodes.push(p);
       } else if (live.length) {
         misscheduled++;
-        for (const p of live) await this.del(ds, p);
+        if (!continueRunning) for (const p of live) await this.del(ds, p);
       }
     }
     for (const n of creates) {

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Pod } from '@kemu/core';
+import type { KubeObject, Pod } from '@kemu/core';
 import { Cluster } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runningPod, until } from '../cluster/util.js';
@@ -83,6 +83,46 @@ describe('a pod configured from a ConfigMap and a Secret', () => {
     const cm = await cluster.store.get('ConfigMap', 'default', 'app-config');
     await cluster.store.update({ ...cm, data: { ...cm.data, 'app.properties': 'color=green\n' } });
     await until('mounted file updated', async () => (await exec('web', ['cat', '/etc/app/app.properties'])).stdout === 'color=green\n', 15_000);
+  });
+
+  it('gives every pod of a Deployment the same env and files from the ConfigMap and Secret', async () => {
+    await cluster.store.create({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'api', namespace: 'default' },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: 'api' } },
+        template: {
+          metadata: { labels: { app: 'api' } },
+          spec: {
+            containers: [
+              {
+                name: 'api',
+                image: 'busybox:1.36',
+                command: ['sleep', 'infinity'],
+                envFrom: [{ prefix: 'CFG_', configMapRef: { name: 'app-config' } }],
+                env: [{ name: 'DB_PASSWORD', valueFrom: { secretKeyRef: { name: 'db-creds', key: 'password' } } }],
+                volumeMounts: [{ name: 'creds', mountPath: '/etc/creds', readOnly: true }],
+              },
+            ],
+            volumes: [{ name: 'creds', projected: { sources: [{ secret: { name: 'db-creds' } }] } }],
+          },
+        },
+      },
+    } as KubeObject);
+    const pods = await until('two api pods Running', async () => {
+      const ps = ((await cluster.store.list('Pod', { namespace: 'default', labelSelector: 'app=api' })).items as Pod[]).filter(
+        (p) => p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.state?.running,
+      );
+      return ps.length === 2 && ps;
+    }, 60_000);
+    for (const p of pods) {
+      const name = p.metadata.name!;
+      const env = (await exec(name, ['env'])).stdout.split('\n');
+      expect(env).toEqual(expect.arrayContaining(['CFG_LOG_LEVEL=debug', 'DB_PASSWORD=s3cr3t']));
+      expect((await exec(name, ['sh', '-c', 'cat /etc/creds/username; echo; cat /etc/creds/password'])).stdout).toBe('app\ns3cr3t');
+    }
   });
 
   it('holds a container whose Secret key is missing in CreateContainerConfigError with the kubelet message', async () => {

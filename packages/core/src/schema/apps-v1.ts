@@ -19,13 +19,13 @@ export default schemaModule(
       paused: f(7, 'bool', 'Stop rolling out template changes.'),
       progressDeadlineSeconds: f(9, 'int32', 'Seconds without progress before the rollout is reported as failed (default 600).', { pointer: true }),
     }),
-    DeploymentStrategy: type('', {
-      type: f(1, 'string'),
-      rollingUpdate: f(2, 'RollingUpdateDeployment'),
+    DeploymentStrategy: type('How old pods are replaced by new ones.', {
+      type: f(1, 'string', 'Recreate or RollingUpdate (default).'),
+      rollingUpdate: f(2, 'RollingUpdateDeployment', 'Bounds of a rolling update.'),
     }),
-    RollingUpdateDeployment: type('', {
-      maxUnavailable: f(1, 'intOrString'),
-      maxSurge: f(2, 'intOrString'),
+    RollingUpdateDeployment: type('Bounds of a rolling update.', {
+      maxUnavailable: f(1, 'intOrString', 'Most pods (or percentage) unavailable during the update (default 25%).'),
+      maxSurge: f(2, 'intOrString', 'Most pods (or percentage) above the desired count (default 25%).'),
     }),
     DeploymentStatus: type('Observed state of a deployment.', {
       observedGeneration: f(1, 'int64'),
@@ -37,7 +37,7 @@ export default schemaModule(
       conditions: f(6, '[]DeploymentCondition', 'Available, Progressing and ReplicaFailure.', { patchStrategy: 'merge', patchMergeKey: 'type' }),
       collisionCount: f(8, 'int32', '', { pointer: true }),
     }),
-    DeploymentCondition: type('', {
+    DeploymentCondition: type('One condition of a deployment.', {
       type: f(1, 'string', '', { required: true }),
       status: f(2, 'string', '', { required: true }),
       lastUpdateTime: f(6, 'time'),
@@ -52,15 +52,15 @@ export default schemaModule(
     }),
     ReplicaSetSpec: type('The pods a ReplicaSet keeps running.', {
       replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
-      minReadySeconds: f(4, 'int32'),
+      minReadySeconds: f(4, 'int32', 'Seconds a new pod must be ready before it counts as available.'),
       selector: f(2, `${META}LabelSelector`, 'Labels of the pods it manages.', { required: true }),
       template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, 'The pods to create.'),
     }),
-    ReplicaSetStatus: type('', {
-      replicas: f(1, 'int32', '', { required: true }),
-      fullyLabeledReplicas: f(2, 'int32'),
-      readyReplicas: f(4, 'int32'),
-      availableReplicas: f(5, 'int32'),
+    ReplicaSetStatus: type('Observed state of a ReplicaSet.', {
+      replicas: f(1, 'int32', 'Pods that exist.', { required: true }),
+      fullyLabeledReplicas: f(2, 'int32', 'Pods whose labels match the template\'s.'),
+      readyReplicas: f(4, 'int32', 'Ready pods.'),
+      availableReplicas: f(5, 'int32', 'Pods available for at least minReadySeconds.'),
       observedGeneration: f(3, 'int64'),
       conditions: f(6, '[]ReplicaSetCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type' }),
     }),
@@ -78,24 +78,24 @@ export default schemaModule(
     }),
     StatefulSetSpec: type('The pods and claims of a StatefulSet.', {
       replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
-      selector: f(2, `${META}LabelSelector`, '', { required: true }),
-      template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, '', { required: true }),
+      selector: f(2, `${META}LabelSelector`, 'Labels of the pods it manages; must match the template\'s labels.', { required: true }),
+      template: f(3, `io.k8s.api.core.v1.PodTemplateSpec`, 'The pods to create, one per ordinal.', { required: true }),
       volumeClaimTemplates: f(4, `[]io.k8s.api.core.v1.PersistentVolumeClaim`, 'Claims created per pod ordinal.'),
       serviceName: f(5, 'string', 'Headless service that gives the pods their DNS names.', { required: true }),
       podManagementPolicy: f(6, 'string', 'OrderedReady (default) or Parallel.'),
       updateStrategy: f(7, 'StatefulSetUpdateStrategy', 'RollingUpdate (default) or OnDelete.'),
-      revisionHistoryLimit: f(8, 'int32', '', { pointer: true }),
-      minReadySeconds: f(9, 'int32'),
-      persistentVolumeClaimRetentionPolicy: f(10, 'StatefulSetPersistentVolumeClaimRetentionPolicy'),
-      ordinals: f(11, 'StatefulSetOrdinals'),
+      revisionHistoryLimit: f(8, 'int32', 'Old revisions kept (default 10).', { pointer: true }),
+      minReadySeconds: f(9, 'int32', 'Seconds a new pod must be ready before it counts as available.'),
+      persistentVolumeClaimRetentionPolicy: f(10, 'StatefulSetPersistentVolumeClaimRetentionPolicy', 'Whether claims are deleted when the set is deleted or scaled down.'),
+      ordinals: f(11, 'StatefulSetOrdinals', 'First ordinal of the pods (default 0).'),
     }),
-    StatefulSetUpdateStrategy: type('', {
-      type: f(1, 'string'),
-      rollingUpdate: f(2, 'RollingUpdateStatefulSetStrategy'),
+    StatefulSetUpdateStrategy: type('How pods are replaced when the template changes.', {
+      type: f(1, 'string', 'RollingUpdate (default) or OnDelete.'),
+      rollingUpdate: f(2, 'RollingUpdateStatefulSetStrategy', 'Partition and unavailability bound of a rolling update.'),
     }),
     RollingUpdateStatefulSetStrategy: type('', {
-      partition: f(1, 'int32', '', { pointer: true }),
-      maxUnavailable: f(2, 'intOrString'),
+      partition: f(1, 'int32', 'Pods with a lower ordinal keep the old revision.', { pointer: true }),
+      maxUnavailable: f(2, 'intOrString', 'Most pods unavailable during the update.'),
     }),
     StatefulSetPersistentVolumeClaimRetentionPolicy: type('', {
       whenDeleted: f(1, 'string'),
@@ -104,14 +104,14 @@ export default schemaModule(
     StatefulSetOrdinals: type('', {
       start: f(1, 'int32', '', { required: true }),
     }),
-    StatefulSetStatus: type('', {
+    StatefulSetStatus: type('Observed state of a StatefulSet.', {
       observedGeneration: f(1, 'int64'),
-      replicas: f(2, 'int32', '', { required: true }),
-      readyReplicas: f(3, 'int32'),
-      currentReplicas: f(4, 'int32'),
-      updatedReplicas: f(5, 'int32'),
-      currentRevision: f(6, 'string'),
-      updateRevision: f(7, 'string'),
+      replicas: f(2, 'int32', 'Pods that exist.', { required: true }),
+      readyReplicas: f(3, 'int32', 'Ready pods.'),
+      currentReplicas: f(4, 'int32', 'Pods at currentRevision.'),
+      updatedReplicas: f(5, 'int32', 'Pods at updateRevision.'),
+      currentRevision: f(6, 'string', 'Revision of the pods before the update in progress.'),
+      updateRevision: f(7, 'string', 'Revision being rolled out.'),
       collisionCount: f(9, 'int32', '', { pointer: true }),
       conditions: f(10, '[]StatefulSetCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type' }),
       availableReplicas: f(11, 'int32', '', { required: true }),
@@ -129,11 +129,11 @@ export default schemaModule(
       status: f(3, 'DaemonSetStatus'),
     }),
     DaemonSetSpec: type('The pod a DaemonSet runs on every node.', {
-      selector: f(1, `${META}LabelSelector`, '', { required: true }),
-      template: f(2, `io.k8s.api.core.v1.PodTemplateSpec`, '', { required: true }),
+      selector: f(1, `${META}LabelSelector`, 'Labels of the pods it manages; must match the template\'s labels.', { required: true }),
+      template: f(2, `io.k8s.api.core.v1.PodTemplateSpec`, 'The pod to run on each node.', { required: true }),
       updateStrategy: f(3, 'DaemonSetUpdateStrategy', 'RollingUpdate (default) or OnDelete.'),
-      minReadySeconds: f(4, 'int32'),
-      revisionHistoryLimit: f(6, 'int32', '', { pointer: true }),
+      minReadySeconds: f(4, 'int32', 'Seconds a new pod must be ready before it counts as available.'),
+      revisionHistoryLimit: f(6, 'int32', 'Old revisions kept (default 10).', { pointer: true }),
     }),
     DaemonSetUpdateStrategy: type('', {
       type: f(1, 'string'),
@@ -143,15 +143,15 @@ export default schemaModule(
       maxUnavailable: f(1, 'intOrString'),
       maxSurge: f(2, 'intOrString'),
     }),
-    DaemonSetStatus: type('', {
-      currentNumberScheduled: f(1, 'int32', '', { required: true }),
-      numberMisscheduled: f(2, 'int32', '', { required: true }),
-      desiredNumberScheduled: f(3, 'int32', '', { required: true }),
-      numberReady: f(4, 'int32', '', { required: true }),
+    DaemonSetStatus: type('Observed state of a DaemonSet.', {
+      currentNumberScheduled: f(1, 'int32', 'Nodes running the pod that should.', { required: true }),
+      numberMisscheduled: f(2, 'int32', 'Nodes running the pod that should not.', { required: true }),
+      desiredNumberScheduled: f(3, 'int32', 'Nodes that should run the pod.', { required: true }),
+      numberReady: f(4, 'int32', 'Nodes with the pod ready.', { required: true }),
       observedGeneration: f(5, 'int64'),
-      updatedNumberScheduled: f(6, 'int32'),
-      numberAvailable: f(7, 'int32'),
-      numberUnavailable: f(8, 'int32'),
+      updatedNumberScheduled: f(6, 'int32', 'Nodes running the latest template.'),
+      numberAvailable: f(7, 'int32', 'Nodes with the pod available.'),
+      numberUnavailable: f(8, 'int32', 'Nodes that should run an available pod but do not.'),
       collisionCount: f(9, 'int32', '', { pointer: true }),
       conditions: f(10, '[]DaemonSetCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type' }),
     }),

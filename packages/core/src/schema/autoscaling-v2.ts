@@ -16,29 +16,29 @@ export default schemaModule(
       metrics: f(4, '[]MetricSpec', 'Metrics and their targets.', { listType: 'atomic' }),
       behavior: f(5, 'HorizontalPodAutoscalerBehavior', 'Scaling speed limits.'),
     }),
-    CrossVersionObjectReference: type('', {
-      kind: f(1, 'string', '', { required: true }),
-      name: f(2, 'string', '', { required: true }),
-      apiVersion: f(3, 'string'),
+    CrossVersionObjectReference: type('The object an autoscaler scales.', {
+      kind: f(1, 'string', 'Kind of the object.', { required: true }),
+      name: f(2, 'string', 'Name of the object.', { required: true }),
+      apiVersion: f(3, 'string', 'API version of the object.'),
     }),
-    MetricSpec: type('', {
-      type: f(1, 'string', '', { required: true }),
-      object: f(2, 'ObjectMetricSource'),
-      pods: f(3, 'PodsMetricSource'),
-      resource: f(4, 'ResourceMetricSource'),
+    MetricSpec: type('One metric to scale on.', {
+      type: f(1, 'string', 'Resource, ContainerResource, Pods, Object or External.', { required: true }),
+      object: f(2, 'ObjectMetricSource', 'A metric of another object.'),
+      pods: f(3, 'PodsMetricSource', 'A custom metric of the pods.'),
+      resource: f(4, 'ResourceMetricSource', 'A resource of the pods, e.g. cpu.'),
       containerResource: f(7, 'ContainerResourceMetricSource'),
-      external: f(5, 'ExternalMetricSource'),
+      external: f(5, 'ExternalMetricSource', 'A metric from outside the cluster.'),
     }),
     ObjectMetricSource: type('', {
       describedObject: f(1, 'CrossVersionObjectReference'),
       target: f(2, 'MetricTarget', '', { required: true }),
       metric: f(3, 'MetricIdentifier'),
     }),
-    MetricTarget: type('', {
-      type: f(1, 'string', '', { required: true }),
-      value: f(2, 'quantity'),
-      averageValue: f(3, 'quantity'),
-      averageUtilization: f(4, 'int32', '', { pointer: true }),
+    MetricTarget: type('The target value of a metric.', {
+      type: f(1, 'string', 'Utilization, Value or AverageValue.', { required: true }),
+      value: f(2, 'quantity', 'Target value.'),
+      averageValue: f(3, 'quantity', 'Target value per pod.'),
+      averageUtilization: f(4, 'int32', 'Target percentage of the requests.', { pointer: true }),
     }),
     MetricIdentifier: type('', {
       name: f(1, 'string', '', { required: true }),
@@ -48,9 +48,9 @@ export default schemaModule(
       metric: f(1, 'MetricIdentifier'),
       target: f(2, 'MetricTarget', '', { required: true }),
     }),
-    ResourceMetricSource: type('', {
-      name: f(1, 'string', '', { required: true }),
-      target: f(2, 'MetricTarget', '', { required: true }),
+    ResourceMetricSource: type('A resource metric of the pods.', {
+      name: f(1, 'string', 'Resource name, e.g. cpu.', { required: true }),
+      target: f(2, 'MetricTarget', 'Target value.', { required: true }),
     }),
     ContainerResourceMetricSource: type('', {
       name: f(1, 'string', '', { required: true }),
@@ -75,13 +75,13 @@ export default schemaModule(
       value: f(2, 'int32', '', { required: true }),
       periodSeconds: f(3, 'int32', '', { required: true }),
     }),
-    HorizontalPodAutoscalerStatus: type('', {
+    HorizontalPodAutoscalerStatus: type('Observed state of an autoscaler.', {
       observedGeneration: f(1, 'int64', '', { pointer: true }),
-      lastScaleTime: f(2, 'time'),
-      currentReplicas: f(3, 'int32'),
-      desiredReplicas: f(4, 'int32', '', { required: true }),
-      currentMetrics: f(5, '[]MetricStatus', '', { required: true, listType: 'atomic' }),
-      conditions: f(6, '[]HorizontalPodAutoscalerCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
+      lastScaleTime: f(2, 'time', 'When it last scaled.'),
+      currentReplicas: f(3, 'int32', 'Current replicas.'),
+      desiredReplicas: f(4, 'int32', 'Replicas the autoscaler wants.', { required: true }),
+      currentMetrics: f(5, '[]MetricStatus', 'Last read metric values.', { required: true, listType: 'atomic' }),
+      conditions: f(6, '[]HorizontalPodAutoscalerCondition', 'AbleToScale, ScalingActive, ScalingLimited.', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
     }),
     MetricStatus: type('', {
       type: f(1, 'string', '', { required: true }),

@@ -27,8 +27,8 @@ export default schemaModule(
       podReplacementPolicy: f(14, 'string'),
       managedBy: f(15, 'string'),
     }),
-    PodFailurePolicy: type('', {
-      rules: f(1, '[]PodFailurePolicyRule', '', { required: true }),
+    PodFailurePolicy: type('How pod failures count against the job.', {
+      rules: f(1, '[]PodFailurePolicyRule', 'Rules checked in order.', { required: true }),
     }),
     PodFailurePolicyRule: type('', {
       action: f(1, 'string', '', { required: true }),
@@ -64,7 +64,7 @@ export default schemaModule(
       uncountedTerminatedPods: f(8, 'UncountedTerminatedPods'),
       ready: f(9, 'int32', '', { pointer: true }),
     }),
-    JobCondition: type('', {
+    JobCondition: type('One condition of a job.', {
       type: f(1, 'string', '', { required: true }),
       status: f(2, 'string', '', { required: true }),
       lastProbeTime: f(3, 'time'),

@@ -45,16 +45,16 @@ export default schemaModule(
     ClientIPConfig: type('', {
       timeoutSeconds: f(1, 'int32', '', { pointer: true }),
     }),
-    ServiceStatus: type('', {
-      loadBalancer: f(1, 'LoadBalancerStatus'),
+    ServiceStatus: type('Observed state of a service.', {
+      loadBalancer: f(1, 'LoadBalancerStatus', 'Addresses of the load balancer.'),
       conditions: f(2, `[]${META}Condition`, '', { patchStrategy: 'merge', patchMergeKey: 'type', listType: 'map', listMapKeys: ['type'] }),
     }),
-    LoadBalancerStatus: type('', {
-      ingress: f(1, '[]LoadBalancerIngress'),
+    LoadBalancerStatus: type('Addresses of a load balancer.', {
+      ingress: f(1, '[]LoadBalancerIngress', 'Ingress points.'),
     }),
-    LoadBalancerIngress: type('', {
-      ip: f(1, 'string'),
-      hostname: f(2, 'string'),
+    LoadBalancerIngress: type('One load balancer ingress point.', {
+      ip: f(1, 'string', 'IP address.'),
+      hostname: f(2, 'string', 'Host name.'),
       ipMode: f(3, 'string'),
       ports: f(4, '[]PortStatus'),
     }),
@@ -78,7 +78,7 @@ export default schemaModule(
       nodeName: f(4, 'string', 'Node of the endpoint.'),
       targetRef: f(2, 'ObjectReference', 'The pod behind the address.'),
     }),
-    EndpointPort: type('', {
+    EndpointPort: type('A port of the endpoints.', {
       name: f(1, 'string'),
       port: f(2, 'int32', '', { required: true }),
       protocol: f(3, 'string'),

@@ -9,7 +9,7 @@ export default schemaModule(
       spec: f(2, 'ReplicationControllerSpec'),
       status: f(3, 'ReplicationControllerStatus'),
     }),
-    ReplicationControllerSpec: type('', {
+    ReplicationControllerSpec: type('The pods a ReplicationController keeps running.', {
       replicas: f(1, 'int32', 'Desired number of pods (default 1).', { pointer: true }),
       minReadySeconds: f(4, 'int32'),
       selector: f(2, 'map[string]string', 'Labels of the pods it manages.'),
@@ -19,7 +19,7 @@ export default schemaModule(
       metadata: f(1, `${META}ObjectMeta`, 'Labels and annotations of the pods.'),
       spec: f(2, 'PodSpec', 'Spec of the pods.'),
     }),
-    ReplicationControllerStatus: type('', {
+    ReplicationControllerStatus: type('Observed state of a ReplicationController.', {
       replicas: f(1, 'int32', '', { required: true }),
       fullyLabeledReplicas: f(2, 'int32'),
       readyReplicas: f(4, 'int32'),

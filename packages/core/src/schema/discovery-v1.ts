@@ -20,10 +20,10 @@ export default schemaModule(
       zone: f(7, 'string', 'Zone of the endpoint.'),
       hints: f(8, 'EndpointHints'),
     }),
-    EndpointConditions: type('', {
-      ready: f(1, 'bool', '', { pointer: true }),
-      serving: f(2, 'bool', '', { pointer: true }),
-      terminating: f(3, 'bool', '', { pointer: true }),
+    EndpointConditions: type('Readiness of an endpoint.', {
+      ready: f(1, 'bool', 'Ready to receive traffic.', { pointer: true }),
+      serving: f(2, 'bool', 'Serving, possibly while terminating.', { pointer: true }),
+      terminating: f(3, 'bool', 'Terminating.', { pointer: true }),
     }),
     EndpointHints: type('', {
       forZones: f(1, '[]ForZone'),
@@ -31,7 +31,7 @@ export default schemaModule(
     ForZone: type('', {
       name: f(1, 'string', '', { required: true }),
     }),
-    EndpointPort: type('', {
+    EndpointPort: type('A port of the endpoints.', {
       name: f(1, 'string'),
       protocol: f(2, 'string'),
       port: f(3, 'int32', '', { required: true }),

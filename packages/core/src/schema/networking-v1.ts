@@ -14,27 +14,27 @@ export default schemaModule(
       egress: f(3, '[]NetworkPolicyEgressRule', 'Allowed outgoing traffic.', { listType: 'atomic' }),
       policyTypes: f(4, '[]string', 'Ingress and/or Egress.', { listType: 'atomic' }),
     }),
-    NetworkPolicyIngressRule: type('', {
-      ports: f(1, '[]NetworkPolicyPort'),
-      from: f(2, '[]NetworkPolicyPeer'),
+    NetworkPolicyIngressRule: type('Traffic allowed in: from these peers, to these ports.', {
+      ports: f(1, '[]NetworkPolicyPort', 'Allowed ports; empty allows all.'),
+      from: f(2, '[]NetworkPolicyPeer', 'Allowed sources; empty allows all.'),
     }),
-    NetworkPolicyPort: type('', {
-      protocol: f(1, 'string'),
-      port: f(2, 'intOrString'),
-      endPort: f(3, 'int32', '', { pointer: true }),
+    NetworkPolicyPort: type('A port or port range.', {
+      protocol: f(1, 'string', 'TCP (default), UDP or SCTP.'),
+      port: f(2, 'intOrString', 'Port number or name.'),
+      endPort: f(3, 'int32', 'Last port of a range starting at port.', { pointer: true }),
     }),
-    NetworkPolicyPeer: type('', {
-      podSelector: f(1, `${META}LabelSelector`),
-      namespaceSelector: f(2, `${META}LabelSelector`),
-      ipBlock: f(3, 'IPBlock'),
+    NetworkPolicyPeer: type('Pods, namespaces or an IP block.', {
+      podSelector: f(1, `${META}LabelSelector`, 'Pods selected (in the policy\'s namespace unless namespaceSelector is set).'),
+      namespaceSelector: f(2, `${META}LabelSelector`, 'Namespaces selected.'),
+      ipBlock: f(3, 'IPBlock', 'An address range.'),
     }),
-    IPBlock: type('', {
-      cidr: f(1, 'string'),
-      except: f(2, '[]string'),
+    IPBlock: type('An address range with exceptions.', {
+      cidr: f(1, 'string', 'The range.'),
+      except: f(2, '[]string', 'Ranges excluded.'),
     }),
-    NetworkPolicyEgressRule: type('', {
-      ports: f(1, '[]NetworkPolicyPort'),
-      to: f(2, '[]NetworkPolicyPeer'),
+    NetworkPolicyEgressRule: type('Traffic allowed out: to these peers, on these ports.', {
+      ports: f(1, '[]NetworkPolicyPort', 'Allowed ports; empty allows all.'),
+      to: f(2, '[]NetworkPolicyPeer', 'Allowed destinations; empty allows all.'),
     }),
     Ingress: type('HTTP routing from outside the cluster to services.', {
       metadata: f(1, `${META}ObjectMeta`),
@@ -47,36 +47,36 @@ export default schemaModule(
       tls: f(2, '[]IngressTLS', 'TLS settings.', { listType: 'atomic' }),
       rules: f(3, '[]IngressRule', 'Host and path rules.', { listType: 'atomic' }),
     }),
-    IngressBackend: type('', {
-      service: f(4, 'IngressServiceBackend'),
-      resource: f(3, `io.k8s.api.core.v1.TypedLocalObjectReference`),
+    IngressBackend: type('A service port, or another resource.', {
+      service: f(4, 'IngressServiceBackend', 'A service and its port.'),
+      resource: f(3, `io.k8s.api.core.v1.TypedLocalObjectReference`, 'Another object handling the traffic.'),
     }),
-    IngressServiceBackend: type('', {
-      name: f(1, 'string', '', { required: true }),
-      port: f(2, 'ServiceBackendPort'),
+    IngressServiceBackend: type('A service and port.', {
+      name: f(1, 'string', 'Service name.', { required: true }),
+      port: f(2, 'ServiceBackendPort', 'Port by number or name.'),
     }),
-    ServiceBackendPort: type('', {
-      name: f(1, 'string'),
-      number: f(2, 'int32'),
+    ServiceBackendPort: type('A service port by number or name.', {
+      name: f(1, 'string', 'Port name.'),
+      number: f(2, 'int32', 'Port number.'),
     }),
-    IngressTLS: type('', {
-      hosts: f(1, '[]string'),
-      secretName: f(2, 'string'),
+    IngressTLS: type('TLS for some hosts.', {
+      hosts: f(1, '[]string', 'Hosts the certificate covers.'),
+      secretName: f(2, 'string', 'Secret holding the certificate and key.'),
     }),
-    IngressRule: type('', {
-      host: f(1, 'string'),
+    IngressRule: type('Paths of one host.', {
+      host: f(1, 'string', 'Host name to match; empty matches every host.'),
       ingressRuleValue: f(2, 'IngressRuleValue', '', { required: true, inline: true }),
     }),
     IngressRuleValue: type('', {
       http: f(1, 'HTTPIngressRuleValue'),
     }),
-    HTTPIngressRuleValue: type('', {
-      paths: f(1, '[]HTTPIngressPath', '', { required: true, listType: 'atomic' }),
+    HTTPIngressRuleValue: type('HTTP paths of a rule.', {
+      paths: f(1, '[]HTTPIngressPath', 'Paths and their backends.', { required: true, listType: 'atomic' }),
     }),
-    HTTPIngressPath: type('', {
-      path: f(1, 'string'),
-      pathType: f(3, 'string', '', { required: true }),
-      backend: f(2, 'IngressBackend', '', { required: true }),
+    HTTPIngressPath: type('One path and where it goes.', {
+      path: f(1, 'string', 'Path to match.'),
+      pathType: f(3, 'string', 'Exact, Prefix or ImplementationSpecific.', { required: true }),
+      backend: f(2, 'IngressBackend', 'Where matching requests go.', { required: true }),
     }),
     IngressStatus: type('', {
       loadBalancer: f(1, 'IngressLoadBalancerStatus'),

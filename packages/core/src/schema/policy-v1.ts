@@ -13,7 +13,7 @@ export default schemaModule(
       minAvailable: f(1, 'intOrString', 'Pods (or percentage) that must stay available.'),
       selector: f(2, `${META}LabelSelector`, 'The pods the budget covers.', { patchStrategy: 'replace' }),
       maxUnavailable: f(3, 'intOrString', 'Pods (or percentage) that may be unavailable.'),
-      unhealthyPodEvictionPolicy: f(4, 'string'),
+      unhealthyPodEvictionPolicy: f(4, 'string', 'IfHealthyBudget (default) or AlwaysAllow eviction of unhealthy pods.'),
     }),
     PodDisruptionBudgetStatus: type('Observed state of the budget.', {
       observedGeneration: f(1, 'int64'),

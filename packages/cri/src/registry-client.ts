@@ -140,7 +140,9 @@ class HostSession {
     }
     if (res.status !== 200) {
       const body = await readBody(res, 64 * 1024).catch(() => Buffer.alloc(0));
-      throw new RegistryError(`${url.origin}${url.pathname}: ${res.status} ${body.toString('utf8').slice(0, 200)}`, res.status >= 500 ? 'unavailable' : 'invalid');
+      // Digest and format problems are 'invalid'; an HTTP failure of the host (a 400 from a TLS port spoken to
+      // in plain HTTP, a 5xx) leaves the image unavailable from there.
+      throw new RegistryError(`${url.origin}${url.pathname}: ${res.status} ${body.toString('utf8').trim().slice(0, 200)}`, res.status === 403 ? 'unauthorized' : 'unavailable');
     }
     const bytes = await readBody(res, MAX_MANIFEST_BYTES);
     const digest = sha256Digest(bytes);

@@ -198,4 +198,27 @@ describe.runIf(ok)('PullImage from a registry', () => {
       await imported.close();
     }
   });
+
+  it('reaches an HTTPS registry with the CA named in hosts.toml, and refuses it without', async () => {
+    const tls = await startRegistry({ tls: true });
+    try {
+      await tls.push(images.layout, 'v1', 'tools/busybox:v1');
+      const ref = `${tls.host}/tools/busybox:v1`;
+      // Loopback defaults to plain HTTP: against a TLS port that fails as unreachable.
+      const plain = await grpcError(shim.icall('PullImage', { image: { image: ref } }));
+      expect(plain.code).toBe(grpc.status.UNAVAILABLE);
+      const dir = path.join(hostsDir, tls.host);
+      fs.mkdirSync(dir);
+      fs.writeFileSync(path.join(dir, 'hosts.toml'), `server = "https://${tls.host}"\n`);
+      const untrusted = await grpcError(shim.icall('PullImage', { image: { image: ref } }));
+      expect(untrusted.code).toBe(grpc.status.UNAVAILABLE);
+      expect(untrusted.details).toMatch(/certificate/i);
+      fs.copyFileSync(tls.caFile!, path.join(dir, 'ca.crt'));
+      fs.writeFileSync(path.join(dir, 'hosts.toml'), `server = "https://${tls.host}"\nca = "ca.crt"\n`);
+      const pulled = await shim.icall('PullImage', { image: { image: ref } });
+      expect(pulled.imageRef).toBe(layoutConfigDigest(images.layout, 'v1'));
+    } finally {
+      await tls.stop();
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { createHash, createSign, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
 import os from 'node:os';
@@ -101,6 +102,8 @@ export interface TestRegistry {
   /** Credentials the token issuer accepts, when auth is on. */
   user?: string;
   password?: string;
+  /** The CA (self-signed certificate) of a TLS registry. */
+  caFile?: string;
   /** How many tokens the issuer handed out. */
   tokensIssued(): number;
   /** Pushes with skopeo (asynchronously: the token issuer answers from this process). */
@@ -109,7 +112,7 @@ export interface TestRegistry {
 }
 
 /** Starts docker-registry on loopback; with `auth`, behind bearer tokens from an issuer started here. */
-export async function startRegistry(opts: { auth?: boolean } = {}): Promise<TestRegistry> {
+export async function startRegistry(opts: { auth?: boolean; tls?: boolean } = {}): Promise<TestRegistry> {
   const dir = mkTemp('kemu-cri-registry-');
   const port = await freePort();
   let tokenServer: http.Server | undefined;
@@ -159,10 +162,18 @@ export async function startRegistry(opts: { auth?: boolean } = {}): Promise<Test
     const tport = (tokenServer.address() as net.AddressInfo).port;
     authYaml = `auth:\n  token:\n    realm: http://127.0.0.1:${tport}/token\n    service: kemu-test-registry\n    issuer: kemu-test-issuer\n    rootcertbundle: ${cert}\n`;
   }
+  let tlsYaml = '';
+  let caFile: string | undefined;
+  if (opts.tls) {
+    caFile = path.join(dir, 'registry.crt');
+    const key = path.join(dir, 'registry.key');
+    run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', caFile, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']);
+    tlsYaml = `  tls:\n    certificate: ${caFile}\n    key: ${key}\n`;
+  }
   const config = path.join(dir, 'config.yml');
   fs.writeFileSync(
     config,
-    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:${port}\n${authYaml}`,
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${dir}/data\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:${port}\n${tlsYaml}${authYaml}`,
   );
   const proc: ChildProcess = spawn('docker-registry', ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -171,7 +182,7 @@ export async function startRegistry(opts: { auth?: boolean } = {}): Promise<Test
   await waitFor(
     () =>
       new Promise<boolean | undefined>((resolve) => {
-        const req = http.get(`http://${host}/v2/`, (res) => {
+        const req = (opts.tls ? https : http).get(`${opts.tls ? 'https' : 'http'}://${host}/v2/`, { rejectUnauthorized: false }, (res) => {
           res.resume();
           resolve(res.statusCode === 200 || res.statusCode === 401 ? true : undefined);
         });
@@ -182,6 +193,7 @@ export async function startRegistry(opts: { auth?: boolean } = {}): Promise<Test
   );
   return {
     host,
+    caFile,
     user: opts.auth ? user : undefined,
     password: opts.auth ? password : undefined,
     tokensIssued: () => issued,

@@ -1,0 +1,53 @@
+// An Indexed Job of 5 completions with parallelism 2 on the composed cluster, with one failure injected
+// (a running pod of index 2 is deleted): the Job recreates that index after its backoff, completes within
+// backoffLimit, and counts every finished pod exactly once through its tracking finalizer.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Job, Pod } from '@kemu/core';
+import { Cluster } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../cluster/util.js';
+
+describe('an Indexed Job on the composed cluster', () => {
+  let cluster: Cluster;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-job-'));
+
+  beforeAll(async () => {
+    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('completes 5 indexes, 2 at a time, despite one injected failure', async () => {
+    await cluster.store.create({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'idx', namespace: 'default' },
+      spec: {
+        completions: 5,
+        parallelism: 2,
+        completionMode: 'Indexed',
+        backoffLimit: 2,
+        template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox:1.36', command: ['sh', '-c', 'sleep 1; echo done'] }] } },
+      },
+    } as Job);
+    // Inject a failure: delete index 2's pod while it runs.
+    const victim = await until('index 2 running', async () =>
+      ((await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[]).find(
+        (p) => p.metadata.annotations?.['batch.kubernetes.io/job-completion-index'] === '2' && p.status?.phase === 'Running',
+      ), 60_000);
+    await cluster.store.delete('Pod', 'default', victim.metadata.name!);
+    const job = await until('complete', async () => {
+      const j = await cluster.store.get('Job', 'default', 'idx');
+      return j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') && j;
+    }, 90_000);
+    expect(job.status).toMatchObject({ succeeded: 5, failed: 1, completedIndexes: '0-4', active: 0 });
+    const pods = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
+    expect(pods.some((p) => p.metadata.finalizers?.includes('batch.kubernetes.io/job-tracking'))).toBe(false);
+    expect(pods.filter((p) => p.status?.phase === 'Succeeded').map((p) => p.spec.hostname).sort()).toEqual(['idx-0', 'idx-1', 'idx-2', 'idx-3', 'idx-4']);
+  }, 120_000);
+});

@@ -377,6 +377,8 @@ export class Cluster {
       storage: storageKind(o),
       durable: (o.store ?? 'memory') !== 'memory',
       fast: o.fast ?? false,
+      kubeletConfigFile: o.kubeletConfigs?.[name] ?? o.kubeletConfigs?.['*'],
+      devices: o.devices,
     });
     this.remoteNodes.set(name, remote);
     this.stoppers.push(() => stopNodeProcess(remote));

@@ -28,6 +28,10 @@ export interface NodeProcessSpec {
   storage: 'sim' | 'hostpath';
   durable: boolean;
   fast: boolean;
+  /** The node's KubeletConfiguration file, passed on as --kubelet-config. */
+  kubeletConfigFile?: string;
+  /** Simulated devices, passed on as --device. */
+  devices?: DeviceRequest[];
   /** The control plane's store, to wait for the node's registration. */
   store: Store;
 }
@@ -60,6 +64,8 @@ export function nodeArgs(s: Omit<NodeProcessSpec, 'store'>): string[] {
     '--storage', s.storage,
     ...(s.durable ? ['--durable'] : []),
     ...(s.fast ? ['--fast'] : []),
+    ...(s.kubeletConfigFile ? ['--kubelet-config', s.kubeletConfigFile] : []),
+    ...(s.devices ?? []).flatMap((d) => ['--device', `${d.resource}=${d.count}${d.model ? `:${d.model}` : ''}`]),
   ];
 }
 

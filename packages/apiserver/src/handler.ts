@@ -92,8 +92,6 @@ export function peerCertificates(req: IncomingRequest): Buffer[] | undefined {
   return chain ?? undefined;
 }
 
-const NON_RESOURCE_PUBLIC = new Set(['/healthz', '/livez', '/readyz', '/version']);
-
 export class RequestHandler {
   readonly metrics = new ApiMetrics();
   private readonly authenticator: Authenticator;
@@ -227,7 +225,7 @@ export class RequestHandler {
 
   private async route(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin, user: UserInfo, info: RequestInfo): Promise<void> {
     const q = url.searchParams;
-    if (!info.isResourceRequest) return this.nonResource(req, res, url, origin, info);
+    if (!info.isResourceRequest) return this.nonResource(req, res, url, origin);
     const endpoint = (this.options.endpoints ?? []).find(
       (e) => e.group === info.apiGroup && e.version === info.apiVersion && e.resource === info.resource && (e.subresource ?? '') === info.subresource,
     );
@@ -329,7 +327,7 @@ export class RequestHandler {
     return bindPod(ctx, namespace, name, body);
   }
 
-  private async nonResource(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin, info: RequestInfo): Promise<void> {
+  private async nonResource(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin): Promise<void> {
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed();
@@ -368,8 +366,6 @@ export class RequestHandler {
       const paths = ['/api', '/api/v1', '/apis', '/healthz', '/livez', '/metrics', '/openapi/v2', '/openapi/v3', '/readyz', '/version'];
       return send(res, 200, { paths });
     }
-    void info;
-    if (NON_RESOURCE_PUBLIC.has(path)) return sendText(res, 200, 'ok');
     throw pathNotFound();
   }
 

@@ -16,6 +16,7 @@ import {
 import type { RequestContext } from './request-context.js';
 import { decodeBody, readBody } from './request-body.js';
 import { queryBool } from './request-info.js';
+import { recordManagedFields } from './managed-fields.js';
 import { admit, dryRunOf, fieldManagerOf } from './rest-write.js';
 import { send } from './responses.js';
 import type { StreamOptions } from './server-extensions.js';
@@ -106,7 +107,8 @@ export async function scale(ctx: RequestContext, namespace: string, name: string
       causes: [{ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, field: 'spec.replicas' }],
     });
   const next = { ...cur, spec: { ...cur.spec, replicas } };
-  fieldManagerOf(ctx);
+  // The Deployment's managedFields record the change under the caller's field manager.
+  recordManagedFields(next, cur, fieldManagerOf(ctx), 'Update', ctx.kind.apiVersion);
   await admit(ctx, 'UPDATE', namespace, name, next, cur, dryRun, 'scale');
   const stored = await ctx.store.update(next, { dryRun });
   send(ctx.res, 200, scaleOf(stored));

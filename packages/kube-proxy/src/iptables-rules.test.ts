@@ -77,6 +77,12 @@ describe('kube-proxy iptables rules', () => {
     expect(r.nat.join('\n')).toContain(`-A ${sep} -p tcp -m comment --comment default/sticky:http -m recent --set --name ${sep} --mask 255.255.255.255 --rsource -m tcp -j DNAT --to-destination 10.244.1.2:8080`);
   });
 
+  it('writes a rule set of upstream scale (hundreds of thousands of lines) into one restore input', () => {
+    const nat = Array.from({ length: 300_000 }, (_, i) => `-A KUBE-SERVICES -d 10.${i >> 16}.${(i >> 8) & 255}.${i & 255}/32 -j ACCEPT`);
+    const text = restoreInput({ filter: [], nat, chains: { filter: [], nat: ['KUBE-SERVICES'] } }, '');
+    expect(text.split('\n').filter((l) => l.startsWith('-A KUBE-SERVICES'))).toHaveLength(300_000);
+  });
+
   it('restore input deletes chains of Services that went and inserts missing jumps once', () => {
     const before = buildRules(servicePorts([service('web', { clusterIP: '10.96.0.20', clusterIPs: ['10.96.0.20'] })], [slice('web', [{ ip: '10.244.1.2' }])]), node);
     const current = `*nat\n:PREROUTING ACCEPT [0:0]\n${before.chains.nat.map((c) => `:${c} - [0:0]`).join('\n')}\n-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\nCOMMIT\n`;

@@ -196,7 +196,8 @@ export function restoreInput(rules: RuleSet, current: string): string {
       if (j.table !== t) continue;
       if (![...lines[t]].some((l) => sameRule(l, `-A ${j.chain} ${j.rule}`))) out.push(`-I ${j.chain} 1 ${j.rule}`);
     }
-    out.push(...rules[t]);
+    // A loop, not push(...lines): 10,000 Services make more lines than a call's arguments may hold.
+    for (const l of rules[t]) out.push(l);
     for (const c of stale) out.push(`-X ${c}`);
     out.push('COMMIT');
   }

@@ -4,6 +4,8 @@
 // impersonation needs the impersonate verb; escalation through a binding is refused; PodSecurity refuses a
 // privileged pod under enforce=restricted and warns under warn.
 import fs from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createMemoryStore, type Store } from '@kemu/core';
@@ -204,5 +206,61 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     await eventually(async () => (await run()).stdout.startsWith('pods'));
     const r = await run();
     expect(r.stdout.trim(), r.stderr).toMatch(/^pods \[/);
+  });
+
+  it('refuses through a ValidatingAdmissionPolicy and a user\'s webhooks, applies a mutating JSONPatch, and writes nothing refused', async () => {
+    const V = 'admissionregistration.k8s.io/v1';
+    const podRules = [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] }];
+    await store.create({
+      apiVersion: V,
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: 'no-latest' },
+      spec: { matchConstraints: { resourceRules: podRules }, validations: [{ expression: "object.spec.containers.all(c, !c.image.endsWith(':latest'))", message: 'images must not use the latest tag' }] },
+    });
+    await store.create({ apiVersion: V, kind: 'ValidatingAdmissionPolicyBinding', metadata: { name: 'no-latest-dev' }, spec: { policyName: 'no-latest', validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'dev' } } } } });
+    // The namespace label the selector uses (the namespace controller sets it upstream).
+    await admin(['label', 'namespace', 'dev', 'kubernetes.io/metadata.name=dev', '--overwrite']);
+    const run = (name: string, image: string) => admin(['run', name, `--image=${image}`, '--restart=Never']);
+    await eventually(async () => (await run('probe', 'busybox:latest')).code !== 0);
+    const vap = await run('latest', 'busybox:latest');
+    expect(vap.stderr.trim()).toBe(`The pods "latest" is invalid: : ValidatingAdmissionPolicy 'no-latest' with binding 'no-latest-dev' denied request: images must not use the latest tag`);
+    expect((await admin(['get', 'pod', 'latest'])).stderr.trim()).toBe('Error from server (NotFound): pods "latest" not found');
+
+    // A user's HTTPS webhook: refuses pods named "bad*", and labels every pod it sees.
+    const serving = await ca.issueServing();
+    const hook = https.createServer({ cert: serving.cert, key: serving.key }, (req, res) => {
+      let text = '';
+      req.on('data', (c) => (text += c));
+      req.on('end', () => {
+        const { request } = JSON.parse(text);
+        const name: string = request.object.metadata.name;
+        const response = req.url!.startsWith('/mutate')
+          ? { uid: request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify([{ op: 'add', path: '/metadata/labels', value: { ...(request.object.metadata.labels ?? {}), 'webhook.example.com/seen': 'true' } }])).toString('base64') }
+          : name.startsWith('bad')
+            ? { uid: request.uid, allowed: false, status: { code: 403, message: `pod name "${name}" is not allowed` } }
+            : { uid: request.uid, allowed: true };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
+      });
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+    try {
+      const url = `https://127.0.0.1:${(hook.address() as AddressInfo).port}`;
+      const caBundle = Buffer.from(ca.certPem).toString('base64');
+      const wh = (path: string) => ({ name: `${path}.example.com`, clientConfig: { url: `${url}/${path}`, caBundle }, rules: podRules, sideEffects: 'None', admissionReviewVersions: ['v1'], namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'dev' } } });
+      await store.create({ apiVersion: V, kind: 'ValidatingWebhookConfiguration', metadata: { name: 'names' }, webhooks: [wh('validate')] });
+      await store.create({ apiVersion: V, kind: 'MutatingWebhookConfiguration', metadata: { name: 'labels' }, webhooks: [wh('mutate')] });
+      await eventually(async () => (await run('bad-probe', 'busybox:1.36')).code !== 0);
+      const refused = await run('bad-pod', 'busybox:1.36');
+      // The webhook sets no reason, so kubectl names none (as with webhooks that leave it empty upstream).
+      expect(refused.stderr.trim()).toBe('Error from server: admission webhook "validate.example.com" denied the request: pod name "bad-pod" is not allowed');
+      expect((await admin(['get', 'pod', 'bad-pod'])).code).toBe(1);
+      const ok = await run('good', 'busybox:1.36');
+      expect(ok.code, ok.stderr).toBe(0);
+      expect((await admin(['get', 'pod', 'good', '-o', 'jsonpath={.metadata.labels.webhook\\.example\\.com/seen}'])).stdout).toBe('true');
+    } finally {
+      hook.closeAllConnections();
+      await new Promise((r) => hook.close(r));
+    }
   });
 });

@@ -77,7 +77,7 @@ export function sandboxConfig(pod: Pod, attempt: number, ctx: SandboxContext): c
       securityContext: {
         namespaceOptions: {
           network: mode(hostNetwork, cri.NamespaceMode.POD),
-          pid: mode(spec.hostPID, cri.NamespaceMode.CONTAINER),
+          pid: mode(spec.hostPID, spec.shareProcessNamespace ? cri.NamespaceMode.POD : cri.NamespaceMode.CONTAINER),
           ipc: mode(spec.hostIPC, cri.NamespaceMode.POD),
         },
       },
@@ -179,7 +179,7 @@ export function containerConfig(pod: Pod, container: Container, attempt: number,
         capabilities: sc?.capabilities ? { addCapabilities: sc.capabilities.add ?? [], dropCapabilities: sc.capabilities.drop ?? [] } : null,
         namespaceOptions: {
           network: pod.spec.hostNetwork ? cri.NamespaceMode.NODE : cri.NamespaceMode.POD,
-          pid: pod.spec.hostPID ? cri.NamespaceMode.NODE : cri.NamespaceMode.CONTAINER,
+          pid: pod.spec.hostPID ? cri.NamespaceMode.NODE : pod.spec.shareProcessNamespace ? cri.NamespaceMode.POD : cri.NamespaceMode.CONTAINER,
           ipc: pod.spec.hostIPC ? cri.NamespaceMode.NODE : cri.NamespaceMode.POD,
         },
       },

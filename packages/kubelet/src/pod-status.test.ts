@@ -1,6 +1,6 @@
 import type { ContainerStatus, Pod } from '@kemu/core';
 import { describe, expect, it } from 'vitest';
-import { containerHash, linuxResources, sandboxConfig } from './cri-config.js';
+import { containerConfig, containerHash, linuxResources, sandboxConfig } from './cri-config.js';
 import { podPhase } from './pod-status.js';
 
 const pod = (restartPolicy: 'Always' | 'OnFailure' | 'Never', inits: string[] = []): Pod => ({
@@ -63,6 +63,16 @@ describe('CRI configuration from a pod', () => {
     expect(cfg.dnsConfig?.searches).toEqual(['ns.svc.cluster.local', 'svc.cluster.local', 'cluster.local']);
     expect(cfg.linux?.securityContext?.namespaceOptions).toEqual({ network: 0, pid: 2, ipc: 0 });
     expect(cfg.labels).toMatchObject({ 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.pod.name': 'p' });
+  });
+
+  it('shares one PID namespace across the pod with shareProcessNamespace', () => {
+    const p: Pod = { ...pod('Always'), spec: { containers: [{ name: 'web' }], shareProcessNamespace: true } };
+    const ctx = { nodeName: 'n1', podLogsDir: '/var/log/pods', clusterDNS: [], clusterDomain: 'cluster.local' };
+    expect(sandboxConfig(p, 0, ctx).linux?.securityContext?.namespaceOptions?.pid).toBe(0);
+    const c = containerConfig(p, p.spec.containers[0], 0, { volumePaths: new Map(), kind: 'regular' });
+    expect(c.linux?.securityContext?.namespaceOptions?.pid).toBe(0);
+    const own = containerConfig({ ...p, spec: { containers: p.spec.containers } }, p.spec.containers[0], 0, { volumePaths: new Map(), kind: 'regular' });
+    expect(own.linux?.securityContext?.namespaceOptions?.pid).toBe(1);
   });
 
   it('turns requests and limits into cgroup values', () => {

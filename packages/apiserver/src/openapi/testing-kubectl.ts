@@ -124,8 +124,13 @@ export async function startKubectlServer(handler?: Handler, kubectl = 'kubectl')
         child.stdin.end(stdin ?? '');
       }),
     close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      fs.rmSync(dir, { recursive: true, force: true });
+      // Idle keep-alive connections would hold close() open; the directory goes even if it fails.
+      try {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
 }

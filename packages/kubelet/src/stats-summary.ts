@@ -151,17 +151,15 @@ export class SummaryProvider {
     const byUid = new Map<string, Pod>();
     for (const p of this.d.pods()) byUid.set(p.metadata.uid ?? '', p);
 
-    const pods: PodStats[] = [];
-    const seen = new Set<string>();
+    // Only the pods the kubelet knows; of a pod's sandboxes (an old one may linger stopped), the one running most containers.
+    const best = new Map<string, cri.PodSandboxStats>();
     for (const sb of sandboxes.stats ?? []) {
-      const meta = sb.attributes?.metadata;
-      const uid = meta?.uid ?? '';
-      const pod = byUid.get(uid);
-      // Only the pods the kubelet knows and the newest sandbox of each.
-      if (!pod || seen.has(uid)) continue;
-      seen.add(uid);
-      pods.push(this.podStats(pod, sb, writable, time, nowNs));
+      const uid = sb.attributes?.metadata?.uid ?? '';
+      if (!byUid.has(uid)) continue;
+      const cur = best.get(uid);
+      if (!cur || (sb.linux?.containers?.length ?? 0) > (cur.linux?.containers?.length ?? 0)) best.set(uid, sb);
     }
+    const pods: PodStats[] = [...best].map(([uid, sb]) => this.podStats(byUid.get(uid)!, sb, writable, time, nowNs));
     const sum = (f: (p: PodStats) => number | undefined) => pods.reduce((a, p) => a + (f(p) ?? 0), 0);
 
     const memCap = parseQuantity(this.d.capacity.memory ?? '0').value();

@@ -36,6 +36,7 @@ export default schemaModule(
       unavailableReplicas: f(5, 'int32'),
       conditions: f(6, '[]DeploymentCondition', 'Available, Progressing and ReplicaFailure.', { patchStrategy: 'merge', patchMergeKey: 'type' }),
       collisionCount: f(8, 'int32', '', { pointer: true }),
+      terminatingReplicas: f(9, 'int32', 'Pods of the deployment that are terminating (upstream since 1.33; kemu\'s controllers report it).', { pointer: true }),
     }),
     DeploymentCondition: type('One condition of a deployment.', {
       type: f(1, 'string', '', { required: true }),
@@ -63,6 +64,7 @@ export default schemaModule(
       availableReplicas: f(5, 'int32', 'Pods available for at least minReadySeconds.'),
       observedGeneration: f(3, 'int64'),
       conditions: f(6, '[]ReplicaSetCondition', '', { patchStrategy: 'merge', patchMergeKey: 'type' }),
+      terminatingReplicas: f(7, 'int32', 'Pods of the ReplicaSet that are terminating (upstream since 1.33; kemu\'s controllers report it).', { pointer: true }),
     }),
     ReplicaSetCondition: type('', {
       type: f(1, 'string', '', { required: true }),

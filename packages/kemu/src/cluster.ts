@@ -15,6 +15,7 @@ import {
   type Node,
   SharedInformer,
   type Pod,
+  type Service,
   type Store,
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
@@ -29,6 +30,8 @@ import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecRes
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
+import { startNodeProxy } from './node-proxy.js';
+import { parseTraceTarget } from './trace-target.js';
 import { linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, startNode } from './node.js';
 import type { TokenSource } from '@kemu/kubelet';
@@ -357,6 +360,15 @@ export class Cluster {
       onError: o.onError,
     });
     this.stoppers.push(() => node.stop());
+    const proxy = await startNodeProxy({
+      store: this.store,
+      network: this.network,
+      nodeName: name,
+      podNetwork: this.podNetwork(),
+      fast: o.fast ?? false,
+      onError: (e) => o.onError?.(e, `${name}: kube-proxy`),
+    });
+    this.stoppers.push(() => proxy.stop());
     drivers.set(name, { node: name, controller: node.csiApi.controller, identity: node.csiApi.identity, nodeService: node.csiApi.node });
     this.nodes.push(node);
   }
@@ -597,20 +609,38 @@ export class Cluster {
       s.includes('/') ? (s.split('/', 2) as [string, string]) : (['default', s] as [string, string]);
     const [fns, fname] = split(from);
     const src = await this.store.get('Pod', fns, fname);
-    let ip = to;
-    if (!/^[\d.]+$/.test(to) && !to.includes(':')) {
-      const [tns, tname] = split(to);
+    const target = parseTraceTarget(to);
+    let ip: string;
+    let port: number | undefined;
+    if (target.kind === 'ip') ({ ip, port } = target);
+    else if (target.kind === 'pod') {
+      const name = `${target.namespace}/${target.name}`;
       try {
-        ip = (await this.store.get('Pod', tns, tname)).status?.podIP ?? '';
+        ip = (await this.store.get('Pod', target.namespace, target.name)).status?.podIP ?? '';
       } catch (err) {
-        if (isNotFound(err)) throw new Error(`pod ${tns}/${tname} not found`);
+        if (isNotFound(err)) throw new Error(`pod ${name} not found`);
         throw err;
       }
-      if (!ip) throw new Error(`pod ${tns}/${tname} has no IP yet`);
+      if (!ip) throw new Error(`pod ${name} has no IP yet`);
+    } else {
+      const name = `${target.namespace}/${target.name}`;
+      let svc: Service;
+      try {
+        svc = await this.store.get('Service', target.namespace, target.name);
+      } catch (err) {
+        if (isNotFound(err)) throw new Error(`service ${name} not found`);
+        throw err;
+      }
+      ip = svc.spec.clusterIP ?? '';
+      if (!ip || ip === 'None') throw new Error(`service ${name} has no cluster IP (headless or ExternalName): trace one of its pods`);
+      const ports = svc.spec.ports ?? [];
+      const p = target.port === undefined ? ports[0] : ports.find((x) => x.name === target.port || String(x.port) === target.port);
+      if (!p) throw new Error(`service ${name} has no port ${target.port ?? ''}`.trimEnd());
+      port = p.port;
     }
     if (this.network.probesNeedLocalNodes && (this.remoteNodes.size || this.joinedNodes.size))
       throw new Error('hop-by-hop traces need all nodes in one simulated network: run the cluster without node processes');
-    const r = await this.network.probe(await this.podNetns(src), ip);
-    return { from: `${fns}/${fname}`, to, ip, ...r, trace: r.trace as unknown[] };
+    const r = await this.network.probe(await this.podNetns(src), ip, port);
+    return { from: `${fns}/${fname}`, to, ip, port, ...r, trace: r.trace as unknown[] };
   }
 }

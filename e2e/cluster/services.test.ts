@@ -1,0 +1,102 @@
+// Services on the composed cluster (sim datapath): the endpoint-slice controller and every node's
+// kube-proxy turn a Service into rules, a client pod reaches it by ClusterIP and NodePort with replies
+// un-NATed, the trace names each rule, a Service without endpoints is rejected (kemu trace exits 1), and
+// the rules go when the Service goes.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod, Service } from '@kemu/core';
+import { Cluster, type SimClusterNetwork } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from './util.js';
+
+let cluster: Cluster;
+const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-svc-'));
+
+beforeAll(async () => {
+  cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+  fs.rmSync(stateDir, { recursive: true, force: true });
+});
+
+const pod = (name: string, labels: Record<string, string>, nodeName?: string): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'default', labels },
+  spec: { nodeName, containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'], ports: [{ containerPort: 8080 }] }] },
+});
+
+/** The simulated world has no container processes: make the pod's namespace answer on 8080. */
+function serve(ip: string) {
+  const world = (cluster.network as SimClusterNetwork).world;
+  const ns = world.namespaces().find((n) => n.includes('/netns/') && world.addresses(n).some((a) => a.address === ip));
+  if (!ns) throw new Error(`no namespace holds ${ip}`);
+  world.listen(ns, { proto: 'tcp', port: 8080 });
+}
+
+describe('Services through kube-proxy on the simulated datapath', () => {
+  let web: Pod[];
+
+  it('reaches a ClusterIP Service by name from another pod, with the path rule by rule', async () => {
+    await cluster.store.create(pod('client', { app: 'client' }, 'kemu-node-1'));
+    await cluster.store.create(pod('web-1', { app: 'web' }, 'kemu-node-1'));
+    await cluster.store.create(pod('web-2', { app: 'web' }, 'kemu-node-2'));
+    await cluster.store.create<Service>({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { type: 'NodePort', selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+    });
+    web = await until('web pods Running with IPs', async () => {
+      const ps = ((await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[]).filter((p) => p.metadata.labels?.app === 'web');
+      return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running' && p.status.podIP) && ps;
+    });
+    for (const p of web) serve(p.status!.podIP!);
+    await until('both endpoints in the EndpointSlice', async () => {
+      const slices = (await cluster.store.list('EndpointSlice', { namespace: 'default' })).items;
+      return slices.flatMap((s) => (s as { endpoints?: unknown[] }).endpoints ?? []).length === 2;
+    });
+    const t = await until('the Service answers', async () => {
+      const r = (await cluster.trace('client', 'svc/default/web:http')) as { reachable: boolean; text: string };
+      return r.reachable && r;
+    });
+    expect(t.text).toMatch(/nat KUBE-SERVICES rule \d+: -A KUBE-SERVICES -d 10\.96\.\d+\.\d+\/32 -p tcp -m comment --comment "default\/web:http cluster IP" -m tcp --dport 80 -j KUBE-SVC-/);
+    expect(t.text).toMatch(/-j DNAT --to-destination 10\.244\.\d+\.\d+:8080/);
+  });
+
+  it('answers on the NodePort of every node', async () => {
+    const svc = await cluster.store.get('Service', 'default', 'web');
+    const nodePort = svc.spec.ports![0]!.nodePort!;
+    expect(nodePort).toBeGreaterThanOrEqual(30000);
+    for (const n of cluster.nodes) {
+      const r = (await cluster.trace('client', `${n.ip}:${nodePort}`)) as { reachable: boolean; text: string };
+      expect([n.name, r.reachable]).toEqual([n.name, true]);
+      expect(r.text).toContain('KUBE-NODEPORTS');
+    }
+  });
+
+  it('rejects a Service without endpoints and says which rule did it', async () => {
+    await cluster.store.create<Service>({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'nobody', namespace: 'default' },
+      spec: { selector: { app: 'nobody' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+    });
+    const r = await until('the REJECT rule', async () => {
+      const x = (await cluster.trace('client', 'svc/default/nobody')) as { reachable: boolean; trace: { kind: string; reason?: string }[] };
+      return x.trace.some((h) => h.kind === 'drop' && h.reason === 'rejected: default/nobody:http has no endpoints') && x;
+    });
+    expect(r.reachable).toBe(false);
+  });
+
+  it('removes the rules of a deleted Service within the sync period', async () => {
+    await cluster.store.delete('Service', 'default', 'web');
+    const world = (cluster.network as SimClusterNetwork).world;
+    await until('no rule of default/web on any node', async () =>
+      cluster.nodes.every((n) => !world.iptablesSave(`/run/kemu/nodes/${n.name}`, { table: 'nat' }).includes('default/web:http')),
+    );
+  });
+});

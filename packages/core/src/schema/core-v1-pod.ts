@@ -273,6 +273,7 @@ export default schemaModule(
     Lifecycle: type('Hooks run at container start and stop.', {
       postStart: f(1, 'LifecycleHandler', 'Run right after the container starts.'),
       preStop: f(2, 'LifecycleHandler', 'Run before the container is stopped.'),
+      stopSignal: f(3, 'string', 'Signal sent to stop the container (upstream since 1.33).', { pointer: true }),
     }),
     LifecycleHandler: type('One hook: exec, httpGet, tcpSocket or sleep.', {
       exec: f(1, 'ExecAction', 'Run a command in the container.'),

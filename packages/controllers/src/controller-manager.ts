@@ -10,6 +10,7 @@ import { DaemonSetController } from './daemonset-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { DisruptionController } from './disruption-controller.js';
 import { EndpointSliceController } from './endpointslice-controller.js';
+import { HPAController, type MetricsSource } from './hpa-controller.js';
 import { JobController, type JobControllerOptions } from './job-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
 import { ResourceQuotaController } from './resource-quota-controller.js';
@@ -35,6 +36,7 @@ const CONTROLLERS: Record<string, Factory> = {
   resourcequota: (ctx) => new ResourceQuotaController(ctx),
   serviceaccount: (ctx) => new ServiceAccountController(ctx),
   statefulset: (ctx) => new StatefulSetController(ctx),
+  horizontalpodautoscaling: (ctx, o) => new HPAController(ctx, { metrics: o.metrics }),
   job: (ctx, o) => new JobController(ctx, o.job),
   cronjob: (ctx) => new CronJobController(ctx),
   'ttl-after-finished': (ctx) => new TTLAfterFinishedController(ctx),
@@ -57,6 +59,8 @@ export interface ControllerManagerOptions {
   retryPeriodMs?: number;
   disableEvents?: boolean;
   job?: JobControllerOptions;
+  /** Pod usage for the horizontal pod autoscaler (the resource metrics API's role). */
+  metrics?: MetricsSource;
   onError?(controller: string, err: unknown): void;
 }
 

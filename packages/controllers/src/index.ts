@@ -18,6 +18,7 @@ export {
   CHANGE_CAUSE_ANNOTATION,
 } from './deployment-util.js';
 export { ENDPOINTSLICE_CONTROLLER, EndpointSliceController, MAX_ENDPOINTS_PER_SLICE } from './endpointslice-controller.js';
+export { HPAController, type HPAControllerOptions, type MetricsSource, type PodUsage } from './hpa-controller.js';
 export { COMPLETION_INDEX_ANNOTATION, JOB_TRACKING_FINALIZER, JobController, type JobControllerOptions } from './job-controller.js';
 export { formatIndexes, parseIndexes } from './job-indexes.js';
 export { compareForDeletion, podsToDelete } from './pod-ranking.js';

@@ -99,6 +99,11 @@ describe('protobuf bodies', () => {
     expect(decodeObjectBytes(bytes)).toEqual(pod);
   });
 
+  it('keeps a zero grace period in DeleteOptions (a pointer upstream)', () => {
+    const opts = { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, propagationPolicy: 'Foreground' };
+    expect(decodeObjectBytes(encodeObject(opts))).toEqual(opts);
+  });
+
   it('round-trips a Lease (MicroTime) and a CSINode', () => {
     const lease = {
       apiVersion: 'coordination.k8s.io/v1',

@@ -1,0 +1,87 @@
+// One node's policy agent: watches NetworkPolicies, Pods and Namespaces and keeps the node's policy
+// chains in step (batched like kube-proxy's syncs), writing through the same rule sinks.
+import { InformerFactory, type Namespace, type NetworkPolicy, type Pod, type Store } from '@kemu/core';
+import type { RuleSink } from '@kemu/kube-proxy';
+import { buildPolicyRules, policyRestoreInput } from './policy-rules.js';
+
+export interface PolicyAgentOptions {
+  store: Store;
+  nodeName: string;
+  sink: RuleSink;
+  /** Shortest time between two syncs (default 1 s). */
+  minSyncPeriodMs?: number;
+  onError?: (err: unknown) => void;
+}
+
+export class PolicyAgent {
+  private readonly factory: InformerFactory;
+  private readonly informers;
+  private timer?: NodeJS.Timeout;
+  private running: Promise<void> | null = null;
+  private dirty = false;
+  private lastRun = 0;
+  private stopped = false;
+
+  constructor(private readonly o: PolicyAgentOptions) {
+    this.factory = new InformerFactory(o.store);
+    const onError = (e: unknown) => o.onError?.(e);
+    this.informers = {
+      policies: this.factory.informer('NetworkPolicy', { onError }),
+      pods: this.factory.informer('Pod', { onError }),
+      namespaces: this.factory.informer('Namespace', { onError }),
+    };
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    for (const i of Object.values(this.informers)) i.addEventHandler(changed);
+  }
+
+  async start(): Promise<void> {
+    this.factory.start();
+    await this.factory.waitForCacheSync();
+    await this.syncNow();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.factory.stop();
+    await this.running;
+  }
+
+  schedule(): void {
+    if (this.stopped || !Object.values(this.informers).every((i) => i.hasSynced())) return;
+    this.dirty = true;
+    if (this.timer || this.running) return;
+    const wait = Math.max(0, this.lastRun + (this.o.minSyncPeriodMs ?? 1000) - Date.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.syncNow();
+    }, wait);
+    this.timer.unref?.();
+  }
+
+  async syncNow(): Promise<void> {
+    if (this.running) {
+      this.dirty = true;
+      return this.running;
+    }
+    this.dirty = false;
+    this.running = (async () => {
+      try {
+        const rules = buildPolicyRules({
+          policies: this.informers.policies.indexer.list() as NetworkPolicy[],
+          pods: this.informers.pods.indexer.list() as Pod[],
+          namespaces: (this.informers.namespaces.indexer.list() as Namespace[]).map((n) => ({ name: n.metadata.name ?? '', labels: n.metadata.labels ?? {} })),
+          nodeName: this.o.nodeName,
+        });
+        await this.o.sink.restore(policyRestoreInput(rules, await this.o.sink.save()));
+      } catch (err) {
+        this.o.onError?.(err);
+      } finally {
+        this.lastRun = Date.now();
+        this.running = null;
+      }
+    })();
+    await this.running;
+    if (this.dirty) this.schedule();
+  }
+}

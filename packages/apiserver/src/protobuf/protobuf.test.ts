@@ -99,6 +99,13 @@ describe('protobuf bodies', () => {
     expect(decodeObjectBytes(bytes)).toEqual(pod);
   });
 
+  it('keeps zero int-or-string bounds that are pointers upstream (maxUnavailable: 0, minAvailable: 0)', () => {
+    const d = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' }, spec: { strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } } } };
+    expect(decodeObjectBytes(encodeObject(d))).toEqual(d);
+    const pdb = { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'p' }, spec: { minAvailable: 0 } };
+    expect(decodeObjectBytes(encodeObject(pdb))).toEqual(pdb);
+  });
+
   it('keeps a zero grace period in DeleteOptions (a pointer upstream)', () => {
     const opts = { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, propagationPolicy: 'Foreground' };
     expect(decodeObjectBytes(encodeObject(opts))).toEqual(opts);

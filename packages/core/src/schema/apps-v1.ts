@@ -24,8 +24,8 @@ export default schemaModule(
       rollingUpdate: f(2, 'RollingUpdateDeployment', 'Bounds of a rolling update.'),
     }),
     RollingUpdateDeployment: type('Bounds of a rolling update.', {
-      maxUnavailable: f(1, 'intOrString', 'Most pods (or percentage) unavailable during the update (default 25%).'),
-      maxSurge: f(2, 'intOrString', 'Most pods (or percentage) above the desired count (default 25%).'),
+      maxUnavailable: f(1, 'intOrString', 'Most pods (or percentage) unavailable during the update (default 25%).', { pointer: true }),
+      maxSurge: f(2, 'intOrString', 'Most pods (or percentage) above the desired count (default 25%).', { pointer: true }),
     }),
     DeploymentStatus: type('Observed state of a deployment.', {
       observedGeneration: f(1, 'int64'),
@@ -97,7 +97,7 @@ export default schemaModule(
     }),
     RollingUpdateStatefulSetStrategy: type('', {
       partition: f(1, 'int32', 'Pods with a lower ordinal keep the old revision.', { pointer: true }),
-      maxUnavailable: f(2, 'intOrString', 'Most pods unavailable during the update.'),
+      maxUnavailable: f(2, 'intOrString', 'Most pods unavailable during the update.', { pointer: true }),
     }),
     StatefulSetPersistentVolumeClaimRetentionPolicy: type('', {
       whenDeleted: f(1, 'string'),
@@ -142,8 +142,8 @@ export default schemaModule(
       rollingUpdate: f(2, 'RollingUpdateDaemonSet'),
     }),
     RollingUpdateDaemonSet: type('', {
-      maxUnavailable: f(1, 'intOrString'),
-      maxSurge: f(2, 'intOrString'),
+      maxUnavailable: f(1, 'intOrString', '', { pointer: true }),
+      maxSurge: f(2, 'intOrString', '', { pointer: true }),
     }),
     DaemonSetStatus: type('Observed state of a DaemonSet.', {
       currentNumberScheduled: f(1, 'int32', 'Nodes running the pod that should.', { required: true }),

@@ -20,7 +20,7 @@ export default schemaModule(
     }),
     NetworkPolicyPort: type('A port or port range.', {
       protocol: f(1, 'string', 'TCP (default), UDP or SCTP.'),
-      port: f(2, 'intOrString', 'Port number or name.'),
+      port: f(2, 'intOrString', 'Port number or name.', { pointer: true }),
       endPort: f(3, 'int32', 'Last port of a range starting at port.', { pointer: true }),
     }),
     NetworkPolicyPeer: type('Pods, namespaces or an IP block.', {

@@ -10,9 +10,9 @@ export default schemaModule(
       status: f(3, 'PodDisruptionBudgetStatus'),
     }),
     PodDisruptionBudgetSpec: type('The pods and the budget.', {
-      minAvailable: f(1, 'intOrString', 'Pods (or percentage) that must stay available.'),
+      minAvailable: f(1, 'intOrString', 'Pods (or percentage) that must stay available.', { pointer: true }),
       selector: f(2, `${META}LabelSelector`, 'The pods the budget covers.', { patchStrategy: 'replace' }),
-      maxUnavailable: f(3, 'intOrString', 'Pods (or percentage) that may be unavailable.'),
+      maxUnavailable: f(3, 'intOrString', 'Pods (or percentage) that may be unavailable.', { pointer: true }),
       unhealthyPodEvictionPolicy: f(4, 'string', 'IfHealthyBudget (default) or AlwaysAllow eviction of unhealthy pods.'),
     }),
     PodDisruptionBudgetStatus: type('Observed state of the budget.', {

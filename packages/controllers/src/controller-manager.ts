@@ -36,7 +36,7 @@ const CONTROLLERS: Record<string, Factory> = {
   resourcequota: (ctx) => new ResourceQuotaController(ctx),
   serviceaccount: (ctx) => new ServiceAccountController(ctx),
   statefulset: (ctx) => new StatefulSetController(ctx),
-  horizontalpodautoscaling: (ctx, o) => new HPAController(ctx, { metrics: o.metrics }),
+  horizontalpodautoscaling: (ctx, o) => new HPAController(ctx, { metrics: o.metrics, syncPeriodMs: o.hpaSyncPeriodMs }),
   job: (ctx, o) => new JobController(ctx, o.job),
   cronjob: (ctx) => new CronJobController(ctx),
   'ttl-after-finished': (ctx) => new TTLAfterFinishedController(ctx),
@@ -61,6 +61,8 @@ export interface ControllerManagerOptions {
   job?: JobControllerOptions;
   /** Pod usage for the horizontal pod autoscaler (the resource metrics API's role). */
   metrics?: MetricsSource;
+  /** How often each autoscaler is evaluated (default 15 s, as --horizontal-pod-autoscaler-sync-period). */
+  hpaSyncPeriodMs?: number;
   onError?(controller: string, err: unknown): void;
 }
 

@@ -20,6 +20,7 @@ import {
 } from '@kemu/core';
 import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
 import { ControllerManager, ScaledClock } from '@kemu/controllers';
+import { RuntimePodMetrics } from './pod-metrics.js';
 import { followPodLog, readPodLog } from './pod-logs.js';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
@@ -275,6 +276,8 @@ export class Cluster {
       store,
       controllers: o.controllers,
       clock: o.clockSpeed && o.clockSpeed !== 1 ? new ScaledClock(new Date(), o.clockSpeed) : undefined,
+      metrics: new RuntimePodMetrics((n) => this.runtimeOf(n)),
+      hpaSyncPeriodMs: fast ? 1000 : undefined,
       onError: (c, e) => onError(e, c),
     });
     await controllers.start();

@@ -58,3 +58,4 @@ export { CHECKPOINT_FILE, DeviceAdmissionError, DeviceManager, type DeviceManage
 export { KubeletServer, type KubeletServerSource } from './kubelet-server.js';
 export { cadvisorMetrics, resourceMetrics } from './metrics-resource.js';
 export { METRICS_API_VERSION, type NodeMetrics, nodeMetrics, type PodMetrics, podMetrics } from './metrics-api.js';
+export { CPU_MANAGER_STATE_FILE, CpuAdmissionError, CpuManager, formatCpuSet, parseCpuSet } from './cpu-manager.js';

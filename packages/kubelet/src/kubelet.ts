@@ -20,6 +20,7 @@ import { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 import { SimCgroupManager } from './cgroup-manager.js';
 import { ContainerManager, type PodCgroupInfo } from './container-manager.js';
 import { DeviceAdmissionError, DeviceManager } from './device-manager.js';
+import { CpuAdmissionError, CpuManager } from './cpu-manager.js';
 import { type Eviction, EvictionManager } from './eviction-manager.js';
 import { CsiNodeSync } from './csinode.js';
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity, parseGoDuration } from './kubelet-config.js';
@@ -59,6 +60,8 @@ export class Kubelet {
   readonly summary: SummaryProvider;
   readonly eviction: EvictionManager;
   readonly imageGC: ImageGCManager;
+  /** Exclusive CPUs for Guaranteed containers under cpuManagerPolicy static. */
+  readonly cpus: CpuManager;
   /** Device plugins (extended resources), when a device-plugins directory is configured. */
   readonly devices?: DeviceManager;
   private readonly baseCapacity: Record<string, string>;
@@ -123,7 +126,7 @@ export class Kubelet {
       },
       crashBackoff: new Backoff(backoff),
       // The devices' Allocate answers (env, mounts, device nodes, CDI) go into the container's config.
-      containerConfigHook: (pod, c, cfg) => (this.devices ? this.devices.applyToContainer(pod, c.name, cfg) : cfg),
+      containerConfigHook: (pod, c, cfg) => this.runContainerOptions(pod, c.name, cfg),
       containerResources: {
         cpuPeriodUs: Math.round(parseGoDuration((o.config ?? defaultKubeletConfiguration()).cpuCFSQuotaPeriod, 'cpuCFSQuotaPeriod') * 1000),
         enforceCPULimits: (o.config ?? defaultKubeletConfiguration()).cpuCFSQuota,
@@ -156,6 +159,7 @@ export class Kubelet {
       rootDir: o.rootDir,
       containerManager: this.containerManager,
     });
+    this.cpus = new CpuManager(config, capacity.cpu ?? '1', o.rootDir);
     this.imageGC = new ImageGCManager(o.images, o.runtime, {
       highPercent: config.imageGCHighThresholdPercent,
       lowPercent: config.imageGCLowThresholdPercent,
@@ -424,13 +428,24 @@ export class Kubelet {
       this.evictions.delete(uid);
       return this.syncer.sync(await this.applyEviction(pod, eviction));
     }
-    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') this.devices?.release(uid);
-    else if (this.devices && !this.devices.admitted(pod)) {
+    if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') {
+      this.devices?.release(uid);
+      this.cpus.release(uid);
+    } else if (this.devices && !this.devices.admitted(pod)) {
       // Admission: the pod's devices are allocated before anything of it runs.
       try {
         await this.devices.allocate(pod);
       } catch (err) {
         if (!(err instanceof DeviceAdmissionError)) throw err;
+        return this.syncer.sync(await this.failPod(pod, err.reason, err.message));
+      }
+    }
+    if (pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed') {
+      try {
+        this.cpus.admit(pod);
+      } catch (err) {
+        if (!(err instanceof CpuAdmissionError)) throw err;
+        this.devices?.release(uid);
         return this.syncer.sync(await this.failPod(pod, err.reason, err.message));
       }
     }
@@ -451,6 +466,14 @@ export class Kubelet {
         await new Promise((r) => setTimeout(r, 50));
       }
     }
+  }
+
+  /** What the container managers add to a container's CRI config (upstream GenerateRunContainerOptions). */
+  private runContainerOptions(pod: Pod, containerName: string, cfg: cri.ContainerConfig): cri.ContainerConfig {
+    const out = this.devices ? this.devices.applyToContainer(pod, containerName, cfg) : cfg;
+    const cpuset = this.cpus.cpusetFor(pod, containerName);
+    if (cpuset === undefined || !out.linux?.resources) return out;
+    return { ...out, linux: { ...out.linux, resources: { ...out.linux.resources, cpusetCpus: cpuset } } };
   }
 
   /** Marks an evicted pod Failed (reason Evicted) inside its worker; the sync that follows kills it. */
@@ -477,6 +500,7 @@ export class Kubelet {
     if (result.done) {
       this.containerManager.removePod(uid);
       this.devices?.release(uid);
+      this.cpus.release(uid);
     }
     return result;
   }

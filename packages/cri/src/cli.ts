@@ -38,7 +38,7 @@ function fail(message: string): never {
 }
 
 const program = new Command('kemu-cri')
-  .description('A CRI runtime.v1 shim (RuntimeService + ImageService) with sim and process backends')
+  .description('A CRI runtime.v1 shim (RuntimeService + ImageService) with sim, runc and process backends')
   .version(RUNTIME_VERSION);
 
 program

@@ -1,4 +1,4 @@
-// @kemu/cri: a CRI runtime.v1 shim (RuntimeService + ImageService) with `sim` and `process` backends.
+// @kemu/cri: a CRI runtime.v1 shim (RuntimeService + ImageService) with `sim`, `runc` and `process` backends.
 export { ProcessBackend, type ProcessBackendOptions } from './backend-process.js';
 export { RuncBackend, type RuncBackendOptions } from './backend-runc.js';
 export { ContentStore } from './content-store.js';

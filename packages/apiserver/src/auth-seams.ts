@@ -42,6 +42,12 @@ export interface AuthenticationRequest {
    * authenticator only maps the subject to a user (CN = name, O = groups, as upstream's x509 authenticator).
    */
   peerCertificates?: Buffer[];
+  /**
+   * A client certificate chain the client sent that did NOT verify against the cluster CA (forged, expired,
+   * another CA's). Upstream's x509 authenticator answers such a request 401 rather than treating it as
+   * anonymous; an authenticator that checks chains itself reads it for that.
+   */
+  unverifiedPeerCertificates?: Buffer[];
   /** True when the request came over the local unix socket (file permissions are its only gate). */
   localSocket: boolean;
 }

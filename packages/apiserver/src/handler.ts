@@ -69,6 +69,22 @@ const localSocketAdmin: Authenticator = {
 /** The connection's verified client certificate chain, read once per TLS connection (not per request). */
 const peerChains = new WeakMap<object, Buffer[] | null>();
 
+/** The client certificate chain the connection presented, and whether the TLS layer verified it. */
+const presentedChains = new WeakMap<object, Buffer[] | null>();
+
+/** A client certificate chain that was sent but did not verify against the cluster CA (for a 401). */
+export function unverifiedPeerCertificates(req: IncomingRequest): Buffer[] | undefined {
+  const socket = ((req as { stream?: { session?: { socket?: TLSSocket } } }).stream?.session?.socket ?? req.socket) as TLSSocket;
+  if (!socket || typeof socket.getPeerCertificate !== 'function' || socket.authorized) return undefined;
+  let chain = presentedChains.get(socket);
+  if (chain === undefined) {
+    const leaf = socket.getPeerCertificate(false);
+    chain = leaf && leaf.raw ? [leaf.raw] : null;
+    presentedChains.set(socket, chain);
+  }
+  return chain ?? undefined;
+}
+
 /** Client certificates the TLS layer verified against the cluster CA: CN is the user, O the groups. */
 export function peerCertificates(req: IncomingRequest): Buffer[] | undefined {
   // HTTP/2 requests share their session's socket; HTTP/1.1 requests their connection's.
@@ -137,6 +153,7 @@ export class RequestHandler {
       headers: req.headers as AuthenticationRequest['headers'],
       remoteAddress: req.socket?.remoteAddress,
       peerCertificates: origin.localSocket ? undefined : peerCertificates(req),
+      unverifiedPeerCertificates: origin.localSocket ? undefined : unverifiedPeerCertificates(req),
       localSocket: origin.localSocket,
     };
     const info = requestInfo(req.method ?? 'GET', url.pathname, url.searchParams);

@@ -19,7 +19,7 @@ export class X509Authenticator implements Authenticator {
   }
 
   async authenticate(req: AuthenticationRequest): Promise<AuthenticationResult | null> {
-    const leaf = req.peerCertificates?.[0];
+    const leaf = req.peerCertificates?.[0] ?? req.unverifiedPeerCertificates?.[0];
     if (!leaf || leaf.length === 0) return null;
     const key = leaf.toString('base64');
     const now = this.now();

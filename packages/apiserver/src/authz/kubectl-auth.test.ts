@@ -112,6 +112,15 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     );
   });
 
+  it('answers a forged client certificate with 401, not as anonymous', async () => {
+    const other = await CertificateAuthority.create('kemu-auth-ca');
+    const forged = await other.issueClient({ user: 'kemu-admin', groups: ['system:masters'] });
+    const file = path.join(dir, 'kubeconfig-forged');
+    fs.writeFileSync(file, kubeconfigYaml(buildKubeconfig({ name: 'auth', server: api.url!, caPem: ca.certPem, clientCertPem: forged.cert, clientKeyPem: forged.key, namespace: 'dev' })), { mode: 0o600 });
+    const r = await runClient('kubectl', ['get', '--raw', '/api/v1/namespaces/dev/pods'], { kubeconfig: file });
+    expect(r.stderr.trim()).toBe('error: You must be logged in to the server (Unauthorized)');
+  });
+
   it('prints the user and groups for auth whoami', async () => {
     const w = await as('alice', ['auth', 'whoami', '-o', 'json'], ['developers']);
     expect(w.code, w.stderr).toBe(0);

@@ -167,7 +167,9 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       config: s.kubeletConfig,
       serviceAccountTokens: s.serviceAccountTokens,
       evictionMonitoringPeriodMs: fast ? 500 : 10_000,
-      devicePluginDir: devicePluginDir(kubeletRoot),
+      // A Registration socket for device plugins when this node has devices, or is a node of its own (`kemu node`)
+      // where plugins may come from outside; not on every node of a large in-process cluster.
+      devicePluginDir: s.devices?.length || s.serveSockets ? devicePluginDir(kubeletRoot) : undefined,
       serverAddress: s.kubeletServer ? '127.0.0.1:0' : undefined,
       // With a KubeletConfiguration on the process runtime the pod cgroups are made for real.
       cgroups: s.kubeletConfig && s.runtime === 'process' && detectCgroupVersion() ? new RealCgroupManager() : undefined,

@@ -151,3 +151,31 @@ describe('a pod configured from a ConfigMap and a Secret', () => {
     expect(await cluster.extensions().podLog!('default', 'once', {})).toBe('done\n');
   });
 });
+
+describe('a generic ephemeral volume', () => {
+  it('gets a claim of its own, provisioned and attached on the pod\'s node, and deleted with the pod', async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'scratchy', namespace: 'default' },
+      spec: {
+        terminationGracePeriodSeconds: 0,
+        containers: [{ name: 'app', image: 'busybox:1.36', command: ['sleep', 'infinity'], volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }],
+        volumes: [
+          {
+            name: 'scratch',
+            ephemeral: { volumeClaimTemplate: { metadata: { labels: { purpose: 'scratch' } }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'standard', resources: { requests: { storage: '1Gi' } } } } },
+          },
+        ],
+      },
+    });
+    const pod = await runningPod(cluster.store, 'scratchy', 60_000);
+    const pvc = await cluster.store.get('PersistentVolumeClaim', 'default', 'scratchy-scratch');
+    expect(pvc.status?.phase).toBe('Bound');
+    expect(pvc.metadata.labels).toEqual({ purpose: 'scratch' });
+    expect(pvc.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Pod', name: 'scratchy', uid: pod.metadata.uid, controller: true });
+    expect(pvc.metadata.annotations?.['volume.kubernetes.io/selected-node']).toBe(pod.spec.nodeName);
+    await cluster.store.delete('Pod', 'default', 'scratchy');
+    await until('claim gone with the pod', async () => !(await cluster.store.list('PersistentVolumeClaim', { namespace: 'default' })).items.some((c) => c.metadata.name === 'scratchy-scratch'), 30_000);
+  });
+});

@@ -18,7 +18,7 @@ import {
   type Service,
   type Store,
 } from '@kemu/core';
-import { AttachDetachController, PersistentVolumeBinder } from '@kemu/core/controllers';
+import { AttachDetachController, EphemeralVolumeController, PersistentVolumeBinder } from '@kemu/core/controllers';
 import { ControllerManager, ScaledClock } from '@kemu/controllers';
 import { RuntimePodMetrics } from './pod-metrics.js';
 import { followPodLog, readPodLog } from './pod-logs.js';
@@ -31,6 +31,7 @@ import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecRes
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
+import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { parseTraceTarget } from './trace-target.js';
 import { linuxUnsupportedReason } from './linux-network.js';
@@ -269,6 +270,9 @@ export class Cluster {
     const ad = new AttachDetachController({ store, resyncPeriodMs: fast ? 2000 : 10_000 });
     await ad.start();
     this.stoppers.push(() => ad.stop());
+    const ephemeral = new EphemeralVolumeController({ store });
+    await ephemeral.start();
+    this.stoppers.push(() => ephemeral.stop());
     const scheduler = new Scheduler({ store });
     await scheduler.start();
     this.stoppers.push(() => scheduler.stop());
@@ -372,6 +376,14 @@ export class Cluster {
       onError: (e) => o.onError?.(e, `${name}: kube-proxy`),
     });
     this.stoppers.push(() => proxy.stop());
+    const policy = await startNodePolicyAgent({
+      store: this.store,
+      network: this.network,
+      nodeName: name,
+      fast: o.fast ?? false,
+      onError: (e) => o.onError?.(e, `${name}: network policy`),
+    });
+    this.stoppers.push(() => policy.stop());
     drivers.set(name, { node: name, controller: node.csiApi.controller, identity: node.csiApi.identity, nodeService: node.csiApi.node });
     this.nodes.push(node);
   }

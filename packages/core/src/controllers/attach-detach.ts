@@ -11,6 +11,7 @@ import { Controller, type ReconcileResult } from '../controller.js';
 import { isAlreadyExists, isNotFound } from '../errors.js';
 import { InformerFactory, type SharedInformer } from '../informer.js';
 import { NODE_NAME_INDEX, nodeNameIndexFunc } from '../indexer.js';
+import { podVolumeClaimName } from '../pod-volume-claims.js';
 import { ItemExponentialFailureRateLimiter } from '../rate-limiter.js';
 import type { Store } from '../store.js';
 import { RateLimitingQueue } from '../workqueue.js';
@@ -82,8 +83,9 @@ export class AttachDetachController {
       [NODE_NAME_INDEX]: nodeNameIndexFunc as (p: Pod) => string[],
       [POD_CLAIM_INDEX]: (p: Pod) =>
         (p.spec?.volumes ?? [])
-          .filter((v) => v.persistentVolumeClaim)
-          .map((v) => `${p.metadata.namespace}/${v.persistentVolumeClaim!.claimName}`),
+          .map((v) => podVolumeClaimName(p, v))
+          .filter((c): c is string => c !== undefined)
+          .map((c) => `${p.metadata.namespace}/${c}`),
     });
     this.vaInformer.addIndexers({ [VA_NODE_INDEX]: (va: VolumeAttachment) => [va.spec.nodeName] });
     this.controller = new Controller({
@@ -160,8 +162,9 @@ export class AttachDetachController {
       const phase = pod.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') continue;
       for (const v of pod.spec?.volumes ?? []) {
-        if (!v.persistentVolumeClaim) continue;
-        const pvc = this.pvcInformer.lister.get(pod.metadata.namespace, v.persistentVolumeClaim.claimName);
+        const claim = podVolumeClaimName(pod, v);
+        if (!claim) continue;
+        const pvc = this.pvcInformer.lister.get(pod.metadata.namespace, claim);
         if (!pvc?.spec.volumeName || pvc.status?.phase !== 'Bound') continue;
         const pv = this.pvInformer.lister.get(undefined, pvc.spec.volumeName);
         const csi = pv?.spec.csi;

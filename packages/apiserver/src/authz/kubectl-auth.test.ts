@@ -272,4 +272,20 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
       await new Promise((r) => hook.close(r));
     }
   });
+
+  it('stops the pod past a ResourceQuota with the upstream message, and defaults requests from a LimitRange', async () => {
+    await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'quota' } });
+    await store.create({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'two-pods', namespace: 'quota' }, spec: { hard: { pods: '2' } } });
+    await store.create({ apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'defaults', namespace: 'quota' }, spec: { limits: [{ type: 'Container', defaultRequest: { cpu: '100m', memory: '64Mi' } }] } });
+    await eventually(async () => (await admin(['get', 'resourcequota', 'two-pods', '-n', 'quota', '-o', 'jsonpath={.status.used.pods}'])).stdout === '0');
+    await eventually(async () => (await store.list('ServiceAccount', { namespace: 'quota' })).items.length > 0);
+    const run = (name: string) => admin(['run', name, '--image=busybox:1.36', '--restart=Never', '-n', 'quota']);
+    expect((await run('p1')).code).toBe(0);
+    expect((await run('p2')).code).toBe(0);
+    const third = await run('p3');
+    expect(third.stderr.trim()).toBe('Error from server (Forbidden): pods "p3" is forbidden: exceeded quota: two-pods, requested: pods=1, used: pods=2, limited: pods=2');
+    expect((await admin(['get', 'resourcequota', 'two-pods', '-n', 'quota', '-o', 'jsonpath={.status.used.pods}'])).stdout).toBe('2');
+    const req = await admin(['get', 'pod', 'p1', '-n', 'quota', '-o', 'jsonpath={.spec.containers[0].resources.requests}']);
+    expect(JSON.parse(req.stdout)).toEqual({ cpu: '100m', memory: '64Mi' });
+  });
 });

@@ -62,6 +62,13 @@ describe('a pod configured from a ConfigMap and a Secret', () => {
         ],
       },
     };
+    // A Service of the namespace that exists before the pod shows in its env (enableServiceLinks).
+    const svc = (await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'redis-primary', namespace: 'default' },
+      spec: { selector: { app: 'redis' }, ports: [{ name: 'redis', port: 6379, targetPort: 6379 }] },
+    } as KubeObject)) as KubeObject & { spec: { clusterIP: string } };
     await cluster.store.create(pod);
     const running = await runningPod(cluster.store, 'web');
 
@@ -74,6 +81,10 @@ describe('a pod configured from a ConfigMap and a Secret', () => {
         `NODE=${running.spec.nodeName}`,
         `POD_IP=${running.status?.podIP}`,
         'DSN=postgres://app:s3cr3t@db:5432/debug $(kept)',
+        `REDIS_PRIMARY_SERVICE_HOST=${svc.spec.clusterIP}`,
+        'REDIS_PRIMARY_SERVICE_PORT=6379',
+        'REDIS_PRIMARY_SERVICE_PORT_REDIS=6379',
+        `REDIS_PRIMARY_PORT=tcp://${svc.spec.clusterIP}:6379`,
       ]),
     );
     expect(await exec('web', ['cat', '/etc/app/app.properties'])).toEqual({ stdout: 'color=blue\n', stderr: '', exitCode: 0 });

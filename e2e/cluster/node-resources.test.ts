@@ -104,6 +104,10 @@ describe('node resources on the composed cluster', () => {
     await until('busy running', async () => (await cluster.store.get('Pod', 'default', 'busy')).status?.phase === 'Running');
     const lines: string[] = [];
     const out = { log: (l: string) => lines.push(...l.split('\n')), err: (l: string) => lines.push(l) };
+    // Like metrics-server, a rate needs two samples: the first look primes them.
+    await top('pods', { stateDir }, out);
+    await new Promise((r) => setTimeout(r, 500));
+    lines.length = 0;
     await top('pods', { stateDir }, out);
     expect(lines[0]).toBe('NAME   CPU(cores)   MEMORY(bytes)');
     const busy = lines.find((l) => l.startsWith('busy '))!;

@@ -212,8 +212,8 @@ export class SimBackend implements Backend {
       abort.signal.addEventListener('abort', () => clearImmediate(t), { once: true });
     });
     void started.then(() => runSimProgram(program, {
-      write: (stream, text) => {
-        if (text && !abort.signal.aborted) s.log?.write(stream, text);
+      write: (stream, data) => {
+        if (data.length && !abort.signal.aborted) s.log?.write(stream, data);
       },
       cat: (file) => readSimFile(c, file, files),
       env: () => (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n'),
@@ -296,7 +296,9 @@ export class SimBackend implements Backend {
       return { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0 };
     }
     // `sh -c '...'` runs through the behaviour model (sim-behavior.ts) when it can be modelled.
-    const program = ['sh', 'bash', 'ash', 'dash'].includes(cmd[0]?.split('/').pop() ?? '') && cmd[1] === '-c' ? simProgram(cmd, []) : undefined;
+    // So does `cat FILE...`, whose bytes come back unchanged (the string path below is for text only).
+    const bin = cmd[0]?.split('/').pop() ?? '';
+    const program = (['sh', 'bash', 'ash', 'dash'].includes(bin) && cmd[1] === '-c') || (bin === 'cat' && cmd.length > 1) ? simProgram(cmd, []) : undefined;
     if (program) return this.execProgram(sb, c, program, timeoutMs);
     const r = this.run(sb, c, cmd);
     return { stdout: Buffer.from(r.stdout), stderr: Buffer.from(r.stderr), exitCode: r.exitCode };
@@ -307,7 +309,7 @@ export class SimBackend implements Backend {
     const err: Buffer[] = [];
     const files = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
     const run = runSimProgram(program, {
-      write: (stream, text) => (stream === 'stdout' ? out : err).push(Buffer.from(text)),
+      write: (stream, data) => (stream === 'stdout' ? out : err).push(Buffer.from(data)),
       cat: (file) => readSimFile(c, file, files),
       env: () => (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n'),
       sleep: (ms) => (ms === Number.POSITIVE_INFINITY ? new Promise<void>(() => {}) : delay(ms)),

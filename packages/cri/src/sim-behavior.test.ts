@@ -1,11 +1,12 @@
 // The sim runtime's behaviour model: parsing of common commands, and containers that run them.
 import fs from 'node:fs';
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { cri } from '@kemu/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCriLog } from './log-writer.js';
 import { runSimProgram, simProgram } from './sim-behavior.js';
-import { containerConfig, podConfig, startTestShim, type TestShim, waitFor } from './test-util.js';
+import { containerConfig, podConfig, startTestShim, tempDir, type TestShim, waitFor } from './test-util.js';
 
 describe('simProgram', () => {
   it('models echo, printf, sleep, exit, cat, env and sh -c sequences', () => {
@@ -42,7 +43,7 @@ describe('simProgram', () => {
   it('runs a program to its status, honouring && and ||', async () => {
     const out: string[] = [];
     const io = {
-      write: (_s: 'stdout' | 'stderr', t: string) => out.push(t),
+      write: (_s: 'stdout' | 'stderr', t: string | Buffer) => out.push(t.toString()),
       cat: (f: string) => (f === '/ok' ? { ok: true as const, data: Buffer.from('content') } : { ok: false as const, error: 'No such file or directory' }),
       env: () => 'A=1',
       sleep: async () => {},
@@ -95,6 +96,20 @@ describe('containers that run a modelled command', () => {
     const slow = await shim.call('ExecSync', { containerId: id, cmd: ['sh', '-c', 'echo a; sleep 10'], timeout: 1 }).catch((e) => e);
     expect(slow.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     await shim.call('StopContainer', { containerId: id, timeout: 0 });
+  });
+
+  it('cat through ExecSync returns a mounted binary file byte for byte', async () => {
+    const dir = tempDir('kemu-sim-bin-');
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    fs.writeFileSync(path.join(dir, 'blob'), bytes);
+    const id = await run({ command: ['sleep', 'infinity'], mounts: [{ containerPath: '/data', hostPath: dir, readonly: true }] });
+    const r = await shim.call('ExecSync', { containerId: id, cmd: ['cat', '/data/blob'], timeout: 5 });
+    expect(Buffer.from(r.stdout ?? []).equals(bytes)).toBe(true);
+    expect(r.exitCode).toBe(0);
+    const missing = await shim.call('ExecSync', { containerId: id, cmd: ['cat', '/data/nope'], timeout: 5 });
+    expect({ stderr: Buffer.from(missing.stderr ?? []).toString(), exitCode: missing.exitCode }).toEqual({ stderr: 'cat: /data/nope: No such file or directory\n', exitCode: 1 });
+    await shim.call('StopContainer', { containerId: id, timeout: 0 });
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('sleep keeps it running until stopped; annotations still override the model', async () => {

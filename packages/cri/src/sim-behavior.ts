@@ -170,7 +170,7 @@ export function simProgram(command: string[], args: string[]): SimStatement[] | 
 
 /** What a running program can do to the container around it. */
 export interface SimIO {
-  write(stream: 'stdout' | 'stderr', text: string): void;
+  write(stream: 'stdout' | 'stderr', data: string | Buffer): void;
   cat(file: string): { ok: true; data: Buffer } | { ok: false; error: string };
   env(): string;
   /** Resolves after `ms`; never resolves once the container is stopped. */
@@ -202,7 +202,7 @@ export async function runSimProgram(program: SimStatement[], io: SimIO): Promise
           status = 0;
           for (const f of step.files) {
             const r = io.cat(f);
-            if (r.ok) io.write('stdout', r.data.toString('utf8'));
+            if (r.ok) io.write('stdout', r.data); // bytes as they are: binary files stay binary
             else {
               io.write('stderr', `cat: ${f}: ${r.error}\n`);
               status = 1;

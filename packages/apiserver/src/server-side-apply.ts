@@ -106,6 +106,8 @@ export async function serverSideApply(
       }
     }
     if (conflicts.length) {
+      // By manager name, as upstream prints them.
+      conflicts.sort((x, y) => (x.manager < y.manager ? -1 : x.manager > y.manager ? 1 : 0));
       const byManager = new Map<string, string[]>();
       for (const c of conflicts) {
         const head = `"${c.manager}"${c.apiVersion ? ` using ${c.apiVersion}` : ''}`;
@@ -130,12 +132,18 @@ export async function serverSideApply(
       ? (strategicMerge(structuredClone(live), { ...config, metadata: { ...meta, managedFields: undefined } }) as KubeObject)
       : (structuredClone(config) as KubeObject);
     if (mine) {
-      for (const k of mine.fields) {
-        if (applied.has(k)) continue;
-        if (owners.some((o) => o !== mine && o.fields.has(k))) continue;
+      // Whole list elements first (their `.` marker), so an element goes at once rather than field by field
+      // (removing its key field first would leave the rest unfindable).
+      const gone = [...mine.fields].filter((k) => !applied.has(k) && !owners.some((o) => o !== mine && o.fields.has(k)));
+      gone.sort((x, y) => Number(!x.endsWith('\u0000.')) - Number(!y.endsWith('\u0000.')));
+      for (const k of gone) {
         const path = k.split('\u0000');
-        if (path[path.length - 1] === '.') continue;
-        removeAt(next as Record<string, any>, path);
+        if (path[path.length - 1] === '.') {
+          // Only when nobody still owns a field inside the element.
+          const prefix = k.slice(0, -1);
+          if (owners.some((o) => o !== mine && [...o.fields].some((f) => f.startsWith(prefix)))) continue;
+          removeAt(next as Record<string, any>, path.slice(0, -1));
+        } else removeAt(next as Record<string, any>, path);
       }
     }
     // Everyone else keeps only what the applier did not take over by changing its value.

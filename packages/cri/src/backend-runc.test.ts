@@ -281,4 +281,13 @@ describe.runIf(ok)('runc backend', () => {
     await shim.icall('RemoveImage', { image: { image } });
     expect((await shim.icall('ListImages', {})).images ?? []).toEqual([]);
   });
+
+  it('after everything above, the host is as the suite found it: / mode and contents, /etc, and no pod left', async () => {
+    for (const p of (await shim.call('ListPodSandbox', {})).items ?? []) {
+      await shim.call('StopPodSandbox', { podSandboxId: p.id });
+      await shim.call('RemovePodSandbox', { podSandboxId: p.id });
+    }
+    expect(hostFacts()).toEqual(before);
+    expect(fs.readdirSync('/var/run/netns').filter((n) => n.startsWith(`kemu-rc${process.pid}-`))).toEqual([]);
+  });
 });

@@ -71,6 +71,8 @@ export class RuncBackend implements Backend {
   private readonly runcRoot: string;
   private readonly runc: string;
   private readonly cgroupMode: CgroupMode;
+  /** Set by close(): an instance that closed no longer writes logs or reports exits (a new one took over). */
+  private closed = false;
 
   constructor(private readonly opts: RuncBackendOptions = {}) {
     this.stateDir = opts.stateDir ?? '/run/kemu-cri';
@@ -230,6 +232,7 @@ export class RuncBackend implements Backend {
     let early = '';
     for (const stream of ['stdout', 'stderr'] as const) {
       child[stream]!.on('data', (d: Buffer) => {
+        if (this.closed) return;
         if (!c.backend.pid) early += d.toString('utf8');
         l.log?.write(stream, d);
         l.output.emit(stream, d);
@@ -271,6 +274,7 @@ export class RuncBackend implements Backend {
   }
 
   private onExit(c: ContainerRecord, exitCode: number): void {
+    if (this.closed) return;
     const l = this.live.get(c.id);
     l?.log?.flush();
     l?.log?.close();
@@ -522,9 +526,12 @@ export class RuncBackend implements Backend {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     for (const l of this.live.values()) {
       if (l.poll) clearInterval(l.poll);
-      l.log?.flush();
+      l.log?.close();
+      l.log = undefined;
+      l.child?.unref();
     }
     await this.pods.close();
   }

@@ -92,6 +92,10 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     const got = await as('alice', ['get', 'pods'], ['developers']);
     expect(got.code, got.stderr).toBe(0);
     expect(got.stderr.trim()).toBe('No resources found in dev namespace.');
+    const list = await as('alice', ['auth', 'can-i', '--list'], ['developers']);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(/^pods\s+\[\]\s+\[\]\s+\[get list watch\]$/m);
+    expect(list.stdout).toMatch(/^selfsubjectaccessreviews\.authorization\.k8s\.io\s+\[\]\s+\[\]\s+\[create\]$/m);
     // Another user with another group still gets nothing.
     expect((await as('bob', ['auth', 'can-i', 'list', 'pods'], ['testers'])).stdout.trim()).toBe('no');
   });

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createMemoryStore, type Store } from '@kemu/core';
-import { peers, requirePeers } from '@kemu/test-peers';
+import { KUBECTL_OLD, peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceAccountKeys } from '../authn/service-account-token.js';
 import { type ClusterAuth, startClusterAuth } from '../authn/cluster-auth.js';
@@ -22,6 +22,7 @@ import { runClient } from '../testing.js';
 const lastLine = (text: string) => text.trim().split('\n').pop();
 const ok = requirePeers('the kubectl auth end-to-end tests', [peers.kubectl]);
 const py = requirePeers('the Python client bearer-token test', [peers.pythonKubernetes]);
+const old = requirePeers('the kubectl v1.20 auth test', [peers.kubectlOld]);
 
 describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RBAC and admission', () => {
   let dir: string;
@@ -291,5 +292,15 @@ describe.runIf(ok)('kubectl v1.32 against the API server with authentication, RB
     expect((await admin(['get', 'resourcequota', 'two-pods', '-n', 'quota', '-o', 'jsonpath={.status.used.pods}'])).stdout).toBe('2');
     const req = await admin(['get', 'pod', 'p1', '-n', 'quota', '-o', 'jsonpath={.spec.containers[0].resources.requests}']);
     expect(JSON.parse(req.stdout)).toEqual({ cpu: '100m', memory: '64Mi' });
+  });
+
+  it.runIf(old)('answers the old kubectl v1.20 the same: can-i, a 403 worded as upstream, then access after a RoleBinding', async () => {
+    const kc = await kubeconfigFor('olduser', ['old-timers']);
+    const k = (args: string[]) => runClient(KUBECTL_OLD, args, { kubeconfig: kc });
+    expect((await k(['auth', 'can-i', 'list', 'pods'])).stdout.trim()).toBe('no');
+    expect((await k(['get', 'pods'])).stderr.trim()).toBe('Error from server (Forbidden): pods is forbidden: User "olduser" cannot list resource "pods" in API group "" in the namespace "dev"');
+    expect((await admin(['create', 'rolebinding', 'old-view', '--clusterrole=view', '--group=old-timers'])).code).toBe(0);
+    await eventually(async () => (await k(['auth', 'can-i', 'list', 'pods'])).stdout.trim() === 'yes');
+    expect((await k(['get', 'pods'])).code).toBe(0);
   });
 });

@@ -121,6 +121,17 @@ COMMIT
     );
   });
 
+  it('treats an echo request against the direction of a tracked ping as a new connection, as the kernel does', () => {
+    const w = vxlanWorld();
+    w.iptablesRestore(
+      'node2',
+      '*filter\n:FORWARD DROP [0:0]\n-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n-A FORWARD -d 10.244.2.2/32 -j ACCEPT\nCOMMIT\n',
+    );
+    expect(w.ping('pod1', '10.244.2.2').reachable).toBe(true);
+    // pod2's own first echo id equals pod1's: still not a reply of pod1's ping, so FORWARD's policy drops it.
+    expect(w.ping('pod2', '10.244.1.2').reachable).toBe(false);
+  });
+
   it('fails a local send dropped in OUTPUT with EPERM', () => {
     const w = vxlanWorld();
     w.iptablesRestore('pod1', '*filter\n-A OUTPUT -d 10.244.2.2/32 -m comment --comment "no egress to pod2" -j DROP\nCOMMIT\n');

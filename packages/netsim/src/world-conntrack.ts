@@ -15,6 +15,9 @@ export function tupleKey(
   return `${proto}|${Buffer.from(src).toString('hex')}|${sport}|${Buffer.from(dst).toString('hex')}|${dport}`;
 }
 
+/** Marks the echo-request end of an ICMP tuple's id (ids are 16 bits; ports of TCP/UDP never get here). */
+const ICMP_REQ = 0x10000;
+
 /** Idle timeouts in ms (the kernel's defaults for ICMP, UDP "stream", TCP established). */
 const CT_TIMEOUT_MS: Record<number, number> = { 1: 30_000, 58: 30_000, 17: 120_000, 6: 432_000_000 };
 
@@ -31,9 +34,14 @@ export function tupleOf(p: Buffer, family: Family): Tuple | null {
     dport = p.readUInt16BE(l4 + 2);
   } else if (proto === (family === 4 ? IPPROTO_ICMP : IPPROTO_ICMPV6)) {
     const t = p[l4]!;
-    const echo = family === 4 ? t === 8 || t === 0 : t === 128 || t === 129;
+    const request = family === 4 ? t === 8 : t === 128;
+    const echo = request || (family === 4 ? t === 0 : t === 129);
     if (!echo) return null;
-    sport = dport = p.readUInt16BE(l4 + 4);
+    // The kernel keys ICMP on type as well as id: an echo request's reply tuple expects an echo reply, so
+    // a request going the other way is a new connection. The request side of the id carries ICMP_REQ.
+    const id = p.readUInt16BE(l4 + 4);
+    sport = request ? id : id | ICMP_REQ;
+    dport = request ? id | ICMP_REQ : id;
   } else return null;
   return { proto, src: p.subarray(sOff, sOff + alen), sport, dst: p.subarray(dOff, dOff + alen), dport };
 }

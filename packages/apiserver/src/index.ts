@@ -67,4 +67,5 @@ export { userKubeconfig } from './authn/user-kubeconfig.js';
 export { type AuditPolicy, loadAuditPolicy, parseAuditPolicy } from './authn/audit-policy.js';
 export { AuditLogSink } from './authn/audit-log.js';
 export { RBACAuthorizer } from './authz/rbac-authorizer.js';
+export { authorizingStore } from './authz/authorizing-store.js';
 export { bootstrapClusterRoleBindings, bootstrapClusterRoles, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';

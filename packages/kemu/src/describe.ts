@@ -1,21 +1,22 @@
 // `kemu describe`, laid out like kubectl describe: aligned key/value sections, conditions and events as
 // tables, nested values indented.
-import type { ContainerStatus, Event, KubeObject, Node, Pod } from '@kemu/core';
+import type { ContainerStatus, Deployment, Event, KubeObject, Node, Pod } from '@kemu/core';
 import { toYaml } from '@kemu/core';
+import { describeDeployment } from './describe-workloads.js';
 import { humanDuration, table } from './printers.js';
 
-function kv(rows: [string, string | undefined][], indent = ''): string {
+export function kv(rows: [string, string | undefined][], indent = ''): string {
   const width = Math.max(...rows.map(([k]) => k.length)) + 2;
   return rows.map(([k, v]) => `${indent}${`${k}:`.padEnd(width)}${v ?? '<none>'}`).join('\n');
 }
 
-function map(m: Record<string, string> | undefined, indent: string): string {
+export function map(m: Record<string, string> | undefined, indent: string): string {
   const entries = Object.entries(m ?? {});
   if (!entries.length) return '<none>';
   return entries.map(([k, v], i) => `${i ? indent : ''}${k}=${v}`).join('\n');
 }
 
-function events(evs: Event[], now: number): string {
+export function events(evs: Event[], now: number): string {
   if (!evs.length) return 'Events:                <none>';
   const rows = evs
     .sort((a, b) => Date.parse(a.lastTimestamp ?? '') - Date.parse(b.lastTimestamp ?? ''))
@@ -138,6 +139,7 @@ function describeNode(n: Node, evs: Event[], now: number): string {
 export function describeObject(obj: KubeObject, evs: Event[], now = Date.now()): string {
   if (obj.kind === 'Pod') return describePod(obj as Pod, evs, now);
   if (obj.kind === 'Node') return describeNode(obj as Node, evs, now);
+  if (obj.kind === 'Deployment') return describeDeployment(obj as Deployment, evs, now);
   const { metadata, apiVersion: _a, kind: _k, ...rest } = obj as KubeObject & Record<string, unknown>;
   return [
     kv([

@@ -49,8 +49,9 @@ export class DevicePluginServer {
   private kubeletKey?: string;
   private readonly answer: AllocateAnswer;
   private registering?: Promise<void>;
-  /** Allocate requests served, for tests. */
+  /** Allocate and PreStartContainer requests served, for tests. */
   readonly allocations: string[][] = [];
+  readonly preStarts: string[][] = [];
 
   constructor(private readonly o: DevicePluginOptions) {
     if (!isExtendedResourceName(o.resourceName)) throw new Error(`${JSON.stringify(o.resourceName)} is not an extended resource name (vendor-domain/resource)`);
@@ -143,7 +144,10 @@ export class DevicePluginServer {
         });
         return { containerResponses };
       },
-      PreStartContainer: () => ({}),
+      PreStartContainer: (req) => {
+        this.preStarts.push(req.devicesIds ?? []);
+        return {};
+      },
     };
   }
 

@@ -7,6 +7,7 @@ import { createCri, type CriInstance } from '@kemu/cri';
 import { createMemoryStore, type Node, type Store } from '@kemu/core';
 import { cri, deviceplugin, grpc, inProcessApi, openChannel } from '@kemu/proto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DevicePluginServer, simDevices } from '@kemu/device-plugin';
 import { CHECKPOINT_FILE } from './device-manager.js';
 import { Kubelet } from './kubelet.js';
 import { testPod, until } from './testing.js';
@@ -218,4 +219,26 @@ describe('device plugins (a plugin process over the kubelet socket)', () => {
     expect(failed.status?.reason).toBe('UnexpectedAdmissionError');
     expect(failed.status?.message).toBe('Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 3, Available: 2, which is unexpected');
   }, 30_000);
+
+  it('calls PreStartContainer with the container\'s devices when the plugin asks for it', async () => {
+    const kubelet = await startKubelet();
+    const plugin = new DevicePluginServer({
+      resourceName: 'example.com/fpga',
+      pluginDir: path.join(root, 'device-plugins'),
+      devices: simDevices({ count: 2, model: 'fpga', seed: 'node-a' }),
+      preStartRequired: true,
+    });
+    await plugin.start();
+    try {
+      await until('2 FPGAs', async () => ((await store.get('Node', '', 'node-a')) as Node).status?.allocatable?.['example.com/fpga'] === '2', 10_000);
+      const pod = await store.create(testPod('fpga', { containers: [{ name: 'app', image: 'busybox', resources: { limits: { 'example.com/fpga': '1' } } }] }));
+      await until('fpga running', async () => (await store.get('Pod', 'default', 'fpga')).status?.phase === 'Running');
+      const ids = kubelet.devices!.podDevices(pod.metadata.uid!)[0].deviceIDs;
+      expect(plugin.preStarts).toEqual([ids]);
+      const env = created.find((c) => c.sandboxConfig?.metadata?.name === 'fpga')?.config?.envs?.find((e) => e.key === 'KEMU_VISIBLE_FPGA');
+      expect(env?.value).toBe(ids.join(','));
+    } finally {
+      await plugin.stop();
+    }
+  });
 });

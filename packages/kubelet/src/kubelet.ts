@@ -469,7 +469,9 @@ export class Kubelet {
   }
 
   /** What the container managers add to a container's CRI config (upstream GenerateRunContainerOptions). */
-  private runContainerOptions(pod: Pod, containerName: string, cfg: cri.ContainerConfig): cri.ContainerConfig {
+  private async runContainerOptions(pod: Pod, containerName: string, cfg: cri.ContainerConfig): Promise<cri.ContainerConfig> {
+    // Plugins that asked for it hear PreStartContainer before the container is created (upstream GetDeviceRunContainerOptions).
+    await this.devices?.preStart(pod, containerName);
     const out = this.devices ? this.devices.applyToContainer(pod, containerName, cfg) : cfg;
     const cpuset = this.cpus.cpusetFor(pod, containerName);
     if (cpuset === undefined || !out.linux?.resources) return out;

@@ -45,7 +45,7 @@ export interface SyncDeps {
   /** CFS period, quota enforcement and node memory for container resources (KubeletConfiguration). */
   containerResources?: ContainerResourceOptions;
   /** Adds what the container manager hands a container (device plugins' Allocate answers). */
-  containerConfigHook?: (pod: Pod, container: Container, cfg: cri.ContainerConfig) => cri.ContainerConfig;
+  containerConfigHook?: (pod: Pod, container: Container, cfg: cri.ContainerConfig) => cri.ContainerConfig | Promise<cri.ContainerConfig>;
   /** ConfigMaps, Secrets, Services and the node's allocatable for env and volumes (default: the store). */
   objects?: EnvObjectSource;
   /** Where httpGet lifecycle hooks go (default: real sockets). */
@@ -376,7 +376,7 @@ export class PodSyncer {
       this.d.events.event(pod, 'Warning', 'Failed', `Error: ${err.message}`);
       return this.d.pullBackoff.settings.initialMs;
     }
-    if (this.d.containerConfigHook) cfg = this.d.containerConfigHook(pod, c, cfg);
+    if (this.d.containerConfigHook) cfg = await this.d.containerConfigHook(pod, c, cfg);
     const created = await this.d.runtime.CreateContainer({ podSandboxId: sandboxId, config: cfg, sandboxConfig: config });
     this.d.events.event(pod, 'Normal', 'Created', `Created container ${c.name}`);
     await this.startExisting(pod, c, created.containerId!, podIPs);

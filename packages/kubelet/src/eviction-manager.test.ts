@@ -114,6 +114,24 @@ describe('eviction ranking and messages (upstream rankMemoryPressure, evictionMe
     expect(m.conditions().DiskPressure).toBe(true);
   });
 
+  it('reports PIDPressure from pid.available and evicts the pod with the most processes (lowest priority first)', async () => {
+    const { config } = decodeKubeletConfiguration(HEAD + 'evictionHard: {pid.available: 10%}\n');
+    const evicted: Eviction[] = [];
+    const withProcs = (p: Pod, n: number): PodStats => ({ ...stats(p, 1), process_stats: { process_count: n } });
+    const [few, many] = [pods[1], pods[2]];
+    const m = new EvictionManager({
+      config,
+      allocatable: {},
+      summary: async () => ({ node: { nodeName: 'n', startTime: now, rlimit: { time: now, maxpid: 1000, curproc: 950 } }, pods: [withProcs(few, 10), withProcs(many, 900)] }),
+      activePods: () => [few, many],
+      evict: async (e) => void evicted.push(e),
+    });
+    await m.synchronize();
+    expect(m.conditions()).toEqual({ MemoryPressure: false, DiskPressure: false, PIDPressure: true });
+    expect(evicted.map((e) => e.pod.metadata.name)).toEqual([many.metadata.name]);
+    expect(evicted[0].message).toBe('The node was low on resource: pids. Threshold quantity: 100, available: 50. ');
+  });
+
   it('rejects a soft threshold without a grace period', () => {
     expect(() => decodeKubeletConfiguration(HEAD + 'evictionSoft: {pid.available: 10%}\n')).toThrow(/must have a grace period/);
   });

@@ -1,0 +1,23 @@
+// NetworkPolicy on a node of the composed cluster: a policy agent writing the node's policy chains
+// through the cluster network (netsim's netfilter on the sim datapath, the node namespace's on linux).
+import type { Store } from '@kemu/core';
+import { PolicyAgent } from '@kemu/network-policy';
+import type { ClusterNetwork } from './cluster-network.js';
+
+export async function startNodePolicyAgent(o: {
+  store: Store;
+  network: ClusterNetwork;
+  nodeName: string;
+  fast: boolean;
+  onError: (err: unknown) => void;
+}): Promise<PolicyAgent> {
+  const agent = new PolicyAgent({
+    store: o.store,
+    sink: o.network.ruleSink(o.nodeName),
+    nodeName: o.nodeName,
+    minSyncPeriodMs: o.fast ? 100 : 1000,
+    onError: o.onError,
+  });
+  await agent.start();
+  return agent;
+}

@@ -14,6 +14,7 @@ import { mkdirWithin, openFileWithin, secureJoin } from '@kemu/safe-fs';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition, invalidArgument } from './errors.js';
 import type { ImageStore } from './image-store.js';
+import { openFifoReader } from './fifo.js';
 import { CriLogWriter } from './log-writer.js';
 import { descend, exitCodeOf, osSignals, procAlive, procStartTime, run, runOk } from './proc-util.js';
 import { PtyProcess } from './pty.js';
@@ -851,11 +852,6 @@ function connectTcp(host: string, port: number): Promise<Duplex> {
 }
 
 /** A non-blocking read end on a FIFO, as a stream (no thread-pool thread parked on a blocking read). */
-function openFifoReader(file: string): net.Socket {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  return new net.Socket({ fd, readable: true, writable: false });
-}
-
 function runSyncOk(cmd: string, args: string[]): void {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${(r.stderr || r.error?.message || '').trim()}`);

@@ -260,12 +260,15 @@ describe.runIf(ok)('runc backend', () => {
     expect(hog.log()).not.toContain('survived');
   });
 
-  it('keeps running containers across a shim restart and can still stop them', async () => {
+  it('keeps running containers across a shim restart, follows their output again, and can still stop them', async () => {
     const c = await run({ command: ['sleep', '3600'] });
     await shim.restart();
     const st = (await shim.call('ContainerStatus', { containerId: c.id })).status!;
     expect(st.state).toBe(cri.ContainerState.CONTAINER_RUNNING);
     expect((await exec(c.id, ['echo', 'still here'])).stdout.toString()).toBe('still here\n');
+    // Its output is followed again: what it writes after the restart reaches its log.
+    await exec(c.id, ['sh', '-c', 'echo written-after-restart > /proc/1/fd/1']);
+    await waitFor(() => (c.log().includes('written-after-restart') ? true : undefined), 5000, 'output after the restart in the log');
     await shim.call('StopContainer', { containerId: c.id, timeout: 0 });
     await waitFor(async () => (await shim.call('ContainerStatus', { containerId: c.id })).status!.state === cri.ContainerState.CONTAINER_EXITED || undefined, 10_000, 'exit after restart');
     expect((await shim.call('ContainerStatus', { containerId: c.id })).status!.exitCode).toBe(137);

@@ -12,6 +12,7 @@ import { PassThrough, type Duplex } from 'node:stream';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition } from './errors.js';
 import type { ImageStore } from './image-store.js';
+import { createFifo, openFifoReader } from './fifo.js';
 import { CriLogWriter } from './log-writer.js';
 import { buildSpec, checkSysctls, resourcesOf } from './oci-spec.js';
 import { ProcessBackend } from './backend-process.js';
@@ -47,6 +48,8 @@ export interface RuncBackendOptions {
 interface Live {
   child?: ChildProcess;
   pid?: number;
+  readers?: import('node:net').Socket[];
+  outputsEnded?: Promise<void>;
   log?: CriLogWriter;
   output: EventEmitter;
   exited: Promise<void>;
@@ -220,25 +223,30 @@ export class RuncBackend implements Backend {
     const l = this.liveOf(c.id);
     if (c.logPath) l.log = new CriLogWriter(c.logPath, c.logRoot);
     const wantStdin = !!c.config.stdin;
-    // `runc run` stays in the foreground as the container's parent: its exit status is the container's.
     const pidFile = path.join(bundle, 'init.pid');
     await fsp.rm(pidFile, { force: true });
-    // --keep: the stopped container (and its cgroup, where an OOM kill is counted) stays until RemoveContainer.
-    const child = spawn(this.runc, this.runcArgs('run', '--keep', '--bundle', bundle, '--pid-file', pidFile, c.id), {
-      stdio: [wantStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    // stdout/stderr are FIFOs the container holds read-write (see fifo.ts): logging survives a shim restart.
+    const fifos = ['stdout', 'stderr'].map((n) => path.join(bundle, `${n}.fifo`));
+    const writeFds = fifos.map((f) => createFifo(f));
+    const readers = fifos.map((f) => openFifoReader(f));
+    c.backend.fifos = fifos;
+    let child: ChildProcess;
+    try {
+      // --keep: the stopped container (and its cgroup, where an OOM kill is counted) stays until RemoveContainer.
+      child = spawn(this.runc, this.runcArgs('run', '--keep', '--bundle', bundle, '--pid-file', pidFile, c.id), {
+        stdio: [wantStdin ? 'pipe' : 'ignore', writeFds[0], writeFds[1]],
+        detached: true,
+      });
+    } finally {
+      for (const fd of writeFds) fs.closeSync(fd);
+    }
+    child.stdin?.on('error', () => {}); // a container that exits while input is pending
     l.child = child;
     let early = '';
-    for (const stream of ['stdout', 'stderr'] as const) {
-      child[stream]!.on('data', (d: Buffer) => {
-        if (this.closed) return;
-        if (!c.backend.pid) early += d.toString('utf8');
-        l.log?.write(stream, d);
-        l.output.emit(stream, d);
-      });
-    }
-    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+    this.follow(c, l, readers, (d) => {
+      if (!c.backend.pid) early += d.toString('utf8');
+    });
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     child.once('error', (err) => {
       early += err.message;
     });
@@ -264,6 +272,8 @@ export class RuncBackend implements Backend {
     }
     if (!pid) {
       const { code } = await Promise.race([closed, new Promise<{ code: number | null; signal: null }>((r) => setTimeout(() => r({ code: null, signal: null }), 2000))]);
+      await Promise.race([l.outputsEnded, new Promise((r) => setTimeout(r, 2000))]);
+      for (const sock of l.readers ?? []) sock.destroy();
       l.log?.close();
       this.live.delete(c.id);
       throw new Error(early.trim().split('\n').slice(-3).join('; ') || `runc run exited with ${code}`);
@@ -273,9 +283,29 @@ export class RuncBackend implements Backend {
     void closed.then(({ code, signal }) => this.onExit(c, exitCodeOf(code, signal)));
   }
 
-  private onExit(c: ContainerRecord, exitCode: number): void {
+  /** Logs and relays what the container writes to its FIFOs; resolves `l.outputsEnded` when both end. */
+  private follow(c: ContainerRecord, l: Live, readers: import('node:net').Socket[], tap?: (d: Buffer) => void): void {
+    readers.forEach((sock, i) => {
+      const stream = i === 0 ? 'stdout' : 'stderr';
+      sock.on('data', (d: Buffer) => {
+        if (this.closed) return;
+        tap?.(d);
+        l.log?.write(stream, d);
+        l.output.emit(stream, d);
+      });
+      sock.on('error', () => {});
+    });
+    l.readers = readers;
+    l.outputsEnded = Promise.all(readers.map((sock) => new Promise<void>((resolve) => sock.once('close', () => resolve())))).then(() => undefined);
+  }
+
+  private async onExit(c: ContainerRecord, exitCode: number): Promise<void> {
     if (this.closed) return;
     const l = this.live.get(c.id);
+    // The last output arrives once every writer of the FIFOs is gone.
+    if (l?.outputsEnded) await Promise.race([l.outputsEnded, new Promise((r) => setTimeout(r, 2000))]);
+    if (this.closed) return;
+    for (const sock of l?.readers ?? []) sock.destroy();
     l?.log?.flush();
     l?.log?.close();
     if (l) l.log = undefined;
@@ -328,6 +358,7 @@ export class RuncBackend implements Backend {
     await run(this.runc, this.runcArgs('delete', '--force', c.id));
     const l = this.live.get(c.id);
     if (l?.poll) clearInterval(l.poll);
+    for (const sock of l?.readers ?? []) sock.destroy();
     l?.log?.close();
     this.live.delete(c.id);
     const bundle = (c.backend.bundle as string | undefined) ?? this.bundleOf(c);
@@ -508,12 +539,22 @@ export class RuncBackend implements Backend {
         c.finishedAt = Date.now() * 1e6;
         continue;
       }
-      // Still running, but `runc run` (its parent) went with the old runtime: watch runc's state for its end.
+      // Still running, but `runc run` (its parent) went with the old runtime: follow its FIFOs again and
+      // watch runc's state for its end.
       const l = this.liveOf(c.id);
+      const fifos = c.backend.fifos as string[] | undefined;
+      if (fifos?.every((f) => fs.existsSync(f))) {
+        if (c.logPath) l.log = new CriLogWriter(c.logPath, c.logRoot);
+        this.follow(c, l, fifos.map((f) => openFifoReader(f)));
+      }
       l.poll = setInterval(() => {
         void this.state(c.id).then((s) => {
           if (s && s.status === 'running') return;
           clearInterval(l.poll);
+          for (const sock of l.readers ?? []) sock.destroy();
+          l.log?.flush();
+          l.log?.close();
+          l.log = undefined;
           l.output.emit('end');
           l.markExited();
           const sig = c.backend.lastSignal as string | undefined;
@@ -529,6 +570,7 @@ export class RuncBackend implements Backend {
     this.closed = true;
     for (const l of this.live.values()) {
       if (l.poll) clearInterval(l.poll);
+      for (const sock of l.readers ?? []) sock.destroy();
       l.log?.close();
       l.log = undefined;
       l.child?.unref();

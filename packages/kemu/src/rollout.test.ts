@@ -1,7 +1,7 @@
 // `kemu rollout` and `kemu scale` against a store (the same calls the CLI makes over the API socket).
 import { type Deployment, MemoryStore } from '@kemu/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deploymentStatus, RolloutError, rolloutPause, rolloutRestart, rolloutStatus, scale } from './rollout.js';
+import { deploymentStatus, RolloutError, rolloutHistory, rolloutPause, rolloutRestart, rolloutStatus, scale } from './rollout.js';
 
 const dep = (status: Deployment['status'], generation = 1, replicas = 3): Deployment =>
   ({
@@ -46,5 +46,33 @@ describe('rollout pause, resume, restart and scale', () => {
     await rolloutStatus(api, 'Deployment', 'default', 'web', { watch: false }, (l) => lines.push(l));
     // No controller has observed the new generation yet.
     expect(lines).toEqual(['Waiting for deployment spec update to be observed...']);
+  });
+});
+
+describe('rollout history of a StatefulSet', () => {
+  it('lists its ControllerRevisions', async () => {
+    const store = await MemoryStore.open();
+    try {
+      const sts = await store.create({
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: 'db', namespace: 'default' },
+        spec: { serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: { metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'c', image: 'x' }] } } },
+      });
+      for (const [revision, cause] of [[1, undefined], [2, 'kubectl set image sts/db c=y']] as const) {
+        await store.create({
+          apiVersion: 'apps/v1',
+          kind: 'ControllerRevision',
+          metadata: { name: `db-${revision}`, namespace: 'default', ...(cause ? { annotations: { 'kubernetes.io/change-cause': cause } } : {}), ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db', uid: sts.metadata.uid!, controller: true }] },
+          revision,
+          data: {},
+        });
+      }
+      const lines: string[] = [];
+      await rolloutHistory(store as unknown as Parameters<typeof scale>[0], 'StatefulSet', 'default', 'db', undefined, (l) => lines.push(l));
+      expect(lines).toEqual(['statefulset.apps/db', 'REVISION  CHANGE-CAUSE', '1         <none>', '2         kubectl set image sts/db c=y', '']);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -2,7 +2,7 @@
 // reads the Deployment's status counters and conditions, history lists the revisions of its ReplicaSets,
 // undo copies a revision's pod template back, restart stamps the template with restartedAt, pause and
 // resume flip spec.paused, scale sets spec.replicas.
-import { type Deployment, type KubeObject, kindInfo, type ReplicaSet, rfc3339 } from '@kemu/core';
+import { type ControllerRevision, type Deployment, type KubeObject, kindInfo, type ReplicaSet, rfc3339 } from '@kemu/core';
 import type { ApiClient } from './api-client.js';
 import { UsageError } from './commands.js';
 
@@ -89,7 +89,20 @@ async function replicaSetsOf(api: Api, d: Deployment): Promise<ReplicaSet[]> {
 /** `rollout history`: the revisions and their change causes. */
 export async function rolloutHistory(api: Api, kind: string, ns: string, name: string, revision: number | undefined, log: (l: string) => void): Promise<void> {
   const k = rolloutKind(kind);
-  if (k !== 'Deployment') throw new RolloutError(`rollout history is supported for deployments here`);
+  if (k !== 'Deployment') {
+    // StatefulSets (and DaemonSets) keep their history as ControllerRevisions.
+    const owner = await api.get(k, ns, name);
+    const revs = (await api.list<ControllerRevision>('ControllerRevision', { namespace: ns })).items
+      .filter((r) => r.metadata.ownerReferences?.some((o) => o.controller && o.uid === owner.metadata.uid))
+      .sort((a, b) => a.revision - b.revision);
+    if (revision !== undefined && !revs.some((r) => r.revision === revision)) throw new RolloutError('unable to find the specified revision');
+    log(resourceName(k, name));
+    const rows = [['REVISION', 'CHANGE-CAUSE'], ...revs.filter((r) => revision === undefined || r.revision === revision).map((r) => [String(r.revision), r.metadata.annotations?.[CHANGE_CAUSE] ?? '<none>'])];
+    const w = Math.max(...rows.map((r) => r[0].length)) + 2;
+    for (const r of rows) log(`${r[0].padEnd(w)}${r[1]}`);
+    log('');
+    return;
+  }
   const d = (await api.get(k, ns, name)) as Deployment;
   const sets = await replicaSetsOf(api, d);
   if (revision !== undefined) {

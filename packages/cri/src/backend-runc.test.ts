@@ -164,6 +164,9 @@ describe.runIf(ok)('runc backend', () => {
   it('run_as_username, run_as_group and supplemental groups; an unknown user is INVALID_ARGUMENT', async () => {
     const c = await run({ command: ['id'], linux: { securityContext: { runAsUsername: 'app', runAsGroup: { value: 3000 }, supplementalGroups: [4000] } } }, true);
     expect(c.log()).toMatch(/uid=1000\(app\) gid=3000 groups=.*2000\(extra\).*4000/);
+    const strict = await run({ command: ['id', '-G'], linux: { securityContext: { runAsUsername: 'app', supplementalGroups: [4000], supplementalGroupsPolicy: cri.SupplementalGroupsPolicy.Strict } } }, true);
+    expect(strict.log().trim().split(' ').sort()).toEqual(['1000', '4000']); // not the image's group 2000
+    expect((await shim.call('Status', {})).features?.supplementalGroupsPolicy).toBe(true);
     const err = await grpcError(
       shim.call('CreateContainer', { podSandboxId: pod, config: containerConfig({ image: { image }, metadata: { name: 'nouser', attempt: 0 }, linux: { securityContext: { runAsUsername: 'ghost' } } }), sandboxConfig: podCfg }),
     );

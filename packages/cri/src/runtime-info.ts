@@ -27,7 +27,8 @@ export function status(ctx: RuntimeContext, req: cri.StatusRequest): cri.StatusR
       name,
       features: { recursiveReadOnlyMounts: false, userNamespaces: false },
     })),
-    features: { supplementalGroupsPolicy: false },
+    // The runc backend resolves groups from the image and honours the Strict policy.
+    features: { supplementalGroupsPolicy: ctx.backend.name === 'runc' },
   };
   if (req.verbose) {
     res.info = {

@@ -143,3 +143,33 @@ describe('pod lifetime', () => {
     expect(byName.plain?.message).toBeUndefined();
   });
 });
+
+describe('sidecar shutdown', () => {
+  it('stops the main containers first, then the sidecars in reverse order', async () => {
+    const k = await start();
+    const order: string[] = [];
+    const names = new Map<string, string>();
+    const stop = k.opts.runtime.StopContainer.bind(k.opts.runtime);
+    k.opts.runtime.StopContainer = async (req) => {
+      const r = await stop(req);
+      order.push(names.get(req.containerId ?? '') ?? '?');
+      return r;
+    };
+    await k.store.create(
+      testPod('sidecars', {
+        terminationGracePeriodSeconds: 5,
+        initContainers: [
+          { name: 'proxy', image: 'busybox', restartPolicy: 'Always' },
+          { name: 'logger', image: 'busybox', restartPolicy: 'Always' },
+        ],
+        containers: [{ name: 'app', image: 'busybox' }],
+      }),
+    );
+    await until('running', async () => (await k.store.get('Pod', 'default', 'sidecars')).status?.phase === 'Running');
+    const list = await k.cri.runtimeService.ListContainers!({}, undefined as never);
+    for (const c of list.containers ?? []) names.set(c.id ?? '', c.metadata?.name ?? '');
+    await k.store.delete('Pod', 'default', 'sidecars');
+    await until('pod gone', async () => !(await k.store.list('Pod', { namespace: 'default' })).items.length, 15_000);
+    expect(order.slice(0, 3)).toEqual(['app', 'logger', 'proxy']);
+  });
+});

@@ -432,13 +432,19 @@ export class PodSyncer {
     const spec = 'spec' in pod ? pod.spec : undefined;
     const all = [...(spec?.initContainers ?? []), ...(spec?.containers ?? []), ...(spec?.ephemeralContainers ?? [])];
     const podIP = rt.sandboxes[0]?.id ? (this.sandboxIPs.get(rt.sandboxes[0].id) ?? [])[0] ?? '' : '';
-    await Promise.all(
-      running.map((c) => {
-        const cs = all.find((x) => x.name === c.metadata?.name);
-        if (!cs) return this.d.runtime.StopContainer({ containerId: c.id, timeout: graceSeconds });
-        return this.killContainer(pod as Pod, cs, c.id!, graceSeconds, podIP);
-      }),
-    );
+    const kill = (c: cri.Container, grace: number) => {
+      const cs = all.find((x) => x.name === c.metadata?.name);
+      if (!cs) return this.d.runtime.StopContainer({ containerId: c.id, timeout: grace });
+      return this.killContainer(pod as Pod, cs, c.id!, grace, podIP);
+    };
+    // As upstream: the main containers first, then sidecar init containers one by one in reverse order,
+    // with what is left of the grace period.
+    const sidecars = (spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always').map((c) => c.name);
+    const isSidecar = (c: cri.Container) => sidecars.includes(c.metadata?.name ?? '');
+    const started = Date.now();
+    await Promise.all(running.filter((c) => !isSidecar(c)).map((c) => kill(c, graceSeconds)));
+    const ordered = running.filter(isSidecar).sort((a, b) => sidecars.indexOf(b.metadata?.name ?? '') - sidecars.indexOf(a.metadata?.name ?? ''));
+    for (const c of ordered) await kill(c, Math.max(0, graceSeconds - Math.floor((Date.now() - started) / 1000)));
     for (const s of rt.sandboxes) {
       if (s.state === cri.PodSandboxState.SANDBOX_READY) await this.d.runtime.StopPodSandbox({ podSandboxId: s.id });
       this.sandboxIPs.delete(s.id!);

@@ -8,7 +8,7 @@ import { createMemoryStore, type Node, type Store } from '@kemu/core';
 import { cri, deviceplugin, grpc, inProcessApi, openChannel } from '@kemu/proto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DevicePluginServer, simDevices } from '@kemu/device-plugin';
-import { CHECKPOINT_FILE } from './device-manager.js';
+import { CHECKPOINT_FILE, DeviceManager } from './device-manager.js';
 import { Kubelet } from './kubelet.js';
 import { testPod, until } from './testing.js';
 
@@ -239,6 +239,24 @@ describe('device plugins (a plugin process over the kubelet socket)', () => {
       expect(env?.value).toBe(ids.join(','));
     } finally {
       await plugin.stop();
+    }
+  });
+
+  it('keeps a vanished plugin\'s devices in capacity (none allocatable) for the grace period, then drops the resource', async () => {
+    const dir = path.join(root, 'dm');
+    const dm = new DeviceManager({ dir, stopGracePeriodMs: 300 });
+    await dm.start();
+    const plugin = new DevicePluginServer({ resourceName: 'example.com/fpga', pluginDir: dir, devices: simDevices({ count: 2, model: 'fpga', seed: 'n' }) });
+    try {
+      await plugin.start();
+      await until('registered', () => dm.resources().allocatable['example.com/fpga'] === '2');
+      await plugin.stop();
+      await until('none allocatable', () => dm.resources().allocatable['example.com/fpga'] === '0');
+      expect(dm.resources().capacity['example.com/fpga']).toBe('2');
+      await until('resource gone', () => !('example.com/fpga' in dm.resources().capacity));
+    } finally {
+      await plugin.stop();
+      await dm.stop();
     }
   });
 });

@@ -40,6 +40,7 @@ interface Endpoint {
   stream?: grpc.ClientReadableStream<deviceplugin.ListAndWatchResponse>;
   options: deviceplugin.DevicePluginOptions;
   stopped: boolean;
+  expiry?: NodeJS.Timeout;
 }
 
 interface PodDeviceEntry {
@@ -68,6 +69,8 @@ export interface DeviceManagerOptions {
   dir: string;
   /** Called when devices or their health change (the kubelet posts node status). */
   onChange?: () => void;
+  /** How long a stopped plugin's devices stay in capacity before they go (upstream endpointStopGracePeriod, 5 min). */
+  stopGracePeriodMs?: number;
   onError?: (err: unknown, context: string) => void;
 }
 
@@ -151,6 +154,15 @@ export class DeviceManager {
       // The plugin went away: its devices stay in capacity but none is allocatable until it registers again.
       const m = this.devices.get(e.resource);
       if (m) for (const id of m.keys()) m.set(id, 'Unhealthy');
+      // Unless the plugin registers again within the grace period, its resource leaves capacity too.
+      e.expiry = setTimeout(() => {
+        if (this.endpoints.get(e.resource) !== e) return;
+        this.endpoints.delete(e.resource);
+        this.devices.delete(e.resource);
+        this.writeCheckpoint();
+        this.o.onChange?.();
+      }, this.o.stopGracePeriodMs ?? 5 * 60_000);
+      e.expiry.unref?.();
       if (err && (err as grpc.ServiceError).code !== grpc.status.CANCELLED) this.o.onError?.(err, `device plugin ${e.resource} ListAndWatch`);
       e.client.close();
       this.o.onChange?.();
@@ -161,6 +173,7 @@ export class DeviceManager {
 
   private closeEndpoint(e: Endpoint) {
     e.stopped = true;
+    if (e.expiry) clearTimeout(e.expiry);
     e.stream?.cancel();
     e.client.close();
   }

@@ -56,5 +56,7 @@ describe('DaemonSet controller', () => {
       const pods = ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).filter((p) => !p.metadata.deletionTimestamp);
       return d.status?.updatedNumberScheduled === 4 && d.status.numberAvailable === 4 && pods.length === 4 && pods.every((p) => p.spec.containers[0].image === 'agent:2');
     });
+    const revisions = (await store.list('ControllerRevision', { namespace: 'default' })).items.map((r) => r.revision).sort();
+    expect(revisions).toEqual([1, 2]);
   });
 });

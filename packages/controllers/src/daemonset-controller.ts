@@ -6,6 +6,7 @@
 // and `kubectl get ds` read.
 import {
   Controller,
+  type ControllerRevision,
   type DaemonSet,
   deepCopy,
   isNotFound,
@@ -17,10 +18,10 @@ import {
 } from '@kemu/core';
 import { mapMatches, nodeSelectorMatches, untoleratedTaint } from '@kemu/scheduler';
 import type { ControllerContext } from './controller-context.js';
-import { computeHash, scaledValue } from './deployment-util.js';
+import { ensureRevision, REVISION_LABEL, truncateHistory } from './controller-history.js';
+import { scaledValue } from './deployment-util.js';
 import { CONTROLLER_UID_INDEX, withOwnerIndexes } from './indexes.js';
 import { isPodAvailable, isPodReady, isPodTerminal, podFromTemplate, podNamePrefix } from './pod-util.js';
-import { REVISION_LABEL } from './statefulset-controller.js';
 
 const COMPONENT = 'daemonset-controller';
 
@@ -72,15 +73,17 @@ export class DaemonSetController {
   private readonly sets: SharedInformer<'DaemonSet'>;
   private readonly pods: SharedInformer<'Pod'>;
   private readonly nodes: SharedInformer<'Node'>;
+  private readonly revisions: SharedInformer<'ControllerRevision'>;
 
   constructor(private readonly ctx: ControllerContext) {
     this.sets = withOwnerIndexes(ctx.informers.informer('DaemonSet'));
     this.pods = withOwnerIndexes(ctx.informers.informer('Pod'));
     this.nodes = ctx.informers.informer('Node');
+    this.revisions = withOwnerIndexes(ctx.informers.informer('ControllerRevision'));
     this.controller = new Controller({
       name: COMPONENT,
       workers: 5,
-      informers: [this.sets, this.pods, this.nodes],
+      informers: [this.sets, this.pods, this.nodes, this.revisions],
       reconcile: (key) => this.sync(key),
       onError: (_k, e) => ctx.error(COMPONENT, e),
     });
@@ -138,7 +141,7 @@ export class DaemonSetController {
     if (!cached || cached.metadata.deletionTimestamp) return undefined;
     const ds = deepCopy(cached);
     const sel = selectorFromLabelSelector(ds.spec.selector);
-    const hash = computeHash(ds.spec.template);
+    const { update, all, hash } = await ensureRevision(this.ctx, ds, this.revisions.indexer.byIndex(CONTROLLER_UID_INDEX, ds.metadata.uid!) as ControllerRevision[]);
     const now = this.ctx.clock.now();
     const mrs = ds.spec.minReadySeconds ?? 0;
     const pods = (this.pods.indexer.byIndex(CONTROLLER_UID_INDEX, ds.metadata.uid!) as Pod[]).filter((p) => sel.matches(p.metadata.labels));
@@ -216,6 +219,7 @@ export class DaemonSetController {
       numberAvailable: available,
       numberUnavailable: Math.max(0, desired - available),
     };
+    await truncateHistory(this.ctx, ds, all, new Set([update.metadata.name]));
     if (JSON.stringify(cached.status ?? {}) !== JSON.stringify(st)) {
       ds.status = st;
       await this.ctx.store.updateStatus(ds).catch((e) => {

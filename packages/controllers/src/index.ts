@@ -1,5 +1,6 @@
 // @kemu/controllers public surface.
 export { type Clock, realClock, ScaledClock } from './clock.js';
+export { ensureRevision, REVISION_LABEL, revisionTemplate, truncateHistory } from './controller-history.js';
 export { ControllerContext, type ControllerContextOptions } from './controller-context.js';
 export { CONTROLLER_NAMES, ControllerManager, type ControllerManagerOptions, enabledControllers } from './controller-manager.js';
 export { CronJobController, mostRecentScheduleTime, SCHEDULED_TIMESTAMP_ANNOTATION } from './cronjob-controller.js';

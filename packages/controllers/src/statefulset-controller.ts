@@ -17,14 +17,13 @@ import {
   type StatefulSet,
 } from '@kemu/core';
 import type { ControllerContext } from './controller-context.js';
-import { computeHash } from './deployment-util.js';
+import { ensureRevision, REVISION_LABEL, revisionTemplate, truncateHistory } from './controller-history.js';
 import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, withOwnerIndexes } from './indexes.js';
 import { controllerRef, isPodAvailable, isPodReady, isPodTerminal } from './pod-util.js';
 
 const COMPONENT = 'statefulset-controller';
 export const POD_NAME_LABEL = 'statefulset.kubernetes.io/pod-name';
 export const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
-export const REVISION_LABEL = 'controller-revision-hash';
 
 export function ordinalOf(set: StatefulSet, pod: Pod): number | undefined {
   const name = pod.metadata.name ?? '';
@@ -74,33 +73,7 @@ export class StatefulSetController {
   }
 
   private async revisionFor(set: StatefulSet): Promise<{ update: ControllerRevision; all: ControllerRevision[] }> {
-    const all = (this.revisions.indexer.byIndex(CONTROLLER_UID_INDEX, set.metadata.uid!) as ControllerRevision[]).sort((a, b) => a.revision - b.revision);
-    const hash = computeHash(set.spec.template, set.status?.collisionCount);
-    const name = `${set.metadata.name}-${hash}`;
-    const max = all.reduce((m, r) => Math.max(m, r.revision), 0);
-    let update = all.find((r) => r.metadata.name === name);
-    if (!update) {
-      const rev: ControllerRevision = {
-        apiVersion: 'apps/v1',
-        kind: 'ControllerRevision',
-        metadata: { name, namespace: set.metadata.namespace, labels: { ...(set.spec.selector.matchLabels ?? {}), [REVISION_LABEL]: name }, ownerReferences: [controllerRef(set)] },
-        data: { spec: { template: { ...deepCopy(set.spec.template), $patch: 'replace' } } },
-        revision: max + 1,
-      };
-      try {
-        update = await this.ctx.store.create(rev);
-      } catch (e) {
-        if (!isAlreadyExists(e)) throw e;
-        update = await this.ctx.store.get('ControllerRevision', set.metadata.namespace, name);
-      }
-      all.push(update);
-    } else if (update.revision < max) {
-      // A template came back: its revision becomes the newest.
-      const next = deepCopy(update);
-      next.revision = max + 1;
-      update = await this.ctx.store.update(next);
-    }
-    return { update, all };
+    return ensureRevision(this.ctx, set, this.revisions.indexer.byIndex(CONTROLLER_UID_INDEX, set.metadata.uid!) as ControllerRevision[]);
   }
 
   private newPod(set: StatefulSet, ordinal: number, revision: ControllerRevision, template: StatefulSet['spec']['template']): Pod {
@@ -264,7 +237,7 @@ export class StatefulSetController {
       st.currentRevision = update.metadata.name;
       st.currentReplicas = st.updatedReplicas;
     }
-    await this.truncateHistory(set, all, st);
+    await truncateHistory(this.ctx, set, all, new Set([st.currentRevision, st.updateRevision]));
     if (JSON.stringify(cached.status ?? {}) !== JSON.stringify(st)) {
       set.status = st;
       await this.ctx.store.updateStatus(set).catch((e) => {
@@ -275,21 +248,6 @@ export class StatefulSetController {
   }
 
   private currentTemplate(set: StatefulSet, all: ControllerRevision[]): StatefulSet['spec']['template'] | undefined {
-    const cur = all.find((r) => r.metadata.name === set.status?.currentRevision);
-    const t = (cur?.data as { spec?: { template?: StatefulSet['spec']['template'] & { $patch?: string } } } | undefined)?.spec?.template;
-    if (!t) return undefined;
-    const { $patch: _p, ...rest } = t;
-    return rest as StatefulSet['spec']['template'];
-  }
-
-  private async truncateHistory(set: StatefulSet, all: ControllerRevision[], st: NonNullable<StatefulSet['status']>): Promise<void> {
-    const keep = new Set([st.currentRevision, st.updateRevision]);
-    const limit = set.spec.revisionHistoryLimit ?? 10;
-    const old = all.filter((r) => !keep.has(r.metadata.name!)).sort((a, b) => a.revision - b.revision);
-    for (const r of old.slice(0, Math.max(0, old.length - limit))) {
-      await this.ctx.store.delete('ControllerRevision', r.metadata.namespace, r.metadata.name!).catch((e) => {
-        if (!isNotFound(e)) throw e;
-      });
-    }
+    return revisionTemplate(all.find((r) => r.metadata.name === set.status?.currentRevision));
   }
 }

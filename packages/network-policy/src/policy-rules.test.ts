@@ -1,6 +1,7 @@
 import type { NetworkPolicy, Pod } from '@kemu/core';
 import { World } from '@kemu/netsim';
 import { describe, expect, it } from 'vitest';
+import { allowed } from './policy-eval.js';
 import { buildPolicyRules, type NamespaceInfo, policyRestoreInput } from './policy-rules.js';
 
 const pod = (name: string, ns: string, ip: string, labels: Record<string, string>, ports: { name: string; containerPort: number }[] = []): Pod => ({
@@ -113,5 +114,25 @@ describe('NetworkPolicy on the simulated datapath', () => {
     w.iptablesRestore('node', policyRestoreInput(rules, w.iptablesSave('node', { table: 'filter' })), { noflush: true });
     expect(w.iptablesSave('node', { table: 'filter' })).not.toMatch(/KEMU-NP-/);
     expect(reach(w, 'batch', 'db', 5432)).toBe(true);
+  });
+
+  it('agrees with a pure evaluation of the policies for every pair, port and ICMP', () => {
+    const sets: NetworkPolicy[][] = [
+      [policy('db-allow-web', 'shop', { podSelector: { matchLabels: { app: 'db' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ protocol: 'TCP', port: 'pg' }] }, { from: [{ namespaceSelector: { matchLabels: { team: 'ops' } } }], ports: [{ port: 9000, endPort: 9100 }] }] })],
+      [policy('batch-egress', 'shop', { podSelector: { matchLabels: { app: 'batch' } }, policyTypes: ['Egress'], egress: [{ to: [{ ipBlock: { cidr: '10.244.0.0/24', except: ['10.244.0.3/32'] } }], ports: [{ port: 8080 }] }] })],
+      [policy('default-deny', 'shop', { podSelector: {}, policyTypes: ['Ingress', 'Egress'] }), policy('web-out', 'shop', { podSelector: { matchLabels: { app: 'web' } }, egress: [{}] })],
+    ];
+    for (const policies of sets) {
+      const w = world(policies);
+      for (const from of PODS)
+        for (const to of PODS) {
+          if (from === to) continue;
+          for (const port of [5432, 8080, 9050, undefined]) {
+            const sim = port === undefined ? w.ping(from.metadata.name!, to.status!.podIP!).reachable : reach(w, from.metadata.name!, to.metadata.name!, port);
+            const want = allowed({ from, to, port }, policies, NAMESPACES);
+            expect(`${policies[0]!.metadata.name} ${from.metadata.name}->${to.metadata.name}:${port ?? 'icmp'} ${sim}`).toBe(`${policies[0]!.metadata.name} ${from.metadata.name}->${to.metadata.name}:${port ?? 'icmp'} ${want}`);
+          }
+        }
+    }
   });
 });

@@ -9,7 +9,7 @@ import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCriLog } from './log-writer.js';
 import { buildBusyboxImages, startRegistry, type TestRegistry } from './test-util-registry.js';
-import { containerConfig, grpcError, podConfig, startTestShim, type TestShim, waitFor, wsStream } from './test-util.js';
+import { containerConfig, grpcError, podConfig, startTestShim, tempDir, type TestShim, waitFor, wsStream } from './test-util.js';
 import WebSocket from 'ws';
 
 const ok = requirePeers('the runc backend', [peers.root, peers.netns, peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox, peers.referenceCni]);
@@ -29,7 +29,7 @@ describe.runIf(ok)('runc backend', () => {
   const before = ok ? hostFacts() : undefined;
 
   beforeAll(async () => {
-    const built = buildBusyboxImages();
+    const built = buildBusyboxImages(tempDir('kemu-cri-images-'));
     registry = await startRegistry();
     await registry.push(built.layout, 'v1', 'tools/busybox:v1');
     image = `${registry.host}/tools/busybox:v1`;

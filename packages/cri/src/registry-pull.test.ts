@@ -32,7 +32,7 @@ describe.runIf(ok)('PullImage from a registry', () => {
   let hostsDir: string;
 
   beforeAll(async () => {
-    images = buildBusyboxImages();
+    images = buildBusyboxImages(tempDir('kemu-cri-images-'));
     [open, locked] = await Promise.all([startRegistry(), startRegistry({ auth: true })]);
     for (const r of [open, locked]) {
       await r.push(images.layout, 'v1', 'tools/busybox:v1');

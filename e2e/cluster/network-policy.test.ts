@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { NetworkPolicy, Pod } from '@kemu/core';
 import { Cluster } from 'kemu';
+import { policyMatrix } from '../../packages/kemu/src/commands.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './util.js';
 
@@ -13,7 +14,7 @@ let cluster: Cluster;
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-np-'));
 
 beforeAll(async () => {
-  cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
+  cluster = await Cluster.start({ stateDir, nodes: 2, fast: true, apiSocket: path.join(stateDir, 'kemu.sock') });
 }, 60_000);
 
 afterAll(async () => {
@@ -64,5 +65,13 @@ describe('NetworkPolicy on the simulated datapath', () => {
     expect(denied.trace.filter((h) => h.kind === 'drop').at(-1)?.reason).toBe(
       'dropped: NetworkPolicy default/default-deny, default/db-from-web: no ingress rule allows this',
     );
+  });
+
+  it('kemu policy matrix prints the same table and finds no disagreement with the policies', async () => {
+    const lines: string[] = [];
+    const code = await policyMatrix({ namespace: 'default', expect: true, stateDir }, { log: (l) => lines.push(l), err: (l) => lines.push(l) });
+    expect(lines.slice(1, 4).map((l) => l.replace(/\s+/g, ' ').trim())).toEqual(['db - . .', 'other . - .', 'web X . -']);
+    expect(lines.at(-1)).toContain('! disagrees with the policies (0 cells)');
+    expect(code).toBe(0);
   });
 });

@@ -241,6 +241,19 @@ program
   });
 
 program
+  .command('policy')
+  .description('NetworkPolicy tools')
+  .command('matrix')
+  .description('the reachability truth table between the running pods of a namespace, from real (simulated) packets')
+  .addOption(new Option('--port <port>', 'send TCP SYNs to this port (default: ICMP echo)').argParser(int('--port')))
+  .option('--expect', 'also evaluate every cell from the policies and mark (and fail on) any disagreement')
+  .addOption(nsOpt())
+  .addOption(stateDirOpt())
+  .action(async (o) => {
+    process.exitCode = await cmd.policyMatrix({ namespace: o.namespace, port: o.port, expect: o.expect, stateDir: o.stateDir });
+  });
+
+program
   .command('bench')
   .description('run a benchmark workload on an in-process cluster (see tools/bench/cluster)')
   .argument('<workload>', 'pods')

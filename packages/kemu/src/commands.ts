@@ -2,7 +2,8 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type Pod, toYaml } from '@kemu/core';
+import { isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type NetworkPolicy, type Pod, toYaml } from '@kemu/core';
+import { allowed } from '@kemu/network-policy';
 import cliProgress from 'cli-progress';
 import {
   clusterCredentials,
@@ -426,6 +427,48 @@ export async function trace(from: string, to: string, o: { namespace?: string; s
   const why = drop ? `dropped at ${drop.detail}${drop.reason ? ` (${drop.reason})` : ''}` : (r.error?.message ?? 'no reply');
   out.log(`${dest}: unreachable: ${why}`);
   return 1;
+}
+
+/**
+ * `kemu policy matrix`: which pods of a namespace reach which, found by sending real (simulated) packets
+ * (`kemu trace` for every pair; a TCP connect with --port, else an ICMP echo). With `expect`, each cell is
+ * also evaluated from the policies themselves; any disagreement is marked `!` and the exit status is 1.
+ */
+export async function policyMatrix(o: { namespace?: string; port?: number; expect?: boolean; stateDir?: string }, out: Out = stdio): Promise<number> {
+  const ns = o.namespace ?? 'default';
+  const api = client(o.stateDir);
+  const pods = ((await api.list('Pod', { namespace: ns })).items as Pod[])
+    .filter((p) => p.status?.podIP && p.status.phase === 'Running')
+    .sort((a, b) => (a.metadata.name! < b.metadata.name! ? -1 : 1));
+  if (pods.length === 0) throw new UsageError(`no running pods in namespace ${ns}`);
+  const policies = o.expect ? ((await api.list('NetworkPolicy', {})).items as NetworkPolicy[]) : [];
+  const namespaces = o.expect
+    ? (await api.list('Namespace', {})).items.map((n) => ({ name: n.metadata.name ?? '', labels: n.metadata.labels ?? {} }))
+    : [];
+  const names = pods.map((p) => p.metadata.name!);
+  const w = Math.max(...names.map((n) => n.length), 4);
+  out.log(`${''.padEnd(w)}  ${names.map((n) => n.padEnd(w)).join(' ')}`);
+  let disagree = 0;
+  for (const from of pods) {
+    const cells: string[] = [];
+    for (const to of pods) {
+      if (from === to) {
+        cells.push('-'.padEnd(w));
+        continue;
+      }
+      const target = o.port ? `${to.status!.podIP}:${o.port}` : to.status!.podIP!;
+      const r = (await api.trace(`${ns}/${from.metadata.name}`, target)) as { reachable: boolean };
+      let cell = r.reachable ? 'X' : '.';
+      if (o.expect && allowed({ from, to, port: o.port }, policies, namespaces) !== r.reachable) {
+        cell += '!';
+        disagree++;
+      }
+      cells.push(cell.padEnd(w));
+    }
+    out.log(`${from.metadata.name!.padEnd(w)}  ${cells.join(' ')}`);
+  }
+  out.log(`X reachable, . dropped${o.expect ? `, ! disagrees with the policies (${disagree} cells)` : ''}; rows are sources, columns destinations${o.port ? `, TCP port ${o.port}` : ', ICMP echo'}`);
+  return disagree ? 1 : 0;
 }
 
 /** Waits until every pod matching the filter is Running (or the deadline passes). */

@@ -6,12 +6,13 @@
 //                                  [--authz-bindings 10,1000,10000] [--authz-checks 200000] [--json FILE]
 //
 // Per run:
-//   creates: fresh server processes (server-child.mjs) `open` (allow-all seams) and `auth` (the stack of
+//   creates: fresh server processes (server-child.mjs) `open` (allow-all seams), `rbac` (authentication and
+//            RBAC only) and `auth` (the stack of
 //            `kemu up` with `bindings` extra RoleBindings/ClusterRoleBindings for other users); `clients`
 //            concurrent POSTs of Pods on one HTTP/2 connection as user `bench` (client certificate, RBAC
 //            through a RoleBinding to `edit`, and every admission plugin: NamespaceLifecycle, LimitRanger,
 //            ServiceAccount, PodSecurity, Priority, DefaultTolerationSeconds, VAP, webhooks, ResourceQuota).
-//            Reported: creates/s and p99 of each, and auth/open.
+//            Reported: creates/s and p99 of each, auth/open and rbac/open.
 //   authz:   the RBAC authorizer in process, over informer caches holding N bindings for other subjects:
 //            decisions/s for an allowed and a denied request, for each N, and the ratio to the smallest N.
 // Medians over the runs.
@@ -131,8 +132,12 @@ for (let r = 0; r < Number(opts.runs); r++) {
   const res = {};
   if (parts.has('creates')) {
     res.open = await creates('open');
+    res.rbac = await creates('rbac');
     res.auth = await creates('auth');
-    console.error(`run ${r + 1}: pod creates open ${res.open.perSec.toFixed(0)}/s p99 ${res.open.p99Ms.toFixed(1)} ms; auth ${res.auth.perSec.toFixed(0)}/s p99 ${res.auth.p99Ms.toFixed(1)} ms; ratio ${(res.auth.perSec / res.open.perSec).toFixed(2)}`);
+    console.error(
+      `run ${r + 1}: pod creates open ${res.open.perSec.toFixed(0)}/s p99 ${res.open.p99Ms.toFixed(1)} ms; authn+RBAC ${res.rbac.perSec.toFixed(0)}/s; ` +
+        `auth ${res.auth.perSec.toFixed(0)}/s p99 ${res.auth.p99Ms.toFixed(1)} ms; ratio ${(res.auth.perSec / res.open.perSec).toFixed(2)}`,
+    );
   }
   if (parts.has('authz')) {
     res.authz = await authz();
@@ -149,6 +154,8 @@ if (parts.has('creates')) {
     extraBindings: Number(opts.bindings),
     openPerSec: m((r) => r.open.perSec),
     openP99Ms: m((r) => r.open.p99Ms),
+    rbacOnlyPerSec: m((r) => r.rbac.perSec),
+    rbacOnlyRatio: m((r) => r.rbac.perSec / r.open.perSec),
     authPerSec: m((r) => r.auth.perSec),
     authP99Ms: m((r) => r.auth.p99Ms),
     ratio: m((r) => r.auth.perSec / r.open.perSec),

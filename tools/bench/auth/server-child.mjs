@@ -1,9 +1,10 @@
 // The measured server for tools/bench/auth/auth.mjs, in a process of its own: @kemu/apiserver over a memory
-// store with HTTPS, either `open` (no authentication, authorization or admission: the allow-all seams) or
-// `auth` (the whole stack of `kemu up`: client certificates, tokens, RBAC with `bindings` extra bindings for
-// other users, and every admission plugin). The client is user `bench` (group `benchers`), bound to the
-// `edit` ClusterRole in namespace `bench`; the namespace has a ServiceAccount `default` and a roomy quota.
-// Prints one READY line, then serves until killed.
+// store with HTTPS, either `open` (no authentication, authorization or admission: the allow-all seams),
+// `rbac` (authentication and RBAC, admission left open) or `auth` (the whole stack of `kemu up`: client
+// certificates, tokens, RBAC with `bindings` extra bindings for other users, and every admission plugin).
+// The client is user `bench` (group `benchers`), bound to the `edit` ClusterRole in namespace `bench`; the
+// namespace has a ServiceAccount `default` and a roomy quota. Prints one READY line, then serves until
+// killed.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +19,7 @@ const client = await ca.issueClient({ user: 'bench', groups: ['benchers'] });
 const store = await createMemoryStore();
 await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench' } });
 let auth;
-if (mode === 'auth') {
+if (mode === 'auth' || mode === 'rbac') {
   auth = await startClusterAuth({ store, caCertPem: ca.certPem, serviceAccountKeys: await ServiceAccountKeys.create() });
   const n = Number(bindingsArg);
   for (let i = 0; i < n; i++) {
@@ -49,8 +50,10 @@ if (mode === 'auth') {
   }
 }
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-bench-auth-'));
+// `rbac`: authentication and RBAC only (admission allows everything), to tell their cost from admission's.
+const seams = auth ? (mode === 'rbac' ? { ...auth.seams, admission: undefined } : auth.seams) : {};
 const api = await startApiServer(store, path.join(dir, 'api.sock'), {}, {
-  ...(auth?.seams ?? {}),
+  ...seams,
   renderers: { protobufDecode: decodeObjectBytes },
   tcp: { host: '127.0.0.1', port: 0, tls: { ...serving, clientCA: ca.certPem } },
 });

@@ -78,6 +78,22 @@ describe('Services through kube-proxy on the simulated datapath', () => {
     }
   });
 
+  it('gives a LoadBalancer Service a pool address that pods reach', async () => {
+    await cluster.store.create<Service>({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web-lb', namespace: 'default' },
+      spec: { type: 'LoadBalancer', selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+    });
+    const ip = await until('a load-balancer address', async () => (await cluster.store.get('Service', 'default', 'web-lb')).status?.loadBalancer?.ingress?.[0]?.ip);
+    expect(ip).toBe('172.18.255.1');
+    const r = await until('the address answers', async () => {
+      const x = (await cluster.trace('client', `${ip}:80`)) as { reachable: boolean; text: string };
+      return x.reachable && x;
+    });
+    expect(r.text).toContain('default/web-lb:http loadbalancer IP');
+  });
+
   it('rejects a Service without endpoints and says which rule did it', async () => {
     await cluster.store.create<Service>({
       apiVersion: 'v1',

@@ -31,6 +31,7 @@ import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecRes
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
+import { LoadBalancerIpam } from '@kemu/kube-proxy';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { parseTraceTarget } from './trace-target.js';
@@ -81,6 +82,8 @@ export interface ClusterOptions {
   nodeProcesses?: boolean;
   /** Serve the Kubernetes-style API on this unix socket (node processes need it). */
   apiSocket?: string;
+  /** Where LoadBalancer Services' addresses come from (default: the last /24 of the node subnet). */
+  loadBalancerPool?: string;
   /** More for the API server: HTTPS on a TCP port, auth seams, renderers. */
   apiServer?: ApiServerOptions;
   /**
@@ -286,6 +289,14 @@ export class Cluster {
     });
     await controllers.start();
     this.stoppers.push(() => controllers.stop());
+    // LoadBalancer Services get addresses from the top of the node subnet, as cloud-provider-kind does.
+    const lbIpam = new LoadBalancerIpam({
+      store,
+      pool: o.loadBalancerPool ?? nthSubnet(o.nodeSubnet ?? '172.18.0.0/16', 255, 24),
+      onError: (e) => onError(e, 'load-balancer addresses'),
+    });
+    await lbIpam.start();
+    this.stoppers.push(() => lbIpam.stop());
     const nlc = new NodeLifecycleController({
       store,
       gracePeriodMs: fast ? 4000 : 40_000,

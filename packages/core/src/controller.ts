@@ -1,5 +1,6 @@
 // The controller runner: wait for informer caches, then N workers take keys from a rate-limited queue and
 // reconcile them; failures retry with per-item backoff, successes reset it.
+import { setMaxListeners } from 'node:events';
 import { type KubeObject, objectKey } from './api-meta.js';
 import type { EventHandler, SharedInformer } from './informer.js';
 import { RateLimitingQueue } from './workqueue.js';
@@ -60,6 +61,8 @@ export class Controller {
     if (this.abort) return;
     this.abort = new AbortController();
     const signal = this.abort.signal;
+    // Every informer's sync wait listens on this signal: a controller may watch more than ten kinds.
+    setMaxListeners(0, signal);
     for (const inf of this.options.informers ?? []) inf.start();
     const synced = await Promise.all((this.options.informers ?? []).map((i) => i.waitForSync(signal)));
     if (signal.aborted || !synced.every(Boolean)) return;

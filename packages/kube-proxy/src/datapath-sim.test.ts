@@ -86,4 +86,27 @@ describe('kube-proxy on the simulated datapath', () => {
       await store.close();
     }
   });
+
+  it('forgets UDP flows to an endpoint that went, so they stop following a stale DNAT', async () => {
+    const store = await createMemoryStore();
+    const w = twoNodes(PODS);
+    w.listen('c', { proto: 'udp', port: 5353 });
+    const proxier = new Proxier({ store, sink: simRuleSink(w, 'node1'), nodeName: 'node1', clusterCIDR: '10.244.0.0/16', minSyncPeriodMs: 10 });
+    await proxier.start();
+    try {
+      const svc = await store.create(service('dns', { ports: [{ name: 'dns', protocol: 'UDP', port: 53 }] }));
+      const ip = (svc as { spec: { clusterIP: string } }).spec.clusterIP;
+      const eps = slice('dns', [{ ip: '10.244.2.2', node: 'node2' }], 5353);
+      eps.ports = [{ name: 'dns', protocol: 'UDP', port: 5353 }];
+      await store.create(eps);
+      await expect.poll(() => w.udpSend('a', ip, 53, new Uint8Array(4), { trace: false }).delivered, { timeout: 5000 }).toBe('c');
+      const udp = () => w.conntrack('node1').filter((c) => c.proto === 17 && c.reply.startsWith('10.244.2.2:'));
+      expect(udp().length).toBeGreaterThan(0);
+      await store.delete('EndpointSlice', 'default', 'dns-abcde');
+      await expect.poll(() => udp().length, { timeout: 5000 }).toBe(0);
+    } finally {
+      await proxier.stop();
+      await store.close();
+    }
+  });
 });

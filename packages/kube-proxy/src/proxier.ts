@@ -4,7 +4,7 @@
 import { type EndpointSlice, InformerFactory, type Service, type Store } from '@kemu/core';
 import { buildRules, type NodeContext, restoreInput } from './iptables-rules.js';
 import type { RuleSink } from './rule-sink.js';
-import { servicePorts } from './service-ports.js';
+import { type ServicePortInfo, servicePorts } from './service-ports.js';
 
 export interface ProxierOptions extends NodeContext {
   store: Store;
@@ -35,6 +35,8 @@ export class Proxier {
   private lastRun = 0;
   private stopped = false;
   last?: SyncStats;
+  /** UDP service ports as of the last sync: cluster IP and endpoint addresses, for conntrack cleanup. */
+  private udp = new Map<string, { clusterIP: string; endpoints: Set<string> }>();
 
   constructor(private readonly o: ProxierOptions) {
     this.factory = new InformerFactory(o.store);
@@ -75,6 +77,24 @@ export class Proxier {
     this.timer.unref?.();
   }
 
+  /**
+   * UDP has no connection end: a flow DNATed to an endpoint that went (or to a Service that went) would
+   * keep its stale mapping until it idles out, so kube-proxy deletes those conntrack entries after a sync.
+   */
+  private async clearStaleUdp(ports: ServicePortInfo[]): Promise<void> {
+    const now = new Map<string, { clusterIP: string; endpoints: Set<string> }>();
+    for (const p of ports) if (p.protocol === 'udp') now.set(p.name, { clusterIP: p.clusterIP, endpoints: new Set(p.endpoints.map((e) => e.ip)) });
+    const clear = this.o.sink.clearUdpConntrack?.bind(this.o.sink);
+    if (clear) {
+      for (const [name, before] of this.udp) {
+        const after = now.get(name);
+        if (!after || after.clusterIP !== before.clusterIP) await clear({ origDst: before.clusterIP });
+        else for (const ip of before.endpoints) if (!after.endpoints.has(ip)) await clear({ replySrc: ip });
+      }
+    }
+    this.udp = now;
+  }
+
   /** Writes the node's rules now from the informers' caches. */
   async syncNow(): Promise<void> {
     if (this.running) {
@@ -88,6 +108,7 @@ export class Proxier {
         const ports = servicePorts(this.services.indexer.list() as Service[], this.slices.indexer.list() as EndpointSlice[]);
         const rules = buildRules(ports, this.o);
         await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+        await this.clearStaleUdp(ports);
         this.last = { at: Date.now(), durationMs: performance.now() - start, servicePorts: ports.length, rules: rules.filter.length + rules.nat.length };
       } catch (err) {
         this.o.onError?.(err);

@@ -7,12 +7,18 @@ export interface RuleSink {
   save(): Promise<string>;
   /** Applies iptables-restore input with --noflush; all of it or nothing. */
   restore(text: string): Promise<void>;
+  /**
+   * `conntrack -D -p udp`: forgets UDP flows to a Service address that went (`origDst`) or from an endpoint
+   * that went (`replySrc`), so they stop following a stale DNAT. Absent where no conntrack tool exists.
+   */
+  clearUdpConntrack?(f: { origDst?: string; replySrc?: string }): Promise<void>;
 }
 
 /** What the simulated datapath offers (netsim's World). */
 export interface SimNetfilter {
   iptablesSave(ns: string, o?: { table?: 'filter' | 'nat' }): string;
   iptablesRestore(ns: string, text: string, o?: { noflush?: boolean }): void;
+  deleteConntrack(ns: string, f: { proto?: 'udp'; origDst?: string; replySrc?: string }): number;
 }
 
 export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
@@ -22,6 +28,9 @@ export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
     },
     async restore(text) {
       world.iptablesRestore(ns, text, { noflush: true });
+    },
+    async clearUdpConntrack(f) {
+      world.deleteConntrack(ns, { proto: 'udp', ...f });
     },
   };
 }

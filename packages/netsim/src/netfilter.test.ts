@@ -132,6 +132,19 @@ COMMIT
     expect(w.ping('pod2', '10.244.1.2').reachable).toBe(false);
   });
 
+  it('deletes the connections to an address or from an endpoint, like conntrack -D', () => {
+    const w = serviceWorld();
+    for (let i = 0; i < 10; i++) w.tcpConnect('pod1', '10.96.0.10', 80, { trace: false });
+    const tcp = () => w.conntrack('node1').filter((c) => c.proto === 6);
+    const viaA = tcp().filter((c) => c.reply.startsWith('10.244.2.2:')).length;
+    expect(w.deleteConntrack('node1', { proto: 'tcp', replySrc: '10.244.2.2' })).toBe(viaA);
+    expect(tcp().every((c) => c.reply.startsWith('10.244.2.3:'))).toBe(true);
+    expect(w.deleteConntrack('node1', { proto: 'udp', origDst: '10.96.0.10' })).toBe(0);
+    expect(w.deleteConntrack('node1', { origDst: '10.96.0.10' })).toBe(10 - viaA);
+    expect(tcp()).toEqual([]);
+    expect(() => w.deleteConntrack('node1', { origDst: 'nope' })).toThrow(/invalid address "nope"/);
+  });
+
   it('fails a local send dropped in OUTPUT with EPERM', () => {
     const w = vxlanWorld();
     w.iptablesRestore('pod1', '*filter\n-A OUTPUT -d 10.244.2.2/32 -m comment --comment "no egress to pod2" -j DROP\nCOMMIT\n');

@@ -1,6 +1,7 @@
 // Connection tracking: tuples of the packets NAT sees, their original/reply entries, confirmation and
 // idle timeouts (net/netfilter/nf_conntrack_*).
-import { type Family, formatIpBytes } from '@kemu/ip';
+import { bytesEqual, type Family, formatIpBytes } from '@kemu/ip';
+import { mustParseIp } from './addr.js';
 import { ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset } from './packet.js';
 import type { Conn, Ns, Tuple } from './world-model.js';
 import { nsByName, type WorldState } from './world-state.js';
@@ -76,6 +77,26 @@ export function conntrack(
 
 export function flushConntrack(w: WorldState, nsName: string): void {
   nsByName(w, nsName).ct.clear();
+}
+
+/**
+ * `conntrack -D`: removes the connections whose original destination (`-d`) or reply source (`-r`, the
+ * DNATed endpoint) is the given address, optionally of one protocol; returns how many went.
+ */
+export function deleteConntrack(w: WorldState, nsName: string, f: { proto?: number; origDst?: string; replySrc?: string }): number {
+  const ns = nsByName(w, nsName);
+  const dst = f.origDst === undefined ? undefined : mustParseIp(f.origDst);
+  const src = f.replySrc === undefined ? undefined : mustParseIp(f.replySrc);
+  const gone = new Set<Conn>();
+  for (const e of ns.ct.values()) {
+    const c = e.conn;
+    if (f.proto !== undefined && c.orig.proto !== f.proto) continue;
+    if (dst && (dst.family !== c.family || !bytesEqual(dst.bytes, 0, c.orig.dst, 0, dst.bytes.length))) continue;
+    if (src && (src.family !== c.family || !bytesEqual(src.bytes, 0, c.reply.src, 0, src.bytes.length))) continue;
+    gone.add(c);
+  }
+  for (const [k, e] of ns.ct) if (gone.has(e.conn)) ns.ct.delete(k);
+  return gone.size;
 }
 
 /** Drops connections idle for longer than their protocol's timeout. */

@@ -271,6 +271,13 @@ export class World {
     return ct.conntrack(this.w, nsName);
   }
 
+  /** `conntrack -D [-p proto] [-d origDst] [-r replySrc]`; returns how many connections went. */
+  deleteConntrack(nsName: string, f: { proto?: 'tcp' | 'udp' | 'icmp'; origDst?: string; replySrc?: string }): number {
+    const proto = f.proto === undefined ? undefined : ({ tcp: 6, udp: 17, icmp: 1 } as const)[f.proto];
+    if (f.proto !== undefined && proto === undefined) throw new NetsimError('EINVAL', `unknown protocol "${String(f.proto)}"`);
+    return ct.deleteConntrack(this.w, nsName, { proto, origDst: f.origDst, replySrc: f.replySrc });
+  }
+
   /** Drops all connection-tracking state of a namespace (`conntrack -F`). */
   flushConntrack(nsName: string): void {
     ct.flushConntrack(this.w, nsName);

@@ -174,6 +174,8 @@ export const peers = {
   skopeo: program('skopeo', 'skopeo'),
   umoci: program('umoci', 'umoci'),
   openssl: program('openssl', 'openssl'),
+  /** ISC BIND's dig, a DNS client nobody here wrote, for the cluster DNS server's wire format. */
+  dig: program('dig', 'bind9-dnsutils'),
   /** kubectl v1.32 comes with this kind of machine's image (not from a registry). */
   kubectl: probe('kubectl', "kubectl on PATH (this machine image's /usr/bin/kubectl)", () => onPath('kubectl')),
   /**

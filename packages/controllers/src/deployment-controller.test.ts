@@ -178,3 +178,29 @@ describe('Deployment controller', () => {
     await until('resumed rollout', async () => (await store.list('ReplicaSet', { namespace: 'default' })).items.length === 2);
   });
 });
+
+describe('Deployment scaling during a rollout', () => {
+  it('shares a new replica count between the old and new ReplicaSets in proportion, as upstream', async () => {
+    // New pods never become ready, so the rollout stays half-way while the Deployment is scaled.
+    const store = await cluster({ hold: (p) => p.spec.containers[0].image === 'nginx:1.27' });
+    const d = deployment('nginx:1.26', { type: 'RollingUpdate', rollingUpdate: { maxSurge: 3, maxUnavailable: 0 } });
+    d.spec.replicas = 10;
+    await store.create(d);
+    await until('first rollout', async () => {
+      const x = await store.get('Deployment', 'default', 'web');
+      return x.status?.availableReplicas === 10 && x.status.updatedReplicas === 10;
+    });
+    await store.patch('Deployment', 'default', 'web', { spec: { template: { spec: { containers: [{ name: 'nginx', image: 'nginx:1.27' }] } } } }, 'strategic');
+    const sizes = async () => {
+      const sets = (await store.list('ReplicaSet', { namespace: 'default' })).items as ReplicaSet[];
+      return Object.fromEntries(sets.map((s) => [s.spec.template!.spec.containers[0].image, s.spec.replicas]));
+    };
+    await until('surged', async () => JSON.stringify(await sizes()) === JSON.stringify({ 'nginx:1.26': 10, 'nginx:1.27': 3 }) || JSON.stringify(await sizes()) === JSON.stringify({ 'nginx:1.27': 3, 'nginx:1.26': 10 }));
+    // 20 replicas + 3 surge = 23 allowed, 13 running: 10 more, shared 10:3 (old 8, new 2).
+    await store.patch('Deployment', 'default', 'web', { spec: { replicas: 20 } }, 'merge');
+    await until('scaled proportionally', async () => {
+      const s = await sizes();
+      return s['nginx:1.26'] === 18 && s['nginx:1.27'] === 5;
+    });
+  });
+});

@@ -137,7 +137,8 @@ export class DeploymentController {
       return undefined;
     }
     const sets = await this.claimReplicaSets(d);
-    if (d.spec.paused) return this.syncPaused(d, sets);
+    // Paused, or the replica count changed: scale the existing sets (proportionally), no rollout.
+    if (d.spec.paused || this.isScalingEvent(d, sets)) return this.syncScale(d, sets);
     if (d.spec.strategy?.type === 'Recreate') return this.rolloutRecreate(d, sets);
     return this.rolloutRolling(d, sets);
   }
@@ -164,8 +165,12 @@ export class DeploymentController {
         const hist = newRS.metadata.annotations?.[REVISION_HISTORY_ANNOTATION];
         want[REVISION_HISTORY_ANNOTATION] = hist ? `${hist},${cur}` : String(cur);
       }
-      want[DESIRED_REPLICAS_ANNOTATION] = String(d.spec.replicas ?? 1);
-      want[MAX_REPLICAS_ANNOTATION] = String((d.spec.replicas ?? 1) + maxSurge(d));
+      // desired-replicas and max-replicas move only when the set is scaled (they tell a scaling event).
+      for (const k of [DESIRED_REPLICAS_ANNOTATION, MAX_REPLICAS_ANNOTATION]) {
+        const v = newRS.metadata.annotations?.[k];
+        if (v === undefined) delete want[k];
+        else want[k] = v;
+      }
       let rs = newRS;
       if (JSON.stringify(want) !== JSON.stringify(newRS.metadata.annotations ?? {}) || (newRS.spec.minReadySeconds ?? 0) !== (d.spec.minReadySeconds ?? 0)) {
         const next = deepCopy(newRS);
@@ -329,19 +334,70 @@ export class DeploymentController {
     return this.syncStatus(d, newRS, [...old, newRS], old);
   }
 
-  private async syncPaused(d: Deployment, sets: ReplicaSet[]) {
+  /** Some active ReplicaSet was sized for another replica count (upstream isScalingEvent). */
+  private isScalingEvent(d: Deployment, sets: ReplicaSet[]): boolean {
+    const desired = String(d.spec.replicas ?? 1);
+    return sets.some((rs) => (rs.spec.replicas ?? 0) > 0 && rs.metadata.annotations?.[DESIRED_REPLICAS_ANNOTATION] !== undefined && rs.metadata.annotations[DESIRED_REPLICAS_ANNOTATION] !== desired);
+  }
+
+  /** upstream sync(): scale without rolling out, then clean up and report status. */
+  private async syncScale(d: Deployment, sets: ReplicaSet[]) {
     const r = await this.getNewRS(d, sets, false);
-    // Paused: only proportional scaling of the existing sets, no rollout.
-    let newRS = r.newRS;
-    const active = [...r.old, ...(newRS ? [newRS] : [])].filter((rs) => (rs.spec.replicas ?? 0) > 0);
+    const scaled = await this.scaleProportionally(d, r.newRS, r.old);
+    const newRS = r.newRS ? scaled.find((x) => x.metadata.uid === r.newRS!.metadata.uid) : undefined;
+    const old = scaled.filter((x) => x.metadata.uid !== r.newRS?.metadata.uid);
+    await this.cleanup(d, old);
+    return this.syncStatus(d, newRS, [...old, ...(newRS ? [newRS] : [])], old);
+  }
+
+  /**
+   * upstream scale(): one active set takes the whole count; a saturated new set retires the old ones;
+   * otherwise the difference to replicas + maxSurge is shared out in proportion to each set's size
+   * (largest first), the leftover going to the largest.
+   */
+  private async scaleProportionally(d: Deployment, newRS: ReplicaSet | undefined, old: ReplicaSet[]): Promise<ReplicaSet[]> {
     const desired = d.spec.replicas ?? 1;
-    const total = active.reduce((n, rs) => n + (rs.spec.replicas ?? 0), 0);
-    if (active.length === 1 && total !== desired) {
-      const only = await this.scale(d, active[0], desired);
-      if (newRS && only.metadata.uid === newRS.metadata.uid) newRS = only;
-    } else if (active.length === 0 && newRS) newRS = await this.scale(d, newRS, desired);
-    await this.cleanup(d, r.old);
-    return this.syncStatus(d, newRS, [...r.old, ...(newRS ? [newRS] : [])], r.old);
+    const all = [...old, ...(newRS ? [newRS] : [])];
+    const active = all.filter((rs) => (rs.spec.replicas ?? 0) > 0);
+    const replace = (rs: ReplicaSet) => all.map((x) => (x.metadata.uid === rs.metadata.uid ? rs : x));
+    let out = all;
+    if (active.length <= 1) {
+      const target = active[0] ?? newRS ?? [...old].sort((a, b) => revisionOf(b) - revisionOf(a))[0];
+      if (target) out = replace(await this.scale(d, target, desired));
+      return out;
+    }
+    if (newRS && (newRS.spec.replicas ?? 0) === desired && (newRS.status?.availableReplicas ?? 0) === desired) {
+      for (const rs of old.filter((x) => (x.spec.replicas ?? 0) > 0)) out = replace(await this.scale(d, rs, 0)).map((x) => x);
+      return out;
+    }
+    if (d.spec.strategy?.type !== 'RollingUpdate') return out;
+    const allowed = desired > 0 ? desired + maxSurge(d) : 0;
+    const toAdd = allowed - active.reduce((n, rs) => n + (rs.spec.replicas ?? 0), 0);
+    const bySize = [...active].sort((a, b) =>
+      toAdd > 0
+        ? (b.spec.replicas ?? 0) - (a.spec.replicas ?? 0) || (b.metadata.creationTimestamp ?? '').localeCompare(a.metadata.creationTimestamp ?? '')
+        : (b.spec.replicas ?? 0) - (a.spec.replicas ?? 0) || (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+    );
+    const size = new Map<string, number>();
+    let added = 0;
+    for (const rs of bySize) {
+      const cur = rs.spec.replicas ?? 0;
+      let proportion = 0;
+      if (toAdd !== 0 && cur !== 0 && toAdd !== added) {
+        const deploymentReplicas = desired + maxSurge(d);
+        const annotated = Number(rs.metadata.annotations?.[MAX_REPLICAS_ANNOTATION] ?? d.status?.replicas ?? 0) || 1;
+        const fraction = desired === 0 ? -cur : Math.round((cur * deploymentReplicas) / annotated) - cur;
+        proportion = toAdd > 0 ? Math.min(fraction, toAdd - added) : Math.max(fraction, toAdd - added);
+      }
+      size.set(rs.metadata.uid!, cur + proportion);
+      added += proportion;
+    }
+    for (const [i, rs] of bySize.entries()) {
+      let n = size.get(rs.metadata.uid!)!;
+      if (i === 0 && toAdd !== 0) n = Math.max(0, n + toAdd - added);
+      out = replace(await this.scale(d, rs, n));
+    }
+    return out;
   }
 
   /** Delete old, empty ReplicaSets beyond revisionHistoryLimit, oldest first. */

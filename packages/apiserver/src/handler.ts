@@ -24,7 +24,8 @@ import {
 } from './auth-seams.js';
 import { negotiate, type Rendering } from './content-negotiation.js';
 import { discoveryDocument, pathNotFound } from './discovery.js';
-import { defaultImpersonator } from './impersonation.js';
+import { defaultImpersonator } from './authn/impersonation.js';
+import { authorizationForbidden } from './authz/forbidden.js';
 import { ApiMetrics } from './metrics.js';
 import type { Renderers, RequestContext } from './request-context.js';
 import { decodeBody, type IncomingRequest, MAX_REQUEST_BODY_BYTES, readBody } from './request-body.js';
@@ -178,7 +179,7 @@ export class RequestHandler {
       audit.impersonatedUser = imp.user;
     }
     const decision = await this.authorizer.authorize({ ...info, user });
-    if (decision.decision !== 'allow') throw forbidden(user, info, decision.reason);
+    if (decision.decision !== 'allow') throw authorizationForbidden({ ...info, user }, decision.reason);
     return { user, info };
   }
 
@@ -433,20 +434,5 @@ export function resolveKind(info: RequestInfo): KindInfo {
   const gv = info.apiGroup ? `${info.apiGroup}/${info.apiVersion}` : info.apiVersion;
   if (!kind || kind.apiVersion !== gv) throw pathNotFound();
   return kind;
-}
-
-function forbidden(user: UserInfo, info: RequestInfo, reason?: string): StatusError {
-  const why = reason ? `: ${reason}` : '';
-  if (!info.isResourceRequest)
-    return new StatusError('Forbidden', 403, `forbidden: User "${user.name}" cannot ${info.verb} path "${info.path}"${why}`, {});
-  const res = info.subresource ? `${info.resource}/${info.subresource}` : info.resource;
-  const qualified = info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource;
-  const subject = info.name ? `${qualified} "${info.name}" is forbidden` : `${qualified} is forbidden`;
-  const scope = info.namespace ? `in the namespace "${info.namespace}"` : 'at the cluster scope';
-  return new StatusError('Forbidden', 403, `${subject}: User "${user.name}" cannot ${info.verb} resource "${res}" in API group "${info.apiGroup}" ${scope}${why}`, {
-    ...(info.name ? { name: info.name } : {}),
-    group: info.apiGroup,
-    kind: info.resource,
-  });
 }
 

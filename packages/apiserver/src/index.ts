@@ -4,7 +4,7 @@ export { CertificateAuthority, type CertKeyPair, type ClientCertOptions, type Se
 export { ClusterUnreachableError } from './cluster-unreachable.js';
 export { type HandlerOptions, RequestHandler } from './handler.js';
 export { KUBERNETES_VERSION, versionInfo } from './version.js';
-export { defaultImpersonator } from './impersonation.js';
+export { defaultImpersonator, HeaderImpersonator } from './authn/impersonation.js';
 export { RemoteStore } from './remote-store.js';
 export type { Renderers, RequestContext } from './request-context.js';
 export { requestInfo } from './request-info.js';

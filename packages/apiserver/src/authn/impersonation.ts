@@ -89,3 +89,6 @@ export class HeaderImpersonator implements Impersonator {
     };
   }
 }
+
+/** The impersonator a RequestHandler uses unless given another. */
+export const defaultImpersonator: Impersonator = new HeaderImpersonator();

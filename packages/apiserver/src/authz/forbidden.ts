@@ -12,11 +12,14 @@ export function forbiddenMessage(attrs: AuthorizationAttributes): string {
   return `User "${user}" cannot ${attrs.verb} resource "${resource}" in API group "${attrs.apiGroup}" ${scope}`;
 }
 
-/** A Forbidden status for a resource (upstream `NewForbidden`): the name is quoted only when there is one. */
+/**
+ * A Forbidden status for a resource (upstream `NewForbidden`): the name is quoted only when there is one, and
+ * empty detail fields are left out as upstream's JSON leaves them.
+ */
 export function forbiddenError(group: string, resource: string, name: string, why: string): StatusError {
   const qualified = resource ? (group ? `${resource}.${group}` : resource) : '';
   const message = !qualified ? `forbidden: ${why}` : name ? `${qualified} "${name}" is forbidden: ${why}` : `${qualified} is forbidden: ${why}`;
-  return new StatusError('Forbidden', 403, message, { name, group, kind: resource });
+  return new StatusError('Forbidden', 403, message, { ...(name ? { name } : {}), ...(group ? { group } : {}), ...(resource ? { kind: resource } : {}) });
 }
 
 /** The 403 for a request the authorizer did not allow; `reason` is the authorizer's, appended as upstream. */

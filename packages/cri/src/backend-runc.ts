@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Duplex } from 'node:stream';
+import { joinCgroup, leafCgroupPath, podCgroupOf, removeCgroup } from './cgroup-parent.js';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition } from './errors.js';
 import type { ImageStore } from './image-store.js';
@@ -112,9 +113,14 @@ export class RuncBackend implements Backend {
 
   // ------------------------------------------------------------ sandboxes (the process backend's holder)
 
-  createSandbox(sb: SandboxRecord): Promise<void> {
+  async createSandbox(sb: SandboxRecord): Promise<void> {
     checkSysctls(sb); // refuse before anything exists, as containerd does when it builds the sandbox spec
-    return this.pods.createSandbox(sb);
+    const pod = podCgroupOf(sb.config.linux?.cgroupParent, sb.id);
+    await this.pods.createSandbox(sb);
+    // The holder joins the pod cgroup too, as containerd's pause container does: the pod's cgroup holds all its processes.
+    const pid = sb.backend.pausePid as number | undefined;
+    const leaf = leafCgroupPath(pod, sb.id);
+    if (pid && this.cgroupMode !== 'none' && joinCgroup(this.cgroupMode, leaf, pid).length > 0) sb.backend.cgroupsPath = leaf;
   }
 
   stopSandbox(sb: SandboxRecord): Promise<void> {
@@ -123,16 +129,10 @@ export class RuncBackend implements Backend {
 
   async removeSandbox(sb: SandboxRecord): Promise<void> {
     await this.pods.removeSandbox(sb);
-    // runc removes each container's cgroup; the pod's parent under /kemu-cri is ours to remove.
-    if (!sb.config.linux?.cgroupParent) {
-      const roots = this.cgroupMode === 'v1' ? fs.readdirSync('/sys/fs/cgroup').map((h) => path.join('/sys/fs/cgroup', h)) : ['/sys/fs/cgroup'];
-      for (const root of roots) {
-        try {
-          fs.rmdirSync(path.join(root, 'kemu-cri', sb.id));
-        } catch {
-          // not there, or not empty (a container that outlived its removal): left for the next removal
-        }
-      }
+    // runc removes each container's cgroup; the holder's is ours, and so is the pod's when no cgroup_parent named it.
+    if (this.cgroupMode !== 'none') {
+      const pod = podCgroupOf(sb.config.linux?.cgroupParent, sb.id);
+      removeCgroup(this.cgroupMode, [leafCgroupPath(pod, sb.id), ...(pod.own ? [pod.dir] : [])]);
     }
   }
 
@@ -182,9 +182,7 @@ export class RuncBackend implements Backend {
   }
 
   private cgroupsPathOf(sb: SandboxRecord, c: ContainerRecord): string {
-    const parent = sb.config.linux?.cgroupParent;
-    const base = parent && /^\/[A-Za-z0-9_./-]*$/.test(parent) && !parent.split('/').includes('..') ? parent : `/kemu-cri/${sb.id}`;
-    return `${base.replace(/\/+$/, '')}/${c.id}`;
+    return leafCgroupPath(podCgroupOf(sb.config.linux?.cgroupParent, sb.id), c.id);
   }
 
   /** An overlay over the image's unpacked root (upper and work dirs in the bundle); a copy where that fails. */

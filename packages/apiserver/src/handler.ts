@@ -309,6 +309,13 @@ export class RequestHandler {
     }
     if (sub === 'scale' && ['Deployment', 'ReplicaSet', 'StatefulSet', 'ReplicationController'].includes(kind.kind)) return scale(ctx, namespace, name, method);
     if (kind.kind === 'Pod') {
+      if (sub === 'ephemeralcontainers') {
+        // The whole Pod is read and written, but a write changes only spec.ephemeralContainers.
+        if (info.verb === 'get') return getObject(ctx, namespace, name);
+        if (info.verb === 'update') return updateObject(ctx, namespace, name);
+        if (info.verb === 'patch') return patchObject(ctx, namespace, name);
+        throw methodNotAllowed();
+      }
       if (sub === 'binding' && info.verb === 'create') return bindPod(ctx, namespace, name);
       if (sub === 'eviction' && info.verb === 'create') return evictPod(ctx, namespace, name);
       if (sub === 'log' && info.verb === 'get') return podLog(ctx, namespace, name);

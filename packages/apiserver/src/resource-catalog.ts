@@ -76,6 +76,7 @@ const EXTRA_SUBRESOURCES: Record<string, SubresourceInfo[]> = {
   pods: [
     { name: 'attach', kind: 'PodAttachOptions', verbs: ['create', 'get'] },
     { name: 'binding', kind: 'Binding', verbs: ['create'] },
+    { name: 'ephemeralcontainers', kind: 'Pod', verbs: STATUS_VERBS },
     { name: 'eviction', kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'] },
     { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
     { name: 'log', kind: 'Pod', verbs: ['get'] },

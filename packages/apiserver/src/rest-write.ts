@@ -112,8 +112,15 @@ export async function updateObject(ctx: RequestContext, namespace: string, name:
   const old = await ctx.store.get(ctx.kind.kind, namespace, name);
   recordManagedFields(obj, old, manager, 'Update', ctx.kind.apiVersion, ctx.info.subresource);
   await admit(ctx, 'UPDATE', namespace, name, obj, old, dryRun);
-  const stored = ctx.info.subresource === 'status' ? await ctx.store.updateStatus(obj, { dryRun }) : await ctx.store.update(obj, { dryRun });
-  render(ctx, 200, stored, false);
+  render(ctx, 200, await writeExisting(ctx, obj, dryRun), false);
+}
+
+/** Store an updated object through the part the URL names: the main resource, status or a pod's ephemeralcontainers. */
+function writeExisting(ctx: RequestContext, obj: KubeObject, dryRun: boolean): Promise<KubeObject> {
+  const sub = ctx.info.subresource;
+  if (sub === 'status') return ctx.store.updateStatus(obj, { dryRun });
+  if (sub === 'ephemeralcontainers') return ctx.store.update(obj, { dryRun, subresource: 'ephemeralcontainers' });
+  return ctx.store.update(obj, { dryRun });
 }
 
 const PATCH_TYPES: Record<string, 'json' | 'merge' | 'strategic'> = {
@@ -161,8 +168,7 @@ export async function patchObject(ctx: RequestContext, namespace: string, name: 
     recordManagedFields(next, cur, manager, 'Update', ctx.kind.apiVersion, ctx.info.subresource);
     await admit(ctx, 'UPDATE', namespace, name, next, cur, dryRun);
     try {
-      const stored = ctx.info.subresource === 'status' ? await ctx.store.updateStatus(next, { dryRun }) : await ctx.store.update(next, { dryRun });
-      return render(ctx, 200, stored, false);
+      return render(ctx, 200, await writeExisting(ctx, next, dryRun), false);
     } catch (err) {
       // Another writer got in between the read and the write: patch the newer object (as upstream retries).
       if (!isConflict(err) || pinned || attempt >= 5) throw err;

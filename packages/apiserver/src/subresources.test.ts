@@ -1,5 +1,6 @@
 // Subresources through the HTTP API: pods/eviction honouring a PodDisruptionBudget (429 while it allows no
-// disruption), scale of a Deployment (GET, PUT, PATCH, and kubectl scale), pods/binding, and pods/log and
+// disruption), scale of a Deployment (GET, PUT, PATCH, and kubectl scale), pods/ephemeralcontainers (and
+// kubectl debug), pods/binding, and pods/log and
 // exec answering as kube-apiserver does when the node serves nothing.
 import http from 'node:http';
 import { peers, requirePeers } from '@kemu/test-peers';
@@ -86,6 +87,58 @@ describe('subresources', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe('deployment.apps/web scaled');
     expect((await call('GET', '/apis/apps/v1/namespaces/default/deployments/web')).json.spec.replicas).toBe(3);
+  });
+
+  it('ephemeralcontainers reads the Pod, and its writes change only spec.ephemeralContainers', async () => {
+    expect((await call('POST', `${NS}/pods`, pod('dbg'))).code).toBe(201);
+    const got = await call('GET', `${NS}/pods/dbg/ephemeralcontainers`);
+    expect(got).toMatchObject({ code: 200, json: { kind: 'Pod', metadata: { name: 'dbg' } } });
+    const debug = { name: 'debugger', image: 'busybox:1.36', targetContainerName: 'c' };
+    const patched = await call(
+      'PATCH',
+      `${NS}/pods/dbg/ephemeralcontainers`,
+      { metadata: { labels: { sneaky: 'yes' } }, spec: { ephemeralContainers: [debug] } },
+      'application/strategic-merge-patch+json',
+    );
+    expect(patched.code, JSON.stringify(patched.json)).toBe(200);
+    expect(patched.json.spec.ephemeralContainers).toMatchObject([debug]);
+    const stored = (await call('GET', `${NS}/pods/dbg`)).json;
+    expect(stored.spec.ephemeralContainers).toMatchObject([debug]);
+    expect(stored.metadata.labels?.sneaky).toBeUndefined();
+    // A PUT adds a second one; changing an existing one is refused as upstream refuses it, and nothing changes.
+    const second = { name: 'second', image: 'busybox:1.36' };
+    const put = await call('PUT', `${NS}/pods/dbg/ephemeralcontainers`, { ...stored, spec: { ...stored.spec, ephemeralContainers: [...stored.spec.ephemeralContainers, second] } });
+    expect(put.code, JSON.stringify(put.json)).toBe(200);
+    expect(put.json.spec.ephemeralContainers.map((c: { name: string }) => c.name)).toEqual(['debugger', 'second']);
+    const changed = await call(
+      'PATCH',
+      `${NS}/pods/dbg/ephemeralcontainers`,
+      [{ op: 'replace', path: '/spec/ephemeralContainers/0/image', value: 'alpine' }],
+      'application/json-patch+json',
+    );
+    expect(changed.code, JSON.stringify(changed.json)).toBe(422);
+    expect(changed.json.reason).toBe('Invalid');
+    expect((await call('GET', `${NS}/pods/dbg`)).json.spec.ephemeralContainers[0].image).toBe('busybox:1.36');
+    const post = await call('POST', `${NS}/pods/dbg/ephemeralcontainers`, {});
+    expect(post.code).toBe(405);
+    const disco = await call('GET', '/api/v1');
+    const sub = disco.json.resources.find((r: { name: string }) => r.name === 'pods/ephemeralcontainers');
+    expect(sub).toMatchObject({ kind: 'Pod', namespaced: true });
+    expect([...sub.verbs].sort()).toEqual(['get', 'patch', 'update']);
+  });
+
+  it.runIf(requirePeers('kubectl debug', [peers.kubectl]))('kubectl debug adds an ephemeral container targeting a container of the pod', async () => {
+    expect((await call('POST', `${NS}/pods`, pod('debugme'))).code).toBe(201);
+    const r = await runClient('kubectl', ['debug', 'debugme', '--image=busybox:1.36', '--target=c', '--container=dbg', '--profile=general'], { kubeconfig: t.kubeconfig });
+    expect(r.code, r.stderr).toBe(0);
+    const p = (await call('GET', `${NS}/pods/debugme`)).json;
+    expect(p.spec.ephemeralContainers).toMatchObject([{ name: 'dbg', image: 'busybox:1.36', targetContainerName: 'c' }]);
+    // A second debug container gets added next to the first, under kubectl's generated name.
+    const again = await runClient('kubectl', ['debug', 'debugme', '--image=busybox:1.36', '--target=c'], { kubeconfig: t.kubeconfig });
+    expect(again.code, again.stderr).toBe(0);
+    const names = (await call('GET', `${NS}/pods/debugme`)).json.spec.ephemeralContainers.map((c: { name: string }) => c.name);
+    expect(names).toHaveLength(2);
+    expect(names[1]).toMatch(/^debugger-/);
   });
 
   it('binding assigns a node once; log and exec say what is missing', async () => {

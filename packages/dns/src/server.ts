@@ -1,0 +1,174 @@
+// The cluster DNS server: Services, EndpointSlices, Pods and Namespaces from @kemu/core informers, answered
+// over UDP and TCP on one address and port (53 by default, as the cluster DNS Service's target).
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { type EndpointSlice, InformerFactory, type Namespace, type Pod, type Service, type Store } from '@kemu/core';
+import { ipFamily } from '@kemu/ip';
+import { type ClusterIndex, buildClusterIndex } from './cluster-index.js';
+import { answerMessage } from './message.js';
+import { Resolver, type ResolverOptions } from './resolver.js';
+
+export interface DnsServerOptions extends Omit<ResolverOptions, 'zone'> {
+  store: Store;
+  /** The cluster domain (default cluster.local). */
+  zone?: string;
+  /** Address to listen on (default 127.0.0.1). */
+  host?: string;
+  /** Port for both UDP and TCP (default 53; 0 picks a free one for both). */
+  port?: number;
+  /** A TCP connection with no complete query for this long is closed (default 10 s). */
+  tcpIdleMs?: number;
+  onError?: (err: unknown) => void;
+}
+
+/** At most this many TCP connections at once; more are closed on arrival. */
+const MAX_TCP_CONNECTIONS = 256;
+
+export class DnsServer {
+  readonly resolver: Resolver;
+  private readonly factory: InformerFactory;
+  private readonly informers;
+  private index: ClusterIndex | undefined;
+  private modified = Math.floor(Date.now() / 1000);
+  private udp?: dgram.Socket;
+  private tcp?: net.Server;
+  private readonly conns = new Set<net.Socket>();
+  private bound?: { host: string; port: number };
+
+  constructor(private readonly o: DnsServerOptions) {
+    this.factory = new InformerFactory(o.store);
+    const onError = (e: unknown) => o.onError?.(e);
+    this.informers = {
+      services: this.factory.informer('Service', { onError }),
+      slices: this.factory.informer('EndpointSlice', { onError }),
+      pods: this.factory.informer('Pod', { onError }),
+      namespaces: this.factory.informer('Namespace', { onError }),
+    };
+    const changed = () => {
+      this.index = undefined;
+      this.modified = Math.floor(Date.now() / 1000);
+    };
+    for (const inf of Object.values(this.informers)) inf.addEventHandler({ onAdd: changed, onUpdate: changed, onDelete: changed });
+    this.resolver = new Resolver({ ...o, zone: o.zone ?? 'cluster.local' }, () => this.currentIndex(), () => this.modified);
+  }
+
+  private currentIndex(): ClusterIndex {
+    this.index ??= buildClusterIndex(
+      {
+        services: this.informers.services.indexer.list() as Service[],
+        endpointSlices: this.informers.slices.indexer.list() as EndpointSlice[],
+        pods: this.informers.pods.indexer.list() as Pod[],
+        namespaces: this.informers.namespaces.indexer.list() as Namespace[],
+      },
+      this.resolver.zone,
+    );
+    return this.index;
+  }
+
+  /** Where the server listens (after start). */
+  address(): { host: string; port: number } {
+    if (!this.bound) throw new Error('the DNS server is not started');
+    return this.bound;
+  }
+
+  /** Syncs the informers, then listens on UDP and TCP. */
+  async start(): Promise<void> {
+    this.factory.start();
+    await this.factory.waitForCacheSync();
+    const host = this.o.host ?? '127.0.0.1';
+    const wanted = this.o.port ?? 53;
+    // With port 0 the UDP socket picks the port and TCP takes the same one; another process may hold
+    // that TCP port, so try a few times.
+    for (let attempt = 0; ; attempt++) {
+      const port = await this.listenUdp(host, wanted);
+      try {
+        await this.listenTcp(host, port);
+        this.bound = { host, port };
+        return;
+      } catch (err) {
+        await new Promise<void>((r) => this.udp!.close(() => r()));
+        this.udp = undefined;
+        if (wanted !== 0 || attempt >= 5) throw err;
+      }
+    }
+  }
+
+  private listenUdp(host: string, port: number): Promise<number> {
+    const sock = dgram.createSocket(ipFamily(host) === 6 ? 'udp6' : 'udp4');
+    this.udp = sock;
+    sock.on('message', (msg, rinfo) => {
+      const out = this.answer(msg, 'udp');
+      if (out) sock.send(out, rinfo.port, rinfo.address, (err) => err && this.o.onError?.(err));
+    });
+    return new Promise((resolve, reject) => {
+      sock.once('error', reject);
+      sock.bind(port, host, () => {
+        sock.off('error', reject);
+        sock.on('error', (e) => this.o.onError?.(e));
+        resolve(sock.address().port);
+      });
+    });
+  }
+
+  private listenTcp(host: string, port: number): Promise<void> {
+    const server = net.createServer((c) => this.serveTcp(c));
+    server.maxConnections = MAX_TCP_CONNECTIONS;
+    this.tcp = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port, exclusive: true }, () => {
+        server.off('error', reject);
+        server.on('error', (e) => this.o.onError?.(e));
+        resolve();
+      });
+    });
+  }
+
+  /** DNS over TCP: each message after a two-byte length (RFC 1035 4.2.2), several per connection. */
+  private serveTcp(c: net.Socket): void {
+    this.conns.add(c);
+    c.setTimeout(this.o.tcpIdleMs ?? 10_000, () => c.destroy());
+    c.on('close', () => this.conns.delete(c));
+    c.on('error', () => c.destroy());
+    let pending: Buffer = Buffer.alloc(0);
+    c.on('data', (chunk: Buffer) => {
+      // A message is at most 65535 bytes, so what is held never exceeds one message plus its length.
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= 2) {
+        const len = pending.readUInt16BE(0);
+        if (pending.length < 2 + len) break;
+        const msg = pending.subarray(2, 2 + len);
+        pending = pending.subarray(2 + len);
+        const out = this.answer(Buffer.from(msg), 'tcp');
+        if (!out) {
+          c.destroy();
+          return;
+        }
+        const framed = Buffer.alloc(2 + out.length);
+        framed.writeUInt16BE(out.length, 0);
+        out.copy(framed, 2);
+        c.write(framed);
+      }
+    });
+  }
+
+  private answer(msg: Buffer, transport: 'udp' | 'tcp'): Buffer | undefined {
+    try {
+      return answerMessage(this.resolver, msg, transport);
+    } catch (err) {
+      this.o.onError?.(err);
+      return undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const c of this.conns) c.destroy();
+    await Promise.all([
+      new Promise<void>((r) => (this.udp ? this.udp.close(() => r()) : r())),
+      new Promise<void>((r) => (this.tcp ? this.tcp.close(() => r()) : r())),
+    ]);
+    this.udp = undefined;
+    this.tcp = undefined;
+    await this.factory.stop();
+  }
+}

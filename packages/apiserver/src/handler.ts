@@ -25,6 +25,7 @@ import {
 import { negotiate, type Rendering } from './content-negotiation.js';
 import { discoveryDocument, pathNotFound } from './discovery.js';
 import { defaultImpersonator } from './authn/impersonation.js';
+import { customResourceScale } from './crd/scale.js';
 import { authorizationForbidden } from './authz/forbidden.js';
 import { ApiMetrics } from './metrics.js';
 import type { Renderers, RequestContext } from './request-context.js';
@@ -307,7 +308,11 @@ export class RequestHandler {
       if (info.verb === 'patch') return patchObject(ctx, namespace, name);
       throw methodNotAllowed();
     }
-    if (sub === 'scale' && ['Deployment', 'ReplicaSet', 'StatefulSet', 'ReplicationController'].includes(kind.kind)) return scale(ctx, namespace, name, method);
+    if (sub === 'scale') {
+      if (['Deployment', 'ReplicaSet', 'StatefulSet', 'ReplicationController'].includes(kind.kind)) return scale(ctx, namespace, name, method);
+      const custom = customResourceScale(kind.kind);
+      if (custom) return scale(ctx, namespace, name, method, custom);
+    }
     if (kind.kind === 'Pod') {
       if (sub === 'ephemeralcontainers') {
         // The whole Pod is read and written, but a write changes only spec.ephemeralContainers.

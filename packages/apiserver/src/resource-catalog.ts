@@ -3,6 +3,7 @@
 // built-in resources. A KindInfo may carry its own `shortNames`/`categories`, which win.
 import { type KindInfo, storedKinds } from '@kemu/core';
 import type { AuthEndpoint } from './auth-seams.js';
+import { customResourceScale } from './crd/scale.js';
 
 export interface SubresourceInfo {
   name: string;
@@ -99,6 +100,7 @@ export function resourceInfo(info: KindInfo): ResourceInfo {
   const subresources: SubresourceInfo[] = [];
   if (info.hasStatus) subresources.push({ name: 'status', kind: info.kind, verbs: STATUS_VERBS });
   subresources.push(...(EXTRA_SUBRESOURCES[k] ?? []));
+  if (customResourceScale(info.kind)) subresources.push(SCALE);
   subresources.sort((a, b) => a.name.localeCompare(b.name));
   return {
     info,

@@ -1,7 +1,7 @@
 // Subresources through the HTTP API: pods/eviction honouring a PodDisruptionBudget (429 while it allows no
-// disruption), scale of a Deployment (GET, PUT, PATCH, and kubectl scale), pods/ephemeralcontainers (and
-// kubectl debug), pods/binding, and pods/log and
-// exec answering as kube-apiserver does when the node serves nothing.
+// disruption), scale of a Deployment and of a custom resource (GET, PUT, PATCH, and kubectl scale),
+// pods/ephemeralcontainers (and kubectl debug), pods/binding, and pods/log and exec answering as
+// kube-apiserver does when the node serves nothing.
 import http from 'node:http';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,6 +139,63 @@ describe('subresources', () => {
     const names = (await call('GET', `${NS}/pods/debugme`)).json.spec.ephemeralContainers.map((c: { name: string }) => c.name);
     expect(names).toHaveLength(2);
     expect(names[1]).toMatch(/^debugger-/);
+  });
+
+  it('the scale subresource of a custom resource reads and writes the paths its CRD names, and is listed in discovery', async () => {
+    const version = (name: string, scale: boolean) => ({
+      name,
+      served: true,
+      storage: true,
+      subresources: { status: {}, ...(scale ? { scale: { specReplicasPath: '.spec.size', statusReplicasPath: '.status.ready', labelSelectorPath: '.status.selector' } } : {}) },
+      schema: {
+        openAPIV3Schema: {
+          type: 'object',
+          properties: {
+            spec: { type: 'object', properties: { size: { type: 'integer' } } },
+            status: { type: 'object', properties: { ready: { type: 'integer' }, selector: { type: 'string' } } },
+          },
+        },
+      },
+    });
+    const crd = (plural: string, kind: string, scale: boolean) => ({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${plural}.scale.example.com` },
+      spec: { group: 'scale.example.com', scope: 'Namespaced', names: { plural, singular: kind.toLowerCase(), kind }, versions: [version('v1', scale)] },
+    });
+    for (const [plural, kind, withScale] of [['widgets', 'Widget', true], ['gadgets', 'Gadget', false]] as const) {
+      const r = await call('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd(plural, kind, withScale));
+      expect(r.code, JSON.stringify(r.json)).toBe(201);
+    }
+    const base = '/apis/scale.example.com/v1/namespaces/default';
+    expect((await call('POST', `${base}/widgets`, { apiVersion: 'scale.example.com/v1', kind: 'Widget', metadata: { name: 'w' }, spec: { size: 2 } })).code).toBe(201);
+    expect((await call('POST', `${base}/gadgets`, { apiVersion: 'scale.example.com/v1', kind: 'Gadget', metadata: { name: 'g' }, spec: { size: 2 } })).code).toBe(201);
+    const st = await call('PATCH', `${base}/widgets/w/status`, { status: { ready: 1, selector: 'app=w' } }, 'application/merge-patch+json');
+    expect(st.code, JSON.stringify(st.json)).toBe(200);
+    const s = await call('GET', `${base}/widgets/w/scale`);
+    expect(s).toMatchObject({ code: 200, json: { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: { name: 'w' }, spec: { replicas: 2 }, status: { replicas: 1, selector: 'app=w' } } });
+    const disco = await call('GET', '/apis/scale.example.com/v1');
+    const names = disco.json.resources.map((r: { name: string }) => r.name);
+    expect(names).toContain('widgets/scale');
+    expect(names).not.toContain('gadgets/scale');
+    expect(disco.json.resources.find((r: { name: string }) => r.name === 'widgets/scale')).toMatchObject({ kind: 'Scale', group: 'autoscaling', version: 'v1' });
+    const bad = await call('PATCH', `${base}/widgets/w/scale`, { spec: { replicas: -1 } }, 'application/merge-patch+json');
+    expect(bad.code).toBe(422);
+    expect((await call('GET', `${base}/widgets/w`)).json.spec.size).toBe(2);
+    expect((await call('GET', `${base}/gadgets/g/scale`)).code).toBe(404);
+  });
+
+  it.runIf(requirePeers('kubectl scale of a custom resource', [peers.kubectl]))('kubectl scale scales a custom resource through its scale subresource', async () => {
+    const base = '/apis/scale.example.com/v1/namespaces/default';
+    const r = await runClient('kubectl', ['scale', 'widgets/w', '--replicas=4'], { kubeconfig: t.kubeconfig });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('widget.scale.example.com/w scaled');
+    const after = (await call('GET', `${base}/widgets/w`)).json;
+    expect(after.spec.size).toBe(4);
+    expect(after.status).toEqual({ ready: 1, selector: 'app=w' });
+    const refused = await runClient('kubectl', ['scale', 'gadgets/g', '--replicas=4'], { kubeconfig: t.kubeconfig });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('the server could not find the requested resource');
   });
 
   it('binding assigns a node once; log and exec say what is missing', async () => {

@@ -1,7 +1,7 @@
 // Subresources beyond status: pods/binding, pods/eviction (honouring PodDisruptionBudgets when that kind
 // exists), pods/log (follow, tail, since, timestamps, previous, limitBytes), <workload>/scale (autoscaling/v1
-// Scale over spec.replicas), and the streaming ones (exec, attach, portforward) whose upgrades server.ts
-// relays to the node's CRI streaming server.
+// Scale over spec.replicas, or over the paths a CRD names), and the streaming ones (exec, attach,
+// portforward) whose upgrades server.ts relays to the node's CRI streaming server.
 import {
   applyPatch,
   BadRequestError,
@@ -63,7 +63,7 @@ export async function evictPod(ctx: RequestContext, namespace: string, name: str
   send(ctx.res, 201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
 }
 
-function scaleOf(obj: KubeObject): Record<string, unknown> {
+function workloadScaleOf(obj: KubeObject): Record<string, unknown> {
   const sel = obj.spec?.selector;
   const selector = sel ? (sel.matchLabels || sel.matchExpressions ? toSelector(sel).toString() : toSelector({ matchLabels: sel }).toString()) : '';
   return {
@@ -81,7 +81,21 @@ function scaleOf(obj: KubeObject): Record<string, unknown> {
   };
 }
 
-export async function scale(ctx: RequestContext, namespace: string, name: string, method: string): Promise<void> {
+/** How a kind's objects read as, and are changed by, an autoscaling/v1 Scale. */
+export interface ScaleAdapter {
+  scaleOf(obj: KubeObject): Record<string, unknown>;
+  /** A copy of the object with `replicas` (a non-negative integer) written where the kind keeps them. */
+  withReplicas(obj: KubeObject, replicas: number): KubeObject;
+}
+
+/** The built-in workloads (Deployment, ReplicaSet, StatefulSet, ReplicationController): spec.replicas. */
+export const workloadScale: ScaleAdapter = {
+  scaleOf: workloadScaleOf,
+  withReplicas: (obj, replicas) => ({ ...obj, spec: { ...obj.spec, replicas } }),
+};
+
+export async function scale(ctx: RequestContext, namespace: string, name: string, method: string, adapter: ScaleAdapter = workloadScale): Promise<void> {
+  const scaleOf = adapter.scaleOf;
   const cur = await ctx.store.get(ctx.kind.kind, namespace, name);
   if (method === 'GET') return send(ctx.res, 200, scaleOf(cur));
   const dryRun = dryRunOf(ctx.query);
@@ -106,8 +120,8 @@ export async function scale(ctx: RequestContext, namespace: string, name: string
       kind: 'Scale',
       causes: [{ reason: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(replicas)}: must be greater than or equal to 0`, field: 'spec.replicas' }],
     });
-  const next = { ...cur, spec: { ...cur.spec, replicas } };
-  // The Deployment's managedFields record the change under the caller's field manager.
+  const next = adapter.withReplicas(cur, replicas as number);
+  // The object's managedFields record the change under the caller's field manager.
   recordManagedFields(next, cur, fieldManagerOf(ctx), 'Update', ctx.kind.apiVersion);
   await admit(ctx, 'UPDATE', namespace, name, next, cur, dryRun, 'scale');
   const stored = await ctx.store.update(next, { dryRun });

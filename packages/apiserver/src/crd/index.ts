@@ -12,6 +12,6 @@ export {
 } from './custom-resources.js';
 export { findAll, parseJsonPath } from './jsonpath.js';
 export { printerFromColumns } from './printer-columns.js';
-export { type Scale, scaleOf, withScale } from './scale.js';
+export { customResourceScale, type Scale, scaleOf, withScale } from './scale.js';
 export { applyDefaults, prune, validateValue } from './schema-walk.js';
 export type * from './types.js';

@@ -2,6 +2,8 @@
 // the CRD names (specReplicasPath, statusReplicasPath, labelSelectorPath).
 import { BadRequestError, type KubeObject } from '@kemu/core';
 import { findAll, parseJsonPath } from './jsonpath.js';
+import type { ScaleAdapter } from '../subresources.js';
+import { servedCustomResource, storageVersion } from './custom-resources.js';
 import type { CustomResourceDefinitionVersion } from './types.js';
 
 export interface Scale {
@@ -41,4 +43,12 @@ export function withScale(obj: KubeObject, s: ScaleSpec, scale: { spec?: { repli
   for (const k of keys.slice(0, -1)) cur = (cur[k] ??= {}) as Record<string, unknown>;
   cur[keys[keys.length - 1]] = replicas;
   return out;
+}
+
+/** How the scale subresource reads and writes a custom kind, when its CRD's storage version has one. */
+export function customResourceScale(kind: string): ScaleAdapter | undefined {
+  const crd = servedCustomResource(kind);
+  const s = crd && storageVersion(crd).subresources?.scale;
+  if (!s) return undefined;
+  return { scaleOf: (obj) => ({ ...scaleOf(obj, s) }), withReplicas: (obj, replicas) => withScale(obj, s, { spec: { replicas } }) };
 }

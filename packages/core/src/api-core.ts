@@ -305,6 +305,8 @@ export interface PodSpec {
   terminationGracePeriodSeconds?: number;
   activeDeadlineSeconds?: number;
   dnsPolicy?: 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
+  /** DNS settings merged into (or, with dnsPolicy None, making up) the pod's resolv.conf. */
+  dnsConfig?: PodDNSConfig;
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
   /** Secrets (dockerconfigjson/dockercfg) whose credentials the kubelet passes to PullImage. */
@@ -366,6 +368,17 @@ export interface PodStatus {
   containerStatuses?: ContainerStatus[];
   ephemeralContainerStatuses?: ContainerStatus[];
   qosClass?: 'Guaranteed' | 'Burstable' | 'BestEffort';
+}
+
+export interface PodDNSConfigOption {
+  name?: string;
+  value?: string;
+}
+
+export interface PodDNSConfig {
+  nameservers?: string[];
+  searches?: string[];
+  options?: PodDNSConfigOption[];
 }
 
 export interface Pod extends KubeObject {

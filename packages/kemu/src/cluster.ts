@@ -36,7 +36,7 @@ import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { parseTraceTarget } from './trace-target.js';
 import { linuxUnsupportedReason } from './linux-network.js';
-import { type ClusterNode, startNode } from './node.js';
+import { type ClusterNode, isRealRuntime, type RuntimeKind, startNode } from './node.js';
 import type { TokenSource } from '@kemu/kubelet';
 import { type DeviceRequest, kubeletConfigFor } from './node-resources.js';
 import {
@@ -62,7 +62,7 @@ export interface ClusterOptions {
   datapath?: 'sim' | 'linux';
   network?: 'bridge' | 'vxlan' | 'bgp';
   storage?: 'sim' | 'hostpath';
-  runtime?: 'sim' | 'process';
+  runtime?: RuntimeKind;
   /** Pod CIDRs are /24s carved from this (default 10.244.0.0/16, or 10.0.0.0/8 beyond 255 nodes). */
   podSubnet?: string;
   /** Node IPs on the simulated underlay: host 10 + i of this (default 172.18.0.0/16). */
@@ -104,8 +104,8 @@ export function checkSupported(o: ClusterOptions): void {
     const why = linuxUnsupportedReason();
     if (why) throw new Error(`--datapath linux cannot run here: ${why}`);
   }
-  if ((o.runtime ?? 'sim') === 'process' && datapath !== 'linux')
-    unsupported.push('--runtime process on the sim datapath (real processes need real network namespaces: add --datapath linux)');
+  if (isRealRuntime(o.runtime) && datapath !== 'linux')
+    unsupported.push(`--runtime ${o.runtime} on the sim datapath (real processes need real network namespaces: add --datapath linux)`);
   if ((o.network ?? 'bridge') === 'bgp') {
     if (o.nodeProcesses)
       unsupported.push('--network bgp with --node-processes (the nodes\' BGP speakers run in the kemu process; drop --node-processes)');
@@ -115,9 +115,9 @@ export function checkSupported(o: ClusterOptions): void {
   if (unsupported.length) throw new Error(`not supported by \`kemu up\` yet: ${unsupported.join('; ')}`);
 }
 
-/** Real processes need real directories to mount, so the process runtime defaults to hostpath storage. */
+/** Real processes need real directories to mount, so the process and runc runtimes default to hostpath storage. */
 export function storageKind(o: Pick<ClusterOptions, 'storage' | 'runtime'>): 'sim' | 'hostpath' {
-  return o.storage ?? ((o.runtime ?? 'sim') === 'process' ? 'hostpath' : 'sim');
+  return o.storage ?? (isRealRuntime(o.runtime) ? 'hostpath' : 'sim');
 }
 
 /** Lazily unmounts whatever is still mounted below `dir` (volumes of pods that could not be torn down). */

@@ -24,6 +24,7 @@ import {
 import { ApiClient, ClusterUnreachableError } from './api-client.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
 import { linuxUnsupportedReason } from './linux-network.js';
+import { isRealRuntime } from './node.js';
 import { nodeStore, type RunNodeOptions, runNode } from './node-process.js';
 import { describeObject } from './describe.js';
 import { printTable, resolveKind } from './printers.js';
@@ -228,8 +229,8 @@ export async function node(
 ): Promise<{ stop(): Promise<void> }> {
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(o.name) || o.name.length > 253)
     throw new UsageError(`invalid node name ${JSON.stringify(o.name)}: use lower-case letters, digits, '-' and '.'`);
-  if (o.runtime === 'process' && o.datapath !== 'linux')
-    throw new UsageError('--runtime process needs real network namespaces: add --datapath linux');
+  if (isRealRuntime(o.runtime) && o.datapath !== 'linux')
+    throw new UsageError(`--runtime ${o.runtime} needs real network namespaces: add --datapath linux`);
   if (o.datapath === 'linux') {
     const why = linuxUnsupportedReason();
     if (why) throw new UsageError(`--datapath linux cannot run here: ${why}`);
@@ -243,7 +244,7 @@ export async function node(
   });
   const running = await runNode({
     ...o,
-    storage: o.storage ?? (o.runtime === 'process' ? 'hostpath' : 'sim'),
+    storage: o.storage ?? (isRealRuntime(o.runtime) ? 'hostpath' : 'sim'),
     store,
     onError: (err, ctx) => out.err(`${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}`),
   });

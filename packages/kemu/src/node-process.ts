@@ -10,7 +10,7 @@ import { type Node, SharedInformer, type Store } from '@kemu/core';
 import { HOST_NETNS } from '@kemu/cni';
 import { cri, csi, type GrpcChannel, openChannel, type PromiseApi } from '@kemu/proto';
 import { createClusterNetwork } from './cluster-network.js';
-import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, startNode } from './node.js';
+import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, type RuntimeKind, startNode } from './node.js';
 import type { KubeletConfiguration } from '@kemu/kubelet';
 import type { DeviceRequest } from './node-resources.js';
 import { RemoteStore } from '@kemu/apiserver';
@@ -24,7 +24,7 @@ export interface NodeProcessSpec {
   datapath: 'sim' | 'linux';
   network: 'bridge' | 'vxlan';
   podNetwork: string;
-  runtime: 'sim' | 'process';
+  runtime: RuntimeKind;
   storage: 'sim' | 'hostpath';
   durable: boolean;
   fast: boolean;
@@ -170,7 +170,7 @@ export interface RunNodeOptions {
   datapath: 'sim' | 'linux';
   network: 'bridge' | 'vxlan';
   podNetwork?: string;
-  runtime: 'sim' | 'process';
+  runtime: RuntimeKind;
   storage: 'sim' | 'hostpath';
   durable: boolean;
   fast: boolean;

@@ -16,6 +16,14 @@ import { type DeviceRequest, devicePluginDir, startDevicePlugins } from './node-
 export const CSI_ENDPOINT_ANNOTATION = 'kemu.io/csi-endpoint';
 export const CRI_ENDPOINT_ANNOTATION = 'kemu.io/cri-endpoint';
 
+/** The node's CRI runtime backend: simulated, host processes, or runc running real OCI images. */
+export type RuntimeKind = 'sim' | 'process' | 'runc';
+
+/** Runtimes whose pods are real processes (they need real network namespaces and real directories). */
+export function isRealRuntime(r: RuntimeKind | undefined): boolean {
+  return r === 'process' || r === 'runc';
+}
+
 export interface NodeSpec {
   name: string;
   ip: string;
@@ -23,7 +31,7 @@ export interface NodeSpec {
   stateDir: string;
   store: Store;
   network: ClusterNetwork;
-  runtime: 'sim' | 'process';
+  runtime: RuntimeKind;
   storage: 'sim' | 'hostpath';
   /** The store outlives this process (file, etcd), so the runtime must keep its state too. */
   durable: boolean;
@@ -126,6 +134,8 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       network: net.manager,
       sim: { netns: net.netnsHooks },
       process: { netnsPrefix: s.network.podNetnsPrefix },
+      // runc pulls real images from registries (loopback ones over plain HTTP, as containerd allows).
+      runc: { netnsPrefix: s.network.podNetnsPrefix },
       podCidr: s.podCIDR,
       allowedLogRoots: [podLogsDir],
       streaming: s.streaming || s.serveSockets ? { host: '127.0.0.1', port: 0 } : false,
@@ -171,8 +181,9 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       // where plugins may come from outside; not on every node of a large in-process cluster.
       devicePluginDir: s.devices?.length || s.serveSockets ? devicePluginDir(kubeletRoot) : undefined,
       serverAddress: s.kubeletServer ? '127.0.0.1:0' : undefined,
-      // With a KubeletConfiguration on the process runtime the pod cgroups are made for real.
-      cgroups: s.kubeletConfig && s.runtime === 'process' && detectCgroupVersion() ? new RealCgroupManager() : undefined,
+      // With a KubeletConfiguration on the process runtime, and always on runc (which puts every pod under the
+      // cgroup_parent it is given), the pod cgroups are made, and removed, for real.
+      cgroups: (s.runtime === 'runc' || (s.kubeletConfig && s.runtime === 'process')) && detectCgroupVersion() ? new RealCgroupManager() : undefined,
     });
     await kubelet.start();
     if (s.devices?.length) stoppers.push(await startDevicePlugins(devicePluginDir(kubeletRoot), s.name, s.devices));

@@ -1,0 +1,82 @@
+// `kemu up --runtime runc` on the linux datapath, as root: the node's kemu-cri runs its runc backend, the
+// kubelet pulls a real OCI image (busybox-static, built and pushed by the test) from a registry on loopback
+// over plain HTTP, and the pod runs the image's own entrypoint and cmd as the image's user, inside the pod
+// cgroup the kubelet made, and logs.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod } from '@kemu/core';
+import { peers } from '@kemu/test-peers';
+import { Cluster } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBusyboxImages, startRegistry, type TestRegistry } from '../../packages/cri/src/test-util-registry.js';
+import { runningPod, until, linuxDatapathAvailable } from './util.js';
+
+const ok = linuxDatapathAvailable('the runc-runtime cluster tests', [peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox]);
+
+describe.runIf(ok)('a cluster whose nodes run kemu-cri on runc', () => {
+  let cluster: Cluster;
+  let registry: TestRegistry;
+  let image: string;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-'));
+  const imagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-images-'));
+  // The kubelet's QoS cgroups stay after its pods go, as on a real node; the suite removes those it caused.
+  const hierarchies = ok ? fs.readdirSync('/sys/fs/cgroup').map((h) => path.join('/sys/fs/cgroup', h)) : [];
+  const qosBefore = new Set(hierarchies.filter((h) => fs.existsSync(path.join(h, 'kubepods'))));
+
+  beforeAll(async () => {
+    const built = buildBusyboxImages(imagesDir);
+    registry = await startRegistry();
+    await registry.push(built.layout, 'v1', 'tools/busybox:v1');
+    image = `${registry.host}/tools/busybox:v1`;
+    cluster = await Cluster.start({ stateDir, nodes: 1, fast: true, datapath: 'linux', runtime: 'runc' });
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await registry?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+    fs.rmSync(imagesDir, { recursive: true, force: true });
+    for (const h of hierarchies.filter((x) => !qosBefore.has(x))) {
+      for (const d of ['kubepods/burstable', 'kubepods/besteffort', 'kubepods']) {
+        try {
+          fs.rmdirSync(path.join(h, d));
+        } catch {
+          // not there, or in use by another cluster's pods
+        }
+      }
+    }
+  });
+
+  it("runs a pod from a loopback registry's image: its entrypoint and cmd as its user, logged, in the kubelet's pod cgroup", async () => {
+    const nodeName = cluster.nodes[0].name;
+    const pod: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'hello', namespace: 'default' },
+      spec: { containers: [{ name: 'hello', image, resources: { limits: { memory: '64Mi' } } }] },
+    };
+    await cluster.store.create(pod);
+    const running = await runningPod(cluster.store, 'hello', 60_000);
+    expect(running.spec.nodeName).toBe(nodeName);
+    expect(running.status?.containerStatuses?.[0].imageID).toMatch(/sha256:[0-9a-f]{64}/);
+
+    const log = await until('the log line', async () => {
+      const text = (await cluster.extensions().podLog!('default', 'hello', {})) as string;
+      return text.includes('hello from') && text;
+    });
+    expect(log).toContain('hello from app hi');
+
+    const runtime = cluster.runtimeOf(nodeName)!;
+    const containers = (await runtime.ListContainers({ filter: { labelSelector: { 'io.kubernetes.pod.uid': running.metadata.uid ?? '' } } })).containers ?? [];
+    expect(containers).toHaveLength(1);
+    const verbose = JSON.parse((await runtime.ContainerStatus({ containerId: containers[0].id ?? '', verbose: true })).info?.info ?? '{}');
+    // runc ran it in its own root, under the pod's cgroup (the kubelet's /kubepods/burstable/pod<uid>).
+    expect(fs.readFileSync(`/proc/${verbose.pid}/root/etc/passwd`, 'utf8')).toBe('root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000:app:/home/app:/bin/sh\n');
+    const cgroupLine = fs.readFileSync(`/proc/${verbose.pid}/cgroup`, 'utf8').split('\n').find((l) => /(^0::)|(:memory:)/.test(l) && !l.endsWith(':/'))!;
+    expect(cgroupLine).toContain(`/kubepods/burstable/pod${running.metadata.uid}/${containers[0].id}`);
+
+    await cluster.store.delete('Pod', 'default', 'hello', { gracePeriodSeconds: 0 });
+    await until('the sandbox is gone', async () => ((await runtime.ListPodSandbox({})).items ?? []).length === 0, 60_000);
+  }, 120_000);
+});

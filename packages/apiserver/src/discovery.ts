@@ -11,8 +11,8 @@ interface GroupVersions {
   versions: string[];
 }
 
-function groups(endpoints: readonly AuthEndpoint[]): { core: ResourceInfo[] | undefined; named: GroupVersions[]; all: Map<string, ResourceInfo[]> } {
-  const all = servedGroupVersions(endpoints);
+function groups(endpoints: readonly AuthEndpoint[], extra: readonly ResourceInfo[]): { core: ResourceInfo[] | undefined; named: GroupVersions[]; all: Map<string, ResourceInfo[]> } {
+  const all = servedGroupVersions(endpoints, extra);
   const byGroup = new Map<string, string[]>();
   for (const gv of all.keys()) {
     if (!gv.includes('/')) continue;
@@ -99,13 +99,15 @@ export interface DiscoveryRequest {
   aggregated?: 'v2' | 'v2beta1';
   serverAddress: string;
   endpoints?: readonly AuthEndpoint[];
+  /** Resources served by other means than the store (metrics.k8s.io). */
+  extra?: readonly ResourceInfo[];
 }
 
 /** The discovery document for a path, or undefined when the path is not a discovery path. */
 export function discoveryDocument(req: DiscoveryRequest): { body: unknown; contentType?: string } | undefined {
   const { parts } = req;
   if (parts[0] !== 'api' && parts[0] !== 'apis') return undefined;
-  const { core, named, all } = groups(req.endpoints ?? []);
+  const { core, named, all } = groups(req.endpoints ?? [], req.extra ?? []);
   if (parts.length === 1) {
     if (req.aggregated) {
       const items =

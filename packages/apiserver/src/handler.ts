@@ -33,6 +33,7 @@ import { decodeBody, type IncomingRequest, MAX_REQUEST_BODY_BYTES, readBody } fr
 import { pathSegments, queryBool, requestInfo } from './request-info.js';
 import { getObject, listObjects } from './rest-read.js';
 import { createObject, deleteCollection, dryRunOf, deleteObject, patchObject, updateObject } from './rest-write.js';
+import { METRICS_GROUP, resourceMetricsDiscovery, serveResourceMetrics } from './resource-metrics-api.js';
 import { type OutgoingResponse, send, sendError, sendText } from './responses.js';
 import type { ApiExtensions } from './server-extensions.js';
 import { bindPod, evictPod, podLog, scale } from './subresources.js';
@@ -249,6 +250,8 @@ export class RequestHandler {
       (e) => e.group === info.apiGroup && e.version === info.apiVersion && e.resource === info.resource && (e.subresource ?? '') === info.subresource,
     );
     if (endpoint) return this.authEndpoint(endpoint, req, res, user, info);
+    if (info.apiGroup === METRICS_GROUP && this.ext.resourceMetrics)
+      return serveResourceMetrics({ resourceMetrics: this.ext.resourceMetrics }, this.store, info, q, res);
     const kind = resolveKind(info);
     const namespace = kind.namespaced ? info.namespace : '';
     // A name is only on the path for verbs on one object (list/watch may carry one from a field selector).
@@ -390,6 +393,7 @@ export class RequestHandler {
       aggregated: rendering.kind === 'discovery' ? rendering.version : undefined,
       serverAddress: origin.serverAddress,
       endpoints: this.options.endpoints,
+      extra: this.ext.resourceMetrics ? resourceMetricsDiscovery() : [],
     });
     if (doc) return send(res, 200, doc.body, 'json', doc.contentType);
     if (path === '/') {

@@ -113,11 +113,16 @@ export function resourceInfo(info: KindInfo): ResourceInfo {
 }
 
 /**
- * Every served resource (registered kinds the store keeps, and create-only endpoints such as reviews),
+ * Every served resource (registered kinds the store keeps, create-only endpoints such as reviews, and
+ * `extra` resources served by other means, such as metrics.k8s.io),
  * grouped by `group/version` ('' group = core).
  */
-export function servedGroupVersions(endpoints: readonly AuthEndpoint[] = []): Map<string, ResourceInfo[]> {
+export function servedGroupVersions(endpoints: readonly AuthEndpoint[] = [], extra: readonly ResourceInfo[] = []): Map<string, ResourceInfo[]> {
   const out = new Map<string, ResourceInfo[]>();
+  for (const r of extra) {
+    if (!out.has(r.info.apiVersion)) out.set(r.info.apiVersion, []);
+    out.get(r.info.apiVersion)!.push(r);
+  }
   for (const info of storedKinds()) {
     const gv = info.apiVersion;
     if (!out.has(gv)) out.set(gv, []);

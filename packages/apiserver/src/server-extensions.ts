@@ -1,5 +1,8 @@
 // What a composed cluster adds to the API server: pod logs and the streaming subresources need a node's
-// runtime, traces the cluster network. Each is optional; without it the subresource is a 404 or 503.
+// runtime, traces the cluster network, resource metrics the kubelets. Each is optional; without it the
+// subresource is a 404 or 503.
+import type { KubeObject } from '@kemu/core';
+
 export interface ExecResult {
   stdout: string;
   stderr: string;
@@ -37,6 +40,11 @@ export interface ApiExtensions {
    * PortForward calls return); the API server relays the client's upgrade there, as kubelet does.
    */
   podStreamUrl?(namespace: string, name: string, kind: 'exec' | 'attach' | 'portforward', opts: StreamOptions): Promise<string>;
+  /**
+   * metrics.k8s.io/v1beta1 NodeMetrics and PodMetrics of every node that answers, as metrics-server would
+   * serve them through the aggregation layer; with it the API server serves that group (kubectl top).
+   */
+  resourceMetrics?(): Promise<{ nodes: KubeObject[]; pods: KubeObject[] }>;
   trace?(from: string, to: string): Promise<unknown>;
   info?(): Promise<unknown>;
 }

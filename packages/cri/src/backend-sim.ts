@@ -2,6 +2,7 @@
 // per-call latencies, so thousands of pods cost only memory. This is the scale path.
 import { EventEmitter } from 'node:events';
 import { Duplex, PassThrough } from 'node:stream';
+import { cri } from '@kemu/proto';
 import { failedPrecondition } from './errors.js';
 import { CriLogWriter } from './log-writer.js';
 import { runSimProgram, simProgram } from './sim-behavior.js';
@@ -47,8 +48,15 @@ export type SimCall =
 export interface SimBackendOptions {
   /** Extra latency in milliseconds added to each call, to model a slower runtime. */
   latencyMs?: Partial<Record<SimCall, number>>;
-  /** Optional hooks so a simulated datapath can create/remove the pod's namespace. */
-  netns?: { create(path: string): Promise<void>; remove(path: string): Promise<void> };
+  /**
+   * Optional hooks so a simulated datapath can create/remove the pod's namespace, and open a listening
+   * socket in it for each port the pod declares (a simulated container has no process to do that).
+   */
+  netns?: {
+    create(path: string): Promise<void>;
+    remove(path: string): Promise<void>;
+    listen?(path: string, proto: 'tcp' | 'udp', port: number): Promise<void>;
+  };
   /** Interface counters for PodSandboxStats, when a simulated datapath can provide them. */
   networkUsage?: (netnsPath: string) => Promise<NetworkUsageSample[]>;
 }
@@ -107,6 +115,8 @@ export class SimBackend implements Backend {
   private readonly live = new Map<string, SimContainer>();
   private readonly sandboxes = new Map<string, SandboxRecord>();
   private readonly containersBySandbox = new Map<string, Set<ContainerRecord>>();
+  /** Ports already listening in each sandbox's simulated namespace (`tcp/80`). */
+  private readonly listening = new Map<string, Set<string>>();
 
   constructor(private readonly opts: SimBackendOptions = {}) {}
 
@@ -146,6 +156,7 @@ export class SimBackend implements Backend {
       await this.opts.netns?.remove(sb.netnsPath).catch(() => {});
       sb.backend.netnsRemoved = true;
     }
+    this.listening.delete(sb.id);
   }
 
   async removeSandbox(sb: SandboxRecord): Promise<void> {
@@ -199,6 +210,31 @@ export class SimBackend implements Backend {
     if (script.log) s.log?.write('stdout', script.log.endsWith('\n') ? script.log : `${script.log}\n`);
     this.schedule(c, sb, c.startedAt);
     if (program) this.runProgram(sb, c, s, program);
+    await this.openPorts(sb, script.listen);
+  }
+
+  /**
+   * Once a container of the pod runs, the pod answers on its declared ports (the sandbox's port mappings,
+   * which the kubelet fills from every container's `ports`, and `kemu.io/sim-listen`), as the container's
+   * server would: Services and traces then reach it. They close with the pod's namespace.
+   */
+  private async openPorts(sb: SandboxRecord, extraTcp: number[]): Promise<void> {
+    const listen = this.opts.netns?.listen;
+    if (!sb.netnsPath || !listen) return;
+    const want: ['tcp' | 'udp', number][] = extraTcp.map((p) => ['tcp', p]);
+    for (const pm of sb.config.portMappings ?? []) {
+      const proto = pm.protocol === cri.Protocol.UDP ? 'udp' : pm.protocol === cri.Protocol.SCTP ? undefined : 'tcp';
+      if (proto && pm.containerPort) want.push([proto, pm.containerPort]);
+    }
+    let open = this.listening.get(sb.id);
+    if (!open) this.listening.set(sb.id, (open = new Set()));
+    for (const [proto, port] of want) {
+      const key = `${proto}/${port}`;
+      if (open.has(key)) continue;
+      open.add(key);
+      // Already listening (a runtime restarted over a saved world) or a namespace gone: nothing to add.
+      await listen(sb.netnsPath, proto, port).catch(() => {});
+    }
   }
 
   /** Runs the container's command through the behaviour model; the container exits with its status. */
@@ -366,7 +402,7 @@ export class SimBackend implements Backend {
   }
 
   async portForward(sb: SandboxRecord, port: number): Promise<Duplex> {
-    const ports = new Set<number>();
+    const ports = new Set<number>((sb.config.portMappings ?? []).map((pm) => pm.containerPort ?? 0));
     for (const s of this.sandboxContainers(sb)) for (const p of simScript(sb, s).listen) ports.add(p);
     if (!ports.has(port)) throw new Error(`connection refused: nothing listens on port ${port} in sandbox ${sb.id}`);
     // An echo server: what the client sends comes straight back.

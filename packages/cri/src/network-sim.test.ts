@@ -2,7 +2,8 @@
 // pod gets a namespace, a veth and an address in a netsim world, and two pods can ping each other.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SimDefaultNetwork } from './network-sim.js';
-import { podConfig, startTestShim, type TestShim } from './test-util.js';
+import { cri } from '@kemu/proto';
+import { containerConfig, podConfig, startTestShim, type TestShim } from './test-util.js';
 
 let shim: TestShim;
 
@@ -37,6 +38,40 @@ describe('sim default network', () => {
     expect(after.reachable).toBe(false);
     await shim.call('RemovePodSandbox', { podSandboxId: a });
     await shim.call('RemovePodSandbox', { podSandboxId: b });
+  });
+
+  it("answers on the pod's declared ports once a container runs, and only on those", async () => {
+    const net = shim.server.runtime.network as SimDefaultNetwork;
+    await shim.icall('PullImage', { image: { image: 'busybox:1.36' } });
+    const config = podConfig(shim.dir, {
+      portMappings: [
+        { protocol: cri.Protocol.TCP, containerPort: 8080, hostPort: 0 },
+        { protocol: cri.Protocol.UDP, containerPort: 53, hostPort: 0 },
+      ],
+    });
+    const server = (await shim.call('RunPodSandbox', { config })).podSandboxId!;
+    const client = (await shim.call('RunPodSandbox', { config: podConfig(shim.dir) })).podSandboxId!;
+    const ip = (await shim.call('PodSandboxStatus', { podSandboxId: server })).status!.network!.ip!;
+    const from = JSON.parse((await shim.call('PodSandboxStatus', { podSandboxId: client, verbose: true })).info!.info)
+      .netNamespacePath as string;
+    const connect = (port: number) => net.datapath.withWorld((w) => w.tcpConnect(from, ip, port), { write: true });
+    // No container runs yet: nothing answers.
+    expect((await connect(8080)).state).toBe('refused');
+    const cid = (
+      await shim.call('CreateContainer', {
+        podSandboxId: server,
+        config: containerConfig({ command: ['sleep', 'infinity'] }),
+        sandboxConfig: config,
+      })
+    ).containerId!;
+    await shim.call('StartContainer', { containerId: cid });
+    expect((await connect(8080)).state).toBe('established');
+    expect((await connect(8081)).state).toBe('refused');
+    const udp = await net.datapath.withWorld((w) => w.udpSend(from, ip, 53, Buffer.from('q')), { write: true });
+    expect(udp.delivered).toContain('/netns/');
+    await shim.call('StopPodSandbox', { podSandboxId: server });
+    await shim.call('RemovePodSandbox', { podSandboxId: server });
+    await shim.call('RemovePodSandbox', { podSandboxId: client });
   });
 
   it('re-attaches recovered pods to a fresh simulated node after a restart, with the same IPs', async () => {

@@ -45,6 +45,7 @@ export function simNetnsHooks(datapath: SimDatapath) {
         if (!isDatapathError(err, 'ENOENT')) throw err;
       }
     },
+    listen: (p: string, proto: 'tcp' | 'udp', port: number) => datapath.listen(p, proto, port),
   };
 }
 

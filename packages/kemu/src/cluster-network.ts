@@ -20,7 +20,11 @@ export interface NodeNetwork {
   /** What the node's CRI runtime sets pods' networks up with (the CNI chain). */
   manager: NetworkManager;
   /** For runtimes that leave namespace creation to the network (the sim runtime). */
-  netnsHooks: { create(p: string): Promise<void>; remove(p: string): Promise<void> };
+  netnsHooks: {
+    create(p: string): Promise<void>;
+    remove(p: string): Promise<void>;
+    listen?(p: string, proto: 'tcp' | 'udp', port: number): Promise<void>;
+  };
   /** The node's namespace on the machine, when it has one (linux). */
   netnsPath?: string;
 }

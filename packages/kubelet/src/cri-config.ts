@@ -7,6 +7,7 @@ import { cri } from '@kemu/proto';
 import { resolveWithin, UnsafePathError } from '@kemu/safe-fs';
 import { cgroupParentForCRI, type ContainerResourceOptions, containerLinuxResources, podCgroupName } from './cm-qos.js';
 import { ContainerConfigError } from './container-config-error.js';
+import { type HostDNSConfig, podDNSConfig } from './dns-config.js';
 import { type EnvVarValue, expandCommandAndArgs, expandSubPathExpr } from './container-env.js';
 import {
   CONTAINER_HASH_ANNOTATION,
@@ -24,6 +25,12 @@ export interface SandboxContext {
   podLogsDir: string;
   clusterDNS: string[];
   clusterDomain: string;
+  /** The node's resolv.conf (kubelet's --resolv-conf), parsed; undefined when that flag is "". */
+  hostDNS?: HostDNSConfig;
+  /** The node's addresses (with no node resolver, each family's loopback serves DNS). */
+  nodeIPs?: () => string[];
+  /** A warning event about the pod's DNS settings (limits exceeded, no cluster DNS). */
+  onDNSWarning?: (pod: Pod, reason: string, message: string) => void;
   /** The sandbox's cgroup_parent (the container manager's pod cgroup); default: cgroupfs naming. */
   cgroupParent?: (pod: Pod) => string;
 }
@@ -50,14 +57,9 @@ export function sandboxConfig(pod: Pod, attempt: number, ctx: SandboxContext): c
     }
   }
   const ns = metadata.namespace ?? 'default';
-  const dnsConfig: cri.DNSConfig | null =
-    spec.dnsPolicy === 'Default' || (hostNetwork && spec.dnsPolicy !== 'ClusterFirstWithHostNet') || !ctx.clusterDNS.length
-      ? null
-      : {
-          servers: ctx.clusterDNS,
-          searches: [`${ns}.svc.${ctx.clusterDomain}`, `svc.${ctx.clusterDomain}`, ctx.clusterDomain],
-          options: ['ndots:5'],
-        };
+  const dns = podDNSConfig(pod, { clusterDNS: ctx.clusterDNS, clusterDomain: ctx.clusterDomain, host: ctx.hostDNS, nodeIPs: ctx.nodeIPs?.() });
+  for (const w of dns.warnings) ctx.onDNSWarning?.(pod, w.reason, w.message);
+  const dnsConfig = dns.config;
   const mode = (host: boolean | undefined, podLevel: cri.NamespaceMode) => (host ? cri.NamespaceMode.NODE : podLevel);
   return {
     metadata: { name: metadata.name, namespace: ns, uid: metadata.uid ?? '', attempt },

@@ -1,6 +1,7 @@
 // @kemu/kubelet: a kubelet emulator that drives CRI and CSI the way the real kubelet does.
 export { Backoff, DEFAULT_BACKOFF } from './backoff.js';
 export { containerConfig, containerHash, linuxResources, podLogDirectory, sandboxConfig } from './cri-config.js';
+export { type HostDNSConfig, type PodDNSContext, type PodDNSResult, parseResolvConf, podDNSConfig } from './dns-config.js';
 export { Kubelet } from './kubelet.js';
 export * from './labels.js';
 export { CONDITION_TAINTS, NodeLifecycleController, type NodeLifecycleOptions, UNREACHABLE_TAINT } from './node-lifecycle-controller.js';

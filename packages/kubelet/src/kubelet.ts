@@ -23,6 +23,7 @@ import { DeviceAdmissionError, DeviceManager } from './device-manager.js';
 import { CpuAdmissionError, CpuManager } from './cpu-manager.js';
 import { type Eviction, EvictionManager } from './eviction-manager.js';
 import { CsiNodeSync } from './csinode.js';
+import { type HostDNSConfig, MAX_RESOLV_CONF_BYTES, parseResolvConf } from './dns-config.js';
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity, parseGoDuration } from './kubelet-config.js';
 import { CONFIG_SOURCE_ANNOTATION, KUBELET_ENDPOINT_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { allocatable, baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
@@ -121,6 +122,9 @@ export class Kubelet {
         podLogsDir: o.podLogsDir ?? '/var/log/pods',
         clusterDNS: o.clusterDNS ?? (o.config?.clusterDNS.length ? o.config.clusterDNS : ['10.96.0.10']),
         clusterDomain: o.clusterDomain ?? (o.config?.clusterDomain || 'cluster.local'),
+        hostDNS: readHostDNS(o.resolvConf ?? '/etc/resolv.conf'),
+        nodeIPs: () => [this.nodeIP],
+        onDNSWarning: (pod, reason, message) => this.events.event(pod, 'Warning', reason, message),
         // The pod's cgroup, made by the container manager before RunPodSandbox.
         cgroupParent: (pod) => this.containerManager.ensurePod(pod).cgroupParent,
       },
@@ -562,4 +566,17 @@ export class Kubelet {
       throw err;
     }
   }
+}
+
+/** The node's resolver settings from `file` (undefined for "" or a missing file: no node resolver). */
+function readHostDNS(file: string): HostDNSConfig | undefined {
+  if (!file) return undefined;
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    return undefined;
+  }
+  if (st.size > MAX_RESOLV_CONF_BYTES) throw new Error(`${file} is longer than ${MAX_RESOLV_CONF_BYTES} bytes`);
+  return parseResolvConf(fs.readFileSync(file, 'utf8'));
 }

@@ -66,6 +66,11 @@ export interface KubeletOptions {
   taints?: { key: string; value?: string; effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute' }[];
   clusterDNS?: string[];
   clusterDomain?: string;
+  /**
+   * The node's resolver file whose settings dnsPolicy Default (and ClusterFirst's search tail) use, as
+   * --resolv-conf (default /etc/resolv.conf; "" for none: pods then get nameserver 127.0.0.1, search ".").
+   */
+  resolvConf?: string;
   /** PLEG relist period (upstream 1 s). */
   relistPeriodMs?: number;
   /**

@@ -1,6 +1,7 @@
 // @kemu/dns: cluster DNS as CoreDNS's kubernetes plugin answers it. Whole public surface.
 export { DnsServer, type DnsServerOptions } from './server.js';
 export { Resolver, SCHEMA_VERSION, type Question, type Rcode, type Resolution, type ResolverOptions } from './resolver.js';
+export { type SearchConfig, type SearchResult, lookupWithSearch, searchCandidates } from './search-path.js';
 export { answerMessage, CLASSIC_UDP_SIZE, EDNS_UDP_SIZE } from './message.js';
 export {
   type ClusterIndex,

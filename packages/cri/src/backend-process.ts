@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { mkdirWithin, openFileWithin, secureJoin } from '@kemu/safe-fs';
+import { joinCgroup, leafCgroupPath, podCgroupOf, removeCgroup } from './cgroup-parent.js';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition, invalidArgument } from './errors.js';
 import type { ImageStore } from './image-store.js';
@@ -101,6 +102,8 @@ export class ProcessBackend implements Backend {
   // ------------------------------------------------------------ sandboxes
 
   async createSandbox(sb: SandboxRecord): Promise<void> {
+    const parent = sb.config.linux?.cgroupParent;
+    const pod = parent ? podCgroupOf(parent, sb.id) : undefined; // refused before anything exists
     const filesDir = path.join(this.podsDir, sb.id);
     fs.mkdirSync(filesDir, { recursive: true, mode: 0o755 });
     sb.backend.filesDir = filesDir;
@@ -126,6 +129,10 @@ export class ProcessBackend implements Backend {
     sb.backend.pausePid = pause;
     sb.backend.pauseStart = procStartTime(pause);
     sb.backend.pidShared = pidShared;
+    // Under a kubelet's pod cgroup the holder joins it, as containerd's pause container does.
+    if (pod && this.cgroupMode !== 'none' && joinCgroup(this.cgroupMode, leafCgroupPath(pod, sb.id), pause).length > 0) {
+      sb.backend.cgroupsPath = leafCgroupPath(pod, sb.id);
+    }
     const hostname = sb.config.hostname;
     if (hostname && !sb.hostNetwork) {
       if (!/^[a-zA-Z0-9]([a-zA-Z0-9.-]{0,62})$/.test(hostname)) throw invalidArgument(`invalid hostname ${JSON.stringify(hostname)}`);
@@ -193,6 +200,7 @@ export class ProcessBackend implements Backend {
 
   async removeSandbox(sb: SandboxRecord): Promise<void> {
     if (sb.backend.filesDir) fs.rmSync(sb.backend.filesDir as string, { recursive: true, force: true });
+    if (sb.backend.cgroupsPath) removeCgroup(this.cgroupMode, [sb.backend.cgroupsPath as string]);
   }
 
   // ------------------------------------------------------------ containers
@@ -317,7 +325,10 @@ export class ProcessBackend implements Backend {
     un.push(`--wd=${spec.cwd}`);
     if (spec.uid !== 0 || spec.gid !== 0) un.push(`--setgid=${spec.gid}`, `--setuid=${spec.uid}`);
     const args = [...ns, '--', UNSHARE, ...un, '--', ...(c.config.tty ? this.ownSession(c, spec.args) : spec.args)];
-    const cgroup = this.cgroupMode === 'none' ? undefined : new ContainerCgroup(this.cgroupMode, c.id);
+    // Under the pod's cgroup_parent when the kubelet gave one (cgroupfs or systemd naming), else /kemu-cri/<id>.
+    const parent = sb.config.linux?.cgroupParent;
+    c.backend.cgroupsPath = parent ? leafCgroupPath(podCgroupOf(parent, sb.id), c.id) : undefined;
+    const cgroup = this.cgroupMode === 'none' ? undefined : new ContainerCgroup(this.cgroupMode, (c.backend.cgroupsPath as string | undefined) ?? c.id);
     cgroup?.create();
     const l = this.liveOf(c.id);
     l.cgroup = cgroup;
@@ -790,7 +801,7 @@ export class ProcessBackend implements Backend {
           l.log = undefined;
         });
       }
-      if (this.cgroupMode !== 'none') l.cgroup = new ContainerCgroup(this.cgroupMode, c.id);
+      if (this.cgroupMode !== 'none') l.cgroup = new ContainerCgroup(this.cgroupMode, (c.backend.cgroupsPath as string | undefined) ?? c.id);
       l.poll = setInterval(() => {
         if (procAlive(pid, c.backend.pidStart as number)) return;
         clearInterval(l.poll);

@@ -68,21 +68,28 @@ export function sharesToWeight(shares: number): number {
 export class ContainerCgroup {
   readonly dirs: string[];
 
+  /** `name` is a container id (placed at `/kemu-cri/<name>`) or, starting with `/`, a cgroup path of its own. */
   constructor(
     readonly mode: CgroupMode,
     readonly name: string,
   ) {
-    if (mode === 'v2') this.dirs = [path.join(unifiedRoot()!, 'kemu-cri', name)];
-    else if (mode === 'v1') this.dirs = ['cpu', 'cpuacct', 'memory'].map((c) => path.join(ROOT, c, 'kemu-cri', name));
+    const rel = name.startsWith('/') ? name.slice(1) : path.join('kemu-cri', name);
+    if (mode === 'v2') this.dirs = [path.join(unifiedRoot()!, rel)];
+    else if (mode === 'v1') this.dirs = ['cpu', 'cpuacct', 'memory'].map((c) => path.join(ROOT, c, rel));
     else this.dirs = [];
   }
 
   create(): void {
     if (this.mode === 'v2') {
-      const parent = path.dirname(this.dirs[0]);
-      fs.mkdirSync(parent, { recursive: true });
-      tryWrite(path.join(path.dirname(parent), 'cgroup.subtree_control'), '+cpu +memory');
-      tryWrite(path.join(parent, 'cgroup.subtree_control'), '+cpu +memory');
+      // Every ancestor below the root must delegate cpu and memory for the leaf to have them.
+      const root = unifiedRoot()!;
+      let dir = root;
+      for (const part of path.relative(root, path.dirname(this.dirs[0])).split('/').filter(Boolean)) {
+        tryWrite(path.join(dir, 'cgroup.subtree_control'), '+cpu +memory');
+        dir = path.join(dir, part);
+        fs.mkdirSync(dir, { recursive: true });
+      }
+      tryWrite(path.join(dir, 'cgroup.subtree_control'), '+cpu +memory');
     }
     for (const d of this.dirs) fs.mkdirSync(d, { recursive: true });
     // v1 charges pages to the cgroup a page was first touched in; move them along with the process.

@@ -1,6 +1,6 @@
-// The runc backend puts a pod under the cgroup_parent the kubelet gives it (cgroupfs paths and systemd slice
-// names, as containerd does): the pod cgroup the kubelet made holds the holder and every container, and its
-// limits apply to them. Runs as root in a scratch cgroup subtree that the suite removes.
+// Pods under the cgroup_parent the kubelet gives them (cgroupfs paths and systemd slice names, as containerd
+// does), on the runc and process backends: the pod cgroup the kubelet made holds the holder and every
+// container, and its limits apply to them. Runs as root in a scratch cgroup subtree that the suite removes.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -31,10 +31,14 @@ describe('cgroup_parent naming', () => {
 });
 
 const mode = detectCgroupMode();
-const ok = requirePeers('the runc backend under a kubelet cgroup_parent', [peers.root, peers.netns, peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox]);
+const runcOk = requirePeers('the runc backend under a kubelet cgroup_parent', [peers.root, peers.netns, peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox]);
+const processOk = requirePeers('the process backend under a kubelet cgroup_parent', [peers.root, peers.netns, peers.unshare, peers.busybox]);
 
-describe.runIf(ok && mode !== 'none')('runc backend under the kubelet pod cgroup', () => {
-  const scratch = `kemutest${process.pid}`;
+describe.runIf(runcOk && mode !== 'none')('runc backend under the kubelet pod cgroup', () => podCgroupSuite('runc'));
+describe.runIf(processOk && mode !== 'none')('process backend under the kubelet pod cgroup', () => podCgroupSuite('process'));
+
+function podCgroupSuite(backend: 'runc' | 'process') {
+  const scratch = `kemutest${process.pid}${backend}`;
   const memRoot = mode === 'v1' ? '/sys/fs/cgroup/memory' : '/sys/fs/cgroup';
   const memLimitFile = mode === 'v1' ? 'memory.limit_in_bytes' : 'memory.max';
   // The host's network: what is under test is cgroups, and no CNI plugin is needed for it.
@@ -59,11 +63,17 @@ describe.runIf(ok && mode !== 'none')('runc backend under the kubelet pod cgroup
   };
 
   beforeAll(async () => {
-    const built = buildBusyboxImages(tempDir('kemu-cri-images-'));
-    registry = await startRegistry();
-    await registry.push(built.layout, 'v1', 'tools/busybox:v1');
-    image = `${registry.host}/tools/busybox:v1`;
-    shim = await startTestShim({ backend: 'runc', syntheticImages: false, runc: { netnsPrefix: `kemu-cg${process.pid}-` } });
+    if (backend === 'runc') {
+      const built = buildBusyboxImages(tempDir('kemu-cri-images-'));
+      registry = await startRegistry();
+      await registry.push(built.layout, 'v1', 'tools/busybox:v1');
+      image = `${registry.host}/tools/busybox:v1`;
+      shim = await startTestShim({ backend: 'runc', syntheticImages: false, runc: { netnsPrefix: `kemu-cg${process.pid}-` } });
+    } else {
+      // Synthetic image: the process backend runs the host's own sh, head and tr.
+      image = 'docker.io/library/busybox:1.36';
+      shim = await startTestShim({ backend: 'process', syntheticImages: true, process: { netnsPrefix: `kemu-cp${process.pid}-` } });
+    }
     await shim.icall('PullImage', { image: { image } });
   }, 60_000);
 
@@ -140,4 +150,4 @@ describe.runIf(ok && mode !== 'none')('runc backend under the kubelet pod cgroup
     expect((await shim.call('ListPodSandbox', {})).items?.length ?? 0).toBe(before);
     expect(fs.existsSync(path.join(memRoot, 'escape'))).toBe(false);
   });
-});
+}

@@ -181,9 +181,9 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       // where plugins may come from outside; not on every node of a large in-process cluster.
       devicePluginDir: s.devices?.length || s.serveSockets ? devicePluginDir(kubeletRoot) : undefined,
       serverAddress: s.kubeletServer ? '127.0.0.1:0' : undefined,
-      // With a KubeletConfiguration on the process runtime, and always on runc (which puts every pod under the
-      // cgroup_parent it is given), the pod cgroups are made, and removed, for real.
-      cgroups: (s.runtime === 'runc' || (s.kubeletConfig && s.runtime === 'process')) && detectCgroupVersion() ? new RealCgroupManager() : undefined,
+      // The real runtimes put every pod under the cgroup_parent they are given, so the kubelet makes (and
+      // removes) the pod cgroups for real there.
+      cgroups: isRealRuntime(s.runtime) && detectCgroupVersion() ? new RealCgroupManager() : undefined,
     });
     await kubelet.start();
     if (s.devices?.length) stoppers.push(await startDevicePlugins(devicePluginDir(kubeletRoot), s.name, s.devices));

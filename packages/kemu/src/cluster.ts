@@ -21,6 +21,7 @@ import {
 import { AttachDetachController, EphemeralVolumeController, PersistentVolumeBinder } from '@kemu/core/controllers';
 import { ControllerManager, ScaledClock } from '@kemu/controllers';
 import { RuntimePodMetrics } from './pod-metrics.js';
+import { metricsOfNodes } from './resource-metrics.js';
 import { followPodLog, readPodLog } from './pod-logs.js';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
@@ -591,6 +592,10 @@ export class Cluster {
         const io = { tty: opts.tty ?? false, stdin: opts.stdin ?? false, stdout: opts.stdout ?? false, stderr: opts.stderr ?? false };
         const r = kind === 'exec' ? await runtime.Exec({ containerId: id, cmd: opts.command ?? [], ...io }) : await runtime.Attach({ containerId: id, ...io });
         return r.url ?? '';
+      },
+      resourceMetrics: async () => {
+        const m = await metricsOfNodes((await this.store.list('Node')).items as Node[]);
+        return { nodes: [...m.nodeMetrics.values()] as unknown as KubeObject[], pods: m.podMetrics as unknown as KubeObject[] };
       },
       trace: async (from, to) => this.trace(from, to),
       info: async () => ({

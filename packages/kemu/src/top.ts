@@ -2,26 +2,16 @@
 // kubelet (/stats/summary at the endpoint the Node carries), turned into metrics.k8s.io NodeMetrics and
 // PodMetrics; percentages are of the node's allocatable, as kubectl computes them.
 import { type Node, parseQuantity } from '@kemu/core';
-import { KUBELET_ENDPOINT_ANNOTATION, nodeMetrics, type NodeMetrics, podMetrics, type PodMetrics, type Summary } from '@kemu/kubelet';
+import type { NodeMetrics, PodMetrics } from '@kemu/kubelet';
 import { client, type Out, stdio, UsageError } from './commands.js';
 import { table } from './printers.js';
+import { metricsOfNodes } from './resource-metrics.js';
 
 export interface TopOptions {
   stateDir?: string;
   namespace?: string;
   allNamespaces?: boolean;
   containers?: boolean;
-}
-
-async function summaryOf(node: Node): Promise<Summary | undefined> {
-  const url = node.metadata.annotations?.[KUBELET_ENDPOINT_ANNOTATION];
-  if (!url) return undefined;
-  try {
-    const res = await fetch(`${url}/stats/summary`, { signal: AbortSignal.timeout(10_000) });
-    return res.ok ? ((await res.json()) as Summary) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const cpu = (q: string) => `${parseQuantity(q).milliValue()}m`;
@@ -33,16 +23,7 @@ const pct = (used: string, of: string | undefined) => {
 
 /** NodeMetrics and PodMetrics of every node whose kubelet answers. */
 export async function collectMetrics(stateDir?: string): Promise<{ nodes: Node[]; nodeMetrics: Map<string, NodeMetrics>; podMetrics: PodMetrics[] }> {
-  const nodes = (await client(stateDir).list('Node', {})).items as Node[];
-  const summaries = await Promise.all(nodes.map(summaryOf));
-  const nm = new Map<string, NodeMetrics>();
-  const pm: PodMetrics[] = [];
-  summaries.forEach((s, i) => {
-    if (!s) return;
-    nm.set(nodes[i].metadata.name ?? '', nodeMetrics(s));
-    pm.push(...podMetrics(s));
-  });
-  return { nodes, nodeMetrics: nm, podMetrics: pm };
+  return metricsOfNodes((await client(stateDir).list('Node', {})).items as Node[]);
 }
 
 export async function top(what: string, o: TopOptions, out: Out = stdio): Promise<void> {

@@ -1,0 +1,80 @@
+// kubectl v1.32 top against a composed cluster's API server (the kubeconfig `kemu up` writes): the API server
+// serves metrics.k8s.io/v1beta1 from the kubelets' summaries, as kube-apiserver serves metrics-server's.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { clusterCredentials } from '@kemu/apiserver';
+import { peers, requirePeers } from '@kemu/test-peers';
+import { Cluster } from 'kemu';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../cluster/util.js';
+
+const ok = requirePeers('kubectl top through a composed cluster', [peers.kubectl]);
+
+describe.runIf(ok)('kubectl top through the API server', () => {
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-top-'));
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-home-'));
+  let cluster: Cluster;
+  let kubeconfig: string;
+  const kubectl = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn('kubectl', args, { env: { PATH: process.env.PATH ?? '', HOME: home, KUBECONFIG: kubeconfig } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+      child.stdin.end();
+    });
+
+  beforeAll(async () => {
+    const creds = await clusterCredentials(stateDir, { name: 'top' });
+    cluster = await Cluster.start({
+      stateDir,
+      nodes: 1,
+      fast: true,
+      apiSocket: path.join(stateDir, 'kemu.sock'),
+      apiServer: { tcp: { host: '127.0.0.1', port: 0, tls: creds.serving } },
+    });
+    kubeconfig = creds.writeKubeconfig(cluster.api!.url!).path;
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'busy', namespace: 'default', labels: { app: 'busy' }, annotations: { 'kemu.io/sim-memory-mib': '100', 'kemu.io/sim-cpu-millicores': '300' } },
+      spec: { containers: [{ name: 'app', image: 'busybox' }] },
+    });
+    await cluster.store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'idle', namespace: 'default', labels: { app: 'idle' } }, spec: { containers: [{ name: 'app', image: 'busybox' }] } });
+    await until('pods running', async () => (await cluster.store.list('Pod', { namespace: 'default' })).items.every((p) => p.status?.phase === 'Running'));
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  it('top pods and top nodes show what the kubelet measures', async () => {
+    // Like metrics-server, a CPU rate needs two samples, and the first window spans the pod's start: ask until
+    // the rate settles near the 300m the pod burns.
+    let pods = { code: 1, stdout: '', stderr: '' };
+    await until('a settled CPU rate for busy', async () => {
+      pods = await kubectl(['top', 'pods']);
+      const m = /^busy\s+(\d+)m\s/m.exec(pods.stdout);
+      return Boolean(m && Number(m[1]) >= 250);
+    });
+    expect(pods.code, pods.stderr).toBe(0);
+    const lines = pods.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+CPU\(cores\)\s+MEMORY\(bytes\)\s*$/);
+    const [, cpu, memory] = lines.find((l) => l.startsWith('busy '))!.split(/\s+/);
+    expect(memory).toBe('100Mi');
+    expect(Number(cpu.replace(/m$/, ''))).toBeGreaterThanOrEqual(250);
+    expect(Number(cpu.replace(/m$/, ''))).toBeLessThanOrEqual(350);
+    expect(lines.some((l) => l.startsWith('idle '))).toBe(true);
+    const selected = await kubectl(['top', 'pods', '-l', 'app=busy', '--no-headers']);
+    expect(selected.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0])).toEqual(['busy']);
+    const nodes = await kubectl(['top', 'nodes']);
+    expect(nodes.code, nodes.stderr).toBe(0);
+    expect(nodes.stdout).toMatch(/^NAME\s+CPU\(cores\)\s+CPU\(%\)\s+MEMORY\(bytes\)\s+MEMORY\(%\)\s*\nkemu-node-1\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%\s*\n$/);
+  }, 60_000);
+});

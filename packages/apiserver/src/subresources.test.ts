@@ -119,6 +119,9 @@ describe('subresources', () => {
     expect(changed.code, JSON.stringify(changed.json)).toBe(422);
     expect(changed.json.reason).toBe('Invalid');
     expect((await call('GET', `${NS}/pods/dbg`)).json.spec.ephemeralContainers[0].image).toBe('busybox:1.36');
+    // Logs may name an ephemeral container (this server has no node to serve them: 503, not a 400).
+    expect((await call('GET', `${NS}/pods/dbg/log?container=debugger`)).code).toBe(503);
+    expect((await call('GET', `${NS}/pods/dbg/log?container=nope`)).json.message).toBe('container nope is not valid for pod dbg');
     const post = await call('POST', `${NS}/pods/dbg/ephemeralcontainers`, {});
     expect(post.code).toBe(405);
     const disco = await call('GET', '/api/v1');

@@ -136,6 +136,12 @@ function intParam(q: URLSearchParams, key: string, min = 0): number | undefined 
   return Number(v);
 }
 
+/** Whether the pod has a container of that name: a regular, init or ephemeral one, as upstream checks. */
+function podHasContainer(pod: Pod, container: string): boolean {
+  const spec = pod.spec ?? ({} as Pod['spec']);
+  return [...(spec.containers ?? []), ...(spec.initContainers ?? []), ...(spec.ephemeralContainers ?? [])].some((c) => c.name === container);
+}
+
 export async function podLog(ctx: RequestContext, namespace: string, name: string): Promise<void> {
   const q = ctx.query;
   const pod = (await ctx.store.get('Pod', namespace, name)) as Pod;
@@ -145,7 +151,7 @@ export async function podLog(ctx: RequestContext, namespace: string, name: strin
     if (names.length !== 1)
       throw new BadRequestError(`a container name must be specified for pod ${name}, choose one of: [${names.join(' ')}]`);
     container = names[0];
-  } else if (![...names, ...(pod.spec?.initContainers ?? []).map((c) => c.name)].includes(container)) {
+  } else if (!podHasContainer(pod, container)) {
     throw new BadRequestError(`container ${container} is not valid for pod ${name}`);
   }
   if (!ctx.ext.podLog) throw new StatusError('ServiceUnavailable', 503, `the node of pod ${name} serves no logs`);
@@ -206,7 +212,7 @@ export async function streamTarget(ctx: RequestContext, namespace: string, name:
     if (!opts.container) {
       if (names.length !== 1) throw new BadRequestError(`a container name must be specified for pod ${name}, choose one of: [${names.join(' ')}]`);
       opts.container = names[0];
-    } else if (!names.includes(opts.container)) throw new BadRequestError(`container ${opts.container} is not valid for pod ${name}`);
+    } else if (!podHasContainer(pod, opts.container)) throw new BadRequestError(`container ${opts.container} is not valid for pod ${name}`);
   }
   if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed')
     throw new BadRequestError(`cannot ${kind === 'portforward' ? 'port-forward to' : 'exec into'} a container in a completed pod; current phase is ${pod.status.phase}`);

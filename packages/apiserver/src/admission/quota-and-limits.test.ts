@@ -81,6 +81,16 @@ describe('ResourceQuota admission', () => {
     const results = await Promise.allSettled([admitAndCreate(pod('a', '100m')), admitAndCreate(pod('b', '100m'))]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
   });
+
+  it('checks concurrent creates together yet exactly: the quota admits as many as it holds and counts each once', async () => {
+    await store.update({ ...(await store.get('ResourceQuota', 'q', 'compute')), spec: { hard: { pods: '5' } } });
+    await until(async () => (await used())?.pods === '0' && (await used())?.['requests.cpu'] === undefined);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => admitAndCreate(pod(`c${i}`))));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(5);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason.message);
+    expect(refused).toEqual(['c5', 'c6', 'c7'].map((n) => `pods "${n}" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=5, limited: pods=5`));
+    expect(await used()).toEqual({ pods: '5' });
+  });
 });
 
 describe('LimitRanger admission', () => {

@@ -14,8 +14,17 @@ const pretty = (m: Map<string, Quantity>) =>
     .map((k) => `${k}=${m.get(k)!.toString()}`)
     .join(',');
 
+/** One request waiting for its namespace's next quota round. */
+interface Waiting {
+  attrs: AdmissionAttributes;
+  delta: Usage;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
 export class ResourceQuotaAdmission implements AdmissionChain {
-  private readonly locks = new Map<string, Promise<void>>();
+  /** Requests waiting per namespace; a namespace is in the map while a round for it is running. */
+  private readonly waiting = new Map<string, Waiting[]>();
 
   constructor(private readonly store: Store) {}
 
@@ -30,80 +39,124 @@ export class ResourceQuotaAdmission implements AdmissionChain {
     const delta = usageDelta(next, prev);
     const growing = [...delta].filter(([, q]) => q.nanos > 0n);
     if (!growing.length && !(group === '' && resource === 'pods' && attrs.operation === 'CREATE')) return;
-    await this.serialised(attrs.namespace, () => this.check(attrs, delta));
+    await new Promise<void>((resolve, reject) => {
+      const queue = this.waiting.get(attrs.namespace);
+      if (queue) {
+        queue.push({ attrs, delta, resolve, reject });
+        return;
+      }
+      this.waiting.set(attrs.namespace, [{ attrs, delta, resolve, reject }]);
+      void this.drain(attrs.namespace);
+    });
   }
 
-  private async serialised(ns: string, fn: () => Promise<void>): Promise<void> {
-    const prior = this.locks.get(ns) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const chained = prior.then(() => mine);
-    this.locks.set(ns, chained);
-    await prior;
-    try {
-      await fn();
-    } finally {
-      release();
-      if (this.locks.get(ns) === chained) this.locks.delete(ns);
+  /**
+   * Serialises a namespace's quota checks as upstream's quota evaluator does: the requests that arrived
+   * while a round ran are checked together, in arrival order, against one read of the quotas (each one
+   * seeing the usage of those admitted before it), and each quota's status is written once for them all.
+   */
+  private async drain(ns: string): Promise<void> {
+    for (;;) {
+      const batch = this.waiting.get(ns)!.splice(0);
+      if (!batch.length) {
+        this.waiting.delete(ns);
+        return;
+      }
+      try {
+        await this.round(batch);
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
     }
   }
 
-  private async check(attrs: AdmissionAttributes, delta: Usage): Promise<void> {
+  private async round(batch: Waiting[]): Promise<void> {
+    const namespace = batch[0].attrs.namespace;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const quotas = (await this.store.list('ResourceQuota', { namespace: attrs.namespace })).items;
-      if (!quotas.length) return;
-      const updates: KubeObject[] = [];
-      for (const q of quotas) {
-        const hard = q.spec?.hard ?? {};
-        const keys = Object.keys(hard);
-        const isPod = attrs.resource.group === '' && attrs.resource.resource === 'pods';
-        if (isPod && attrs.operation === 'CREATE') {
-          const missing = missingComputeResources(attrs.object!.spec ?? {}, keys);
-          if (missing.size) {
-            const parts = [...missing.keys()].sort().map((r) => `${r} for: ${missing.get(r)!.sort().join(',')}`);
-            throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, `failed quota: ${q.metadata.name}: must specify ${parts.join('; ')}`);
-          }
-        }
-        const relevant = keys.filter((k) => delta.has(k));
-        if (!relevant.length) continue;
-        const used = q.status?.used ?? {};
-        const requested = new Map<string, Quantity>();
-        const usedNow = new Map<string, Quantity>();
-        const limited = new Map<string, Quantity>();
-        const newUsed: Record<string, string> = { ...used };
-        for (const k of relevant) {
-          if (used[k] === undefined) {
-            throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, `status unknown for quota: ${q.metadata.name}, resource: ${k}`);
-          }
-          const u = parseQuantity(used[k]);
-          const h = parseQuantity(hard[k]);
-          const after = u.add(delta.get(k)!);
-          if (delta.get(k)!.nanos > 0n && after.cmp(h) > 0) {
-            requested.set(k, delta.get(k)!);
-            usedNow.set(k, u);
-            limited.set(k, h);
-          }
-          newUsed[k] = (after.nanos < 0n ? parseQuantity(0) : after).toString();
-        }
-        if (requested.size) {
-          throw forbiddenError(
-            attrs.resource.group,
-            attrs.resource.resource,
-            attrs.name,
-            `exceeded quota: ${q.metadata.name}, requested: ${pretty(requested)}, used: ${pretty(usedNow)}, limited: ${pretty(limited)}`,
-          );
-        }
-        updates.push({ ...deepCopy(q), status: { hard: q.status?.hard ?? hard, used: newUsed } });
-      }
-      if (attrs.dryRun) return;
-      try {
-        for (const u of updates) await this.store.updateStatus(u);
+      const quotas = (await this.store.list('ResourceQuota', { namespace })).items;
+      if (!quotas.length) {
+        for (const w of batch) w.resolve();
         return;
+      }
+      const used = quotas.map((q) => ({ ...(q.status?.used ?? {}) }) as Record<string, string>);
+      const changed = new Set<number>();
+      const outcomes: (unknown | undefined)[] = [];
+      for (const w of batch) {
+        try {
+          const after = this.check(w.attrs, w.delta, quotas, used);
+          if (!w.attrs.dryRun) {
+            for (const [i, u] of after) {
+              used[i] = u;
+              changed.add(i);
+            }
+          }
+          outcomes.push(undefined);
+        } catch (err) {
+          outcomes.push(err);
+        }
+      }
+      try {
+        for (const i of changed) {
+          const q = quotas[i];
+          await this.store.updateStatus({ ...deepCopy(q), status: { hard: q.status?.hard ?? q.spec?.hard ?? {}, used: used[i] } });
+        }
       } catch (err) {
         if (!isConflict(err)) throw err;
+        continue;
       }
+      batch.forEach((w, i) => (outcomes[i] === undefined ? w.resolve() : w.reject(outcomes[i])));
+      return;
     }
-    throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, 'unable to update quota status after repeated conflicts');
+    const a = batch[0].attrs;
+    throw forbiddenError(a.resource.group, a.resource.resource, a.name, 'unable to update quota status after repeated conflicts');
+  }
+
+  /** The quotas' usage after admitting one request (by quota index), or the upstream error refusing it. */
+  private check(attrs: AdmissionAttributes, delta: Usage, quotas: KubeObject[], usedNow: Record<string, string>[]): Map<number, Record<string, string>> {
+    const after = new Map<number, Record<string, string>>();
+    quotas.forEach((q, index) => {
+      const hard = q.spec?.hard ?? {};
+      const keys = Object.keys(hard);
+      const isPod = attrs.resource.group === '' && attrs.resource.resource === 'pods';
+      if (isPod && attrs.operation === 'CREATE') {
+        const missing = missingComputeResources(attrs.object!.spec ?? {}, keys);
+        if (missing.size) {
+          const parts = [...missing.keys()].sort().map((r) => `${r} for: ${missing.get(r)!.sort().join(',')}`);
+          throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, `failed quota: ${q.metadata.name}: must specify ${parts.join('; ')}`);
+        }
+      }
+      const relevant = keys.filter((k) => delta.has(k));
+      if (!relevant.length) return;
+      const used = usedNow[index];
+      const requested = new Map<string, Quantity>();
+      const current = new Map<string, Quantity>();
+      const limited = new Map<string, Quantity>();
+      const newUsed: Record<string, string> = { ...used };
+      for (const k of relevant) {
+        if (used[k] === undefined) {
+          throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, `status unknown for quota: ${q.metadata.name}, resource: ${k}`);
+        }
+        const u = parseQuantity(used[k]);
+        const h = parseQuantity(hard[k]);
+        const sum = u.add(delta.get(k)!);
+        if (delta.get(k)!.nanos > 0n && sum.cmp(h) > 0) {
+          requested.set(k, delta.get(k)!);
+          current.set(k, u);
+          limited.set(k, h);
+        }
+        newUsed[k] = (sum.nanos < 0n ? parseQuantity(0) : sum).toString();
+      }
+      if (requested.size) {
+        throw forbiddenError(
+          attrs.resource.group,
+          attrs.resource.resource,
+          attrs.name,
+          `exceeded quota: ${q.metadata.name}, requested: ${pretty(requested)}, used: ${pretty(current)}, limited: ${pretty(limited)}`,
+        );
+      }
+      after.set(index, newUsed);
+    });
+    return after;
   }
 }
 

@@ -25,7 +25,7 @@ import { metricsOfNodes } from './resource-metrics.js';
 import { followPodLog, readPodLog } from './pod-logs.js';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
-import { NodeLifecycleController } from '@kemu/kubelet';
+import { NodeLifecycleController, podDNSConfig } from '@kemu/kubelet';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
 import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecResult, startApiServer } from '@kemu/apiserver';
@@ -33,6 +33,7 @@ import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
 import { LoadBalancerIpam } from '@kemu/kube-proxy';
+import { DnsServer, lookupWithSearch, searchCandidates } from '@kemu/dns';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { parseTraceTarget } from './trace-target.js';
@@ -50,6 +51,9 @@ import {
 } from './node-process.js';
 
 export type StoreKind = 'memory' | 'file' | 'etcd';
+
+/** The cluster DNS Service's address the kubelets put in pods' resolv.conf (their clusterDNS default). */
+const CLUSTER_DNS_IP = '10.96.0.10';
 
 export interface ClusterOptions {
   nodes?: number;
@@ -85,6 +89,8 @@ export interface ClusterOptions {
   apiSocket?: string;
   /** Where LoadBalancer Services' addresses come from (default: the last /24 of the node subnet). */
   loadBalancerPool?: string;
+  /** Port of the cluster DNS server on 127.0.0.1, UDP and TCP (default: a free one; `kemu info` shows it). */
+  dnsPort?: number;
   /** More for the API server: HTTPS on a TCP port, auth seams, renderers. */
   apiServer?: ApiServerOptions;
   /**
@@ -189,6 +195,8 @@ export class Cluster {
   ready = false;
   readonly network: ClusterNetwork;
   private readonly stoppers: Array<() => Promise<void>> = [];
+  /** The cluster DNS server (once booted). */
+  dns?: DnsServer;
   private constructor(
     readonly options: ClusterOptions,
     readonly store: Store,
@@ -298,6 +306,11 @@ export class Cluster {
     });
     await lbIpam.start();
     this.stoppers.push(() => lbIpam.stop());
+    // Cluster DNS, answering as CoreDNS does; `kemu trace` resolves names through it as a pod would.
+    const dns = new DnsServer({ store, host: '127.0.0.1', port: o.dnsPort ?? 0, nameserverIPs: [CLUSTER_DNS_IP], onError: (e) => onError(e, 'cluster DNS') });
+    await dns.start();
+    this.dns = dns;
+    this.stoppers.push(() => dns.stop());
     const nlc = new NodeLifecycleController({
       store,
       gracePeriodMs: fast ? 4000 : 40_000,
@@ -600,6 +613,7 @@ export class Cluster {
       trace: async (from, to) => this.trace(from, to),
       info: async () => ({
         ready: this.ready,
+        dns: this.dns?.address(),
         nodes: [
           ...this.nodes.map((n) => ({ name: n.name, ip: n.ip, podCIDR: n.podCIDR, criSocket: n.criSocket, netns: n.netns })),
           ...[...this.remoteNodes.values()].map((n) => ({
@@ -635,6 +649,18 @@ export class Cluster {
   }
 
   /** A ping from one pod to another pod (by name) or an IP, with the hop-by-hop trace. */
+  /** A DNS name resolved by the cluster DNS as `pod` would resolve it (its search path and ndots). */
+  private resolveAsPod(pod: Pod, name: string, port?: number): { ip: string; port?: number } {
+    if (!this.dns) throw new Error('the cluster DNS server is not running');
+    const { config } = podDNSConfig(pod, { clusterDNS: [CLUSTER_DNS_IP], clusterDomain: this.dns.resolver.zone });
+    const ndots = Number((config.options ?? []).find((x) => x.startsWith('ndots:'))?.slice('ndots:'.length) ?? 1);
+    const cfg = { searches: config.searches ?? [], ndots };
+    const r = lookupWithSearch(this.dns.resolver, name, cfg);
+    if (!r) throw new Error(`${name}: no such name in the cluster DNS (asked ${searchCandidates(name, cfg).join(', ')})`);
+    if (r.addresses.length === 0) throw new Error(`${name}: ${r.name} is an alias for ${r.cnames.at(-1)}, outside the cluster`);
+    return { ip: r.addresses[0]!, port };
+  }
+
   async trace(from: string, to: string) {
     const split = (s: string) =>
       s.includes('/') ? (s.split('/', 2) as [string, string]) : (['default', s] as [string, string]);
@@ -644,6 +670,7 @@ export class Cluster {
     let ip: string;
     let port: number | undefined;
     if (target.kind === 'ip') ({ ip, port } = target);
+    else if (target.kind === 'dns') ({ ip, port } = this.resolveAsPod(src, target.name, target.port));
     else if (target.kind === 'pod') {
       const name = `${target.namespace}/${target.name}`;
       try {

@@ -11,12 +11,15 @@ describe('kemu trace targets', () => {
     expect(parseTraceTarget('172.18.0.10:30080')).toEqual({ kind: 'ip', ip: '172.18.0.10', port: 30080 });
     expect(parseTraceTarget('[fd00::1]:80')).toEqual({ kind: 'ip', ip: 'fd00::1', port: 80 });
     expect(parseTraceTarget('fd00::1')).toEqual({ kind: 'ip', ip: 'fd00::1' });
+    expect(parseTraceTarget('web.shop')).toEqual({ kind: 'dns', name: 'web.shop', port: undefined });
+    expect(parseTraceTarget('web.shop.svc.cluster.local.:8080')).toEqual({ kind: 'dns', name: 'web.shop.svc.cluster.local.', port: 8080 });
   });
 
   it('refuses what it cannot send to, saying why', () => {
     expect(() => parseTraceTarget('10.96.0.1:99999')).toThrow('invalid port "99999" in 10.96.0.1:99999');
     expect(() => parseTraceTarget('svc/a/b/c')).toThrow(/use svc\/NAME\[:PORT\]/);
-    expect(() => parseTraceTarget('web.default.svc.cluster.local')).toThrow(/DNS names are not resolved yet/);
+    expect(() => parseTraceTarget('web.shop:http')).toThrow('invalid port "http" in web.shop:http');
+    expect(() => parseTraceTarget('web..shop')).toThrow(/invalid target/);
     expect(() => parseTraceTarget('Bad_Name')).toThrow(/invalid target "Bad_Name"/);
   });
 });

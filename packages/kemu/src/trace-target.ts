@@ -1,12 +1,14 @@
 // What `kemu trace FROM TO` may name as TO: a pod (`name` or `ns/name`), a Service (`svc/NAME[:PORT]`,
 // qualified as `svc/NS/NAME[:PORT]`), or an address (`IP`, `IP:PORT`, `[IPv6]:PORT`). With a port the
-// probe is a TCP connect, without one an ICMP echo. DNS names are refused until the cluster runs DNS.
+// probe is a TCP connect, without one an ICMP echo. A DNS name (`NAME[:PORT]` with a dot in NAME) is
+// resolved by the cluster DNS as the FROM pod would resolve it.
 import { ipFamily } from '@kemu/ip';
 
 export type TraceTarget =
   | { kind: 'pod'; namespace: string; name: string }
   | { kind: 'service'; namespace: string; name: string; port?: string }
-  | { kind: 'ip'; ip: string; port?: number };
+  | { kind: 'ip'; ip: string; port?: number }
+  | { kind: 'dns'; name: string; port?: number };
 
 function port(s: string, what: string): number {
   if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535) throw new Error(`invalid port "${s}" in ${what}`);
@@ -33,7 +35,8 @@ export function parseTraceTarget(to: string, namespace = 'default'): TraceTarget
     const [ns, name] = parts.length === 2 ? (parts as [string, string]) : [namespace, parts[0]!];
     return { kind: 'pod', namespace: ns, name };
   }
-  if (/^[a-z0-9.-]+$/i.test(to) && to.includes('.'))
-    throw new Error(`${to}: DNS names are not resolved yet (kemu runs no cluster DNS); trace svc/NAME[:PORT] instead`);
+  const dns = /^([a-z0-9_.-]+)(?::([^:]*))?$/i.exec(to);
+  if (dns && dns[1]!.includes('.') && dns[1]!.split('.').slice(0, dns[1]!.endsWith('.') ? -1 : undefined).every((l) => l.length > 0 && l.length < 64))
+    return { kind: 'dns', name: dns[1]!, port: dns[2] === undefined ? undefined : port(dns[2], to) };
   throw new Error(`invalid target "${to}": use a pod name, svc/NAME[:PORT], IP or IP:PORT`);
 }

@@ -57,6 +57,7 @@ program
   .option('--name <name>', 'cluster name: kubeconfig entries are kemu-<name>', 'kemu')
   .addOption(new Option('--api-port <port>', 'HTTPS port of the API server (default: any free port)').argParser(int('--api-port')))
   .option('--api-address <addr>', 'address the API server listens on', '127.0.0.1')
+  .addOption(new Option('--dns-port <port>', 'UDP and TCP port of the cluster DNS server on 127.0.0.1 (default: any free port)').argParser(int('--dns-port')))
   .option('--merge-kubeconfig [file]', 'merge the admin kubeconfig into this file ($KUBECONFIG or ~/.kube/config) as context kemu-<name>')
   .addOption(new Option('--auth <mode>', 'rbac: certificates, tokens, RBAC and admission as kube-apiserver; none: allow every request').choices(['rbac', 'none']).default('rbac'))
   .option('--audit-log-path <file>', 'write an audit log (audit.k8s.io/v1 Events, JSON lines) here')
@@ -75,6 +76,7 @@ program
       name: o.name,
       apiPort: o.apiPort,
       apiAddress: o.apiAddress,
+      dnsPort: o.dnsPort,
       mergeKubeconfig: o.mergeKubeconfig,
       auth: o.auth,
       auditLogPath: o.auditLogPath,

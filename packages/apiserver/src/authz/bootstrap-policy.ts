@@ -97,6 +97,13 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     role('system:aggregate-to-admin', adminRules, { [AGGREGATE_TO_ADMIN]: 'true' }),
     role('system:aggregate-to-edit', editRules, { [AGGREGATE_TO_EDIT]: 'true' }),
     role('system:aggregate-to-view', viewRules, { [AGGREGATE_TO_VIEW]: 'true' }),
+    // metrics.k8s.io is served in the box (resource-metrics-api.ts), so the reader role metrics-server
+    // installs with it, aggregated into view/edit/admin, comes with it.
+    role('system:aggregated-metrics-reader', [r(READ, ['metrics.k8s.io'], ['pods', 'nodes'])], {
+      [AGGREGATE_TO_VIEW]: 'true',
+      [AGGREGATE_TO_EDIT]: 'true',
+      [AGGREGATE_TO_ADMIN]: 'true',
+    }),
     role('system:discovery', [url(['get'], ['/api', '/api/*', '/apis', '/apis/*', '/healthz', '/livez', '/openapi', '/openapi/*', '/readyz', '/version', '/version/'])]),
     role('system:public-info-viewer', [url(['get'], ['/healthz', '/livez', '/readyz', '/version', '/version/'])]),
     role('system:monitoring', [url(['get'], ['/healthz', '/healthz/*', '/livez', '/livez/*', '/metrics', '/metrics/slis', '/readyz', '/readyz/*'])]),

@@ -106,6 +106,9 @@ describe('RBAC authorizer', () => {
     expect(await can(other, req('list', 'pods', 'dev'))).toBe('no-opinion');
     // view does not include secrets
     expect(await can(sa, req('get', 'secrets', 'dev'))).toBe('no-opinion');
+    // view includes the pods' resource metrics, as metrics-server's aggregated reader role adds them
+    expect(await can(sa, req('list', 'pods', 'dev', { apiGroup: 'metrics.k8s.io', apiVersion: 'v1beta1', apiPrefix: 'apis' }))).toBe('allow');
+    expect(await can(sa, req('list', 'pods', 'prod', { apiGroup: 'metrics.k8s.io', apiVersion: 'v1beta1', apiPrefix: 'apis' }))).toBe('no-opinion');
   });
 
   it('reports a binding to a missing role as upstream does', async () => {

@@ -138,8 +138,21 @@ export class RealCgroupManager implements CgroupManager {
     }
   }
 
+  /**
+   * Every directory of a cgroup, as upstream's Destroy removes it: on v1 from each mounted hierarchy, not only
+   * those it configures, since the runtime (runc) makes the pod's path in all of them (blkio, devices, ...).
+   */
+  private allDirs(cgroupPath: string): string[] {
+    if (this.version === 'v2') return this.dirs(cgroupPath).map((d) => d.dir);
+    validCgroupPath(cgroupPath);
+    return fs
+      .readdirSync(this.mount, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => path.join(this.mount, e.name, cgroupPath));
+  }
+
   destroy(cgroupPath: string): void {
-    for (const { dir } of this.dirs(cgroupPath)) {
+    for (const dir of this.allDirs(cgroupPath)) {
       if (!fs.existsSync(dir)) continue;
       // Children first: a cgroup directory is removed with rmdir once it has no children and no tasks.
       const walk = (d: string) => {

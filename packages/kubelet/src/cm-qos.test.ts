@@ -191,4 +191,14 @@ describe.runIf(canWrite)(`real cgroups (${version})`, () => {
     cm.destroyAll();
     expect(fs.existsSync(real.dirs(kubepods)[0].dir)).toBe(false);
   });
+
+  it.runIf(version === 'v1')('removes a pod cgroup from every v1 hierarchy, also those the runtime made it in (freezer, blkio, ...)', () => {
+    const podPath = `${root}/runtime-made/podx`;
+    real.ensure(podPath, {});
+    // What runc does for a container under this parent: the path in every mounted hierarchy.
+    const others = ['freezer', 'blkio', 'devices'].filter((h) => fs.existsSync(`/sys/fs/cgroup/${h}/cgroup.procs`)).map((h) => `/sys/fs/cgroup/${h}${podPath}`);
+    for (const d of others) fs.mkdirSync(d, { recursive: true });
+    real.destroy(podPath);
+    for (const d of [...others, ...real.dirs(podPath).map((x) => x.dir)]) expect(fs.existsSync(d), d).toBe(false);
+  });
 });

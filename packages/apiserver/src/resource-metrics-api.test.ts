@@ -1,8 +1,8 @@
 // metrics.k8s.io/v1beta1 through the API server: discovery lists the group once a metrics source is given,
 // get/list of NodeMetrics and PodMetrics (namespaced, label-selected by the Pod's labels), NotFound and 405
-// as kube-apiserver answers them, and real kubectl top nodes|pods reading it.
+// as kube-apiserver answers them, and real kubectl top nodes|pods (v1.32 and the old v1.20) reading it.
 import http from 'node:http';
-import { peers, requirePeers } from '@kemu/test-peers';
+import { KUBECTL_OLD, peers, requirePeers } from '@kemu/test-peers';
 import type { KubeObject } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runClient, startTestApiServer, type TestApiServer } from './testing.js';
@@ -94,5 +94,14 @@ describe('metrics.k8s.io', () => {
     expect(p.stdout).toMatch(/^NAME\s+CPU\(cores\)\s+MEMORY\(bytes\)\s*\ndb\s+5m\s+32Mi\s*\nweb\s+100m\s+64Mi\s*\n$/);
     const l = await runClient('kubectl', ['top', 'pods', '-l', 'app=web'], { kubeconfig: t.kubeconfig });
     expect(l.stdout).toMatch(/^NAME.*\nweb\s+100m\s+64Mi\s*\n$/);
+  });
+
+  it.runIf(requirePeers('kubectl v1.20 top', [peers.kubectlOld]))('the old kubectl v1.20 top reads it too', async () => {
+    const n = await runClient(KUBECTL_OLD, ['top', 'nodes', '--no-headers'], { kubeconfig: t.kubeconfig });
+    expect(n.code, n.stderr).toBe(0);
+    expect(n.stdout).toMatch(/^node-a\s+250m\s+12%\s+512Mi\s+25%\s*\n$/);
+    const p = await runClient(KUBECTL_OLD, ['top', 'pods', '--no-headers'], { kubeconfig: t.kubeconfig });
+    expect(p.code, p.stderr).toBe(0);
+    expect(p.stdout).toMatch(/^db\s+5m\s+32Mi\s*\nweb\s+100m\s+64Mi\s*\n$/);
   });
 });

@@ -2,6 +2,7 @@
 // (annotated storageclass.kubernetes.io/is-default-class=true; the newest when several are), as upstream.
 import type { KubeObject, Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
+import { type AdmissionLookups, storeLookups } from './admission-lookups.js';
 
 export const DEFAULT_CLASS_ANNOTATION = 'storageclass.kubernetes.io/is-default-class';
 const BETA_DEFAULT_CLASS_ANNOTATION = 'storageclass.beta.kubernetes.io/is-default-class';
@@ -17,13 +18,16 @@ export function defaultStorageClass(classes: readonly KubeObject[]): KubeObject 
 }
 
 export class DefaultStorageClassAdmission implements AdmissionChain {
-  constructor(private readonly store: Store) {}
+  constructor(
+    store: Store,
+    private readonly lookups: AdmissionLookups = storeLookups(store),
+  ) {}
 
   async admit(attrs: AdmissionAttributes): Promise<void> {
     if (attrs.operation !== 'CREATE' || attrs.resource.group !== '' || attrs.resource.resource !== 'persistentvolumeclaims' || attrs.subresource || !attrs.object) return;
     const spec = (attrs.object.spec ??= {});
     if (spec.storageClassName !== undefined && spec.storageClassName !== null) return;
-    const def = defaultStorageClass((await this.store.list('StorageClass')).items);
+    const def = defaultStorageClass(await this.lookups.storageClasses());
     if (def) spec.storageClassName = def.metadata.name;
   }
 

@@ -5,6 +5,7 @@ import { type KubeObject, type LimitRangeItem, parseQuantity, type Quantity, typ
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
 import { podResources } from './quota-usage.js';
+import { type AdmissionLookups, storeLookups } from './admission-lookups.js';
 
 const ANNOTATION = 'kubernetes.io/limit-ranger';
 
@@ -16,11 +17,13 @@ function isClaimWrite(attrs: AdmissionAttributes): boolean {
 }
 
 export class LimitRangerAdmission implements AdmissionChain {
-  constructor(private readonly store: Store) {}
+  constructor(
+    store: Store,
+    private readonly lookups: AdmissionLookups = storeLookups(store),
+  ) {}
 
   private async items(namespace: string): Promise<LimitRangeItem[]> {
-    const list = await this.store.list('LimitRange', { namespace });
-    return list.items.flatMap((l: KubeObject) => (l.spec?.limits ?? []) as LimitRangeItem[]);
+    return (await this.lookups.limitRanges(namespace)).flatMap((l: KubeObject) => (l.spec?.limits ?? []) as LimitRangeItem[]);
   }
 
   async admit(attrs: AdmissionAttributes): Promise<void> {

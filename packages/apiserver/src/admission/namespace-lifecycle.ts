@@ -1,15 +1,19 @@
 // The NamespaceLifecycle admission plugin: nothing new is created in a namespace that is missing (404) or
 // being terminated (403), and the system namespaces cannot be deleted, worded as upstream.
-import { isNotFound, NotFoundError, StatusError, type Store } from '@kemu/core';
+import { NotFoundError, StatusError, type Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
+import { type AdmissionLookups, storeLookups } from './admission-lookups.js';
 
 export const IMMORTAL_NAMESPACES = ['default', 'kube-system', 'kube-public'];
 /** Requests that only ask a question, allowed in a terminating namespace. */
 const REVIEWS = new Set(['localsubjectaccessreviews']);
 
 export class NamespaceLifecycleAdmission implements AdmissionChain {
-  constructor(private readonly store: Store) {}
+  constructor(
+    store: Store,
+    private readonly lookups: AdmissionLookups = storeLookups(store),
+  ) {}
 
   async admit(): Promise<void> {}
 
@@ -22,13 +26,8 @@ export class NamespaceLifecycleAdmission implements AdmissionChain {
       return;
     }
     if (attrs.operation !== 'CREATE' || !attrs.namespace || REVIEWS.has(resource)) return;
-    let ns;
-    try {
-      ns = await this.store.get('Namespace', '', attrs.namespace);
-    } catch (err) {
-      if (isNotFound(err)) throw new NotFoundError({ resource: 'namespaces', group: '', name: attrs.namespace });
-      throw err;
-    }
+    const ns = await this.lookups.namespace(attrs.namespace);
+    if (!ns) throw new NotFoundError({ resource: 'namespaces', group: '', name: attrs.namespace });
     if (ns.metadata.deletionTimestamp || ns.status?.phase === 'Terminating') {
       const e = forbiddenError(group, resource, attrs.name, `unable to create new content in namespace ${attrs.namespace} because it is being terminated`);
       throw new StatusError('Forbidden', 403, e.message, {

@@ -6,6 +6,7 @@
 import { type FieldErrors as FieldErrorsType, FieldErrors, InvalidError, type KubeObject, type Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
+import { type AdmissionLookups, storeLookups } from './admission-lookups.js';
 import { evaluatePodSecurity, formatViolations, LEVELS, type Level } from './pod-security-checks.js';
 
 export const LABEL_PREFIX = 'pod-security.kubernetes.io/';
@@ -69,6 +70,7 @@ export class PodSecurityAdmission implements AdmissionChain {
   constructor(
     private readonly store: Store,
     private readonly opts: PodSecurityOptions = {},
+    private readonly lookups: AdmissionLookups = storeLookups(store),
   ) {}
 
   async admit(): Promise<void> {}
@@ -93,7 +95,7 @@ export class PodSecurityAdmission implements AdmissionChain {
   private async policyOf(namespace: string): Promise<NamespacePolicy> {
     let labels: Record<string, string> | undefined;
     try {
-      labels = (await this.store.get('Namespace', '', namespace)).metadata.labels;
+      labels = (await this.lookups.namespace(namespace))?.metadata.labels;
     } catch {
       labels = undefined; // NamespaceLifecycle answers for a missing namespace
     }

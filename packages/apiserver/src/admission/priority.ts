@@ -1,9 +1,10 @@
 // The Priority admission plugin: a new pod's priorityClassName resolves to its integer priority and
 // preemption policy (the global default class, or 0, when it names none); an unknown class or a priority
 // set by hand is refused as upstream. The two system classes exist from the start, as upstream creates them.
-import { isAlreadyExists, isNotFound, type KubeObject, type Store } from '@kemu/core';
+import { isAlreadyExists, type KubeObject, type Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
+import { type AdmissionLookups, storeLookups } from './admission-lookups.js';
 
 export const SYSTEM_PRIORITY_CLASSES = [
   { name: 'system-node-critical', value: 2000001000, description: 'Used for system critical pods that must not be moved from their current node.' },
@@ -22,21 +23,20 @@ export async function ensureSystemPriorityClasses(store: Store): Promise<void> {
 }
 
 export class PriorityAdmission implements AdmissionChain {
-  constructor(private readonly store: Store) {}
+  constructor(
+    store: Store,
+    private readonly lookups: AdmissionLookups = storeLookups(store),
+  ) {}
 
   async admit(attrs: AdmissionAttributes): Promise<void> {
     if (attrs.operation !== 'CREATE' || attrs.resource.group !== '' || attrs.resource.resource !== 'pods' || attrs.subresource || !attrs.object) return;
     const spec = (attrs.object.spec ??= {});
     let cls: KubeObject | undefined;
     if (spec.priorityClassName) {
-      try {
-        cls = await this.store.get('PriorityClass', '', spec.priorityClassName);
-      } catch (err) {
-        if (isNotFound(err)) throw forbiddenError('', 'pods', attrs.name, `no PriorityClass with name ${spec.priorityClassName} was found`);
-        throw err;
-      }
+      cls = await this.lookups.priorityClass(spec.priorityClassName);
+      if (!cls) throw forbiddenError('', 'pods', attrs.name, `no PriorityClass with name ${spec.priorityClassName} was found`);
     } else {
-      const classes = (await this.store.list('PriorityClass')).items.filter((c: KubeObject) => c.globalDefault === true);
+      const classes = (await this.lookups.priorityClasses()).filter((c: KubeObject) => c.globalDefault === true);
       classes.sort((a, b) => (a.value ?? 0) - (b.value ?? 0));
       cls = classes[0];
       if (cls) spec.priorityClassName = cls.metadata.name;

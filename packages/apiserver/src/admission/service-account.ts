@@ -4,9 +4,10 @@
 // cluster CA (ConfigMap kube-root-ca.crt) and the namespace, at /var/run/secrets/kubernetes.io/serviceaccount;
 // the account's imagePullSecrets are copied to a pod that has none.
 import { randomBytes } from 'node:crypto';
-import { isNotFound, type Store } from '@kemu/core';
+import type { Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
+import { type AdmissionLookups, storeLookups } from './admission-lookups.js';
 
 export const SERVICE_ACCOUNT_MOUNT = '/var/run/secrets/kubernetes.io/serviceaccount';
 export const ROOT_CA_CONFIGMAP = 'kube-root-ca.crt';
@@ -20,7 +21,10 @@ function suffix(): string {
 }
 
 export class ServiceAccountAdmission implements AdmissionChain {
-  constructor(private readonly store: Store) {}
+  constructor(
+    store: Store,
+    private readonly lookups: AdmissionLookups = storeLookups(store),
+  ) {}
 
   private applies(attrs: AdmissionAttributes): boolean {
     return attrs.operation === 'CREATE' && attrs.resource.group === '' && attrs.resource.resource === 'pods' && !attrs.subresource && Boolean(attrs.object);
@@ -32,14 +36,9 @@ export class ServiceAccountAdmission implements AdmissionChain {
     const spec = (pod.spec ??= {});
     if (pod.metadata?.annotations?.[MIRROR_ANNOTATION] !== undefined) return;
     spec.serviceAccountName ||= 'default';
-    let sa;
-    try {
-      sa = await this.store.get('ServiceAccount', attrs.namespace, spec.serviceAccountName);
-    } catch (err) {
-      if (isNotFound(err)) {
-        throw forbiddenError('', 'pods', attrs.name, `error looking up service account ${attrs.namespace}/${spec.serviceAccountName}: serviceaccount "${spec.serviceAccountName}" not found`);
-      }
-      throw err;
+    const sa = await this.lookups.serviceAccount(attrs.namespace, spec.serviceAccountName);
+    if (!sa) {
+      throw forbiddenError('', 'pods', attrs.name, `error looking up service account ${attrs.namespace}/${spec.serviceAccountName}: serviceaccount "${spec.serviceAccountName}" not found`);
     }
     if (!spec.imagePullSecrets?.length && sa.imagePullSecrets?.length) spec.imagePullSecrets = sa.imagePullSecrets.map((s: { name?: string }) => ({ name: s.name }));
     const automount = spec.automountServiceAccountToken ?? sa.automountServiceAccountToken ?? true;

@@ -4,6 +4,7 @@
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
 import { type KubeObject, type Store, StatusError } from '@kemu/core';
 import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator } from '../auth-seams.js';
+import { InformerAdmissionLookups } from '../admission/admission-lookups.js';
 import { WebhookAdmission } from '../admission/admission-webhooks.js';
 import { DefaultStorageClassAdmission } from '../admission/default-storage-class.js';
 import { DefaultTolerationSecondsAdmission } from '../admission/default-toleration-seconds.js';
@@ -113,15 +114,18 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   await vap?.start();
   const webhooks = on('MutatingAdmissionWebhook') || on('ValidatingAdmissionWebhook') ? new WebhookAdmission(store) : undefined;
   await webhooks?.start();
+  // The plugins read informer caches, as kube-apiserver's read their listers.
+  const lookups = new InformerAdmissionLookups(store);
+  await lookups.start();
   const plugins: Record<AdmissionPluginName, () => AdmissionChain> = {
-    NamespaceLifecycle: () => new NamespaceLifecycleAdmission(store),
-    LimitRanger: () => new LimitRangerAdmission(store),
-    ServiceAccount: () => new ServiceAccountAdmission(store),
+    NamespaceLifecycle: () => new NamespaceLifecycleAdmission(store, lookups),
+    LimitRanger: () => new LimitRangerAdmission(store, lookups),
+    ServiceAccount: () => new ServiceAccountAdmission(store, lookups),
     NodeRestriction: () => new NodeRestrictionAdmission(store),
-    PodSecurity: () => new PodSecurityAdmission(store, opts.podSecurity),
-    Priority: () => new PriorityAdmission(store),
+    PodSecurity: () => new PodSecurityAdmission(store, opts.podSecurity, lookups),
+    Priority: () => new PriorityAdmission(store, lookups),
     DefaultTolerationSeconds: () => new DefaultTolerationSecondsAdmission(),
-    DefaultStorageClass: () => new DefaultStorageClassAdmission(store),
+    DefaultStorageClass: () => new DefaultStorageClassAdmission(store, lookups),
     ValidatingAdmissionPolicy: () => vap!,
     MutatingAdmissionWebhook: () => ({ admit: (a) => webhooks!.admit(a), validate: async () => {} }),
     ValidatingAdmissionWebhook: () => ({ admit: async () => {}, validate: (a) => webhooks!.validate(a) }),
@@ -193,6 +197,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     async stop() {
       await webhooks?.stop();
       await vap?.stop();
+      await lookups.stop();
       await quotaStatus?.stop();
       await serviceAccounts.stop();
       await aggregation.stop(false);

@@ -116,7 +116,7 @@ export async function updateObject(ctx: RequestContext, namespace: string, name:
 }
 
 /** Store an updated object through the part the URL names: the main resource, status or a pod's ephemeralcontainers. */
-function writeExisting(ctx: RequestContext, obj: KubeObject, dryRun: boolean): Promise<KubeObject> {
+export function writeExisting(ctx: RequestContext, obj: KubeObject, dryRun: boolean): Promise<KubeObject> {
   const sub = ctx.info.subresource;
   if (sub === 'status') return ctx.store.updateStatus(obj, { dryRun });
   if (sub === 'ephemeralcontainers') return ctx.store.update(obj, { dryRun, subresource: 'ephemeralcontainers' });

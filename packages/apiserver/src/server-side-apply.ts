@@ -9,7 +9,7 @@ import { checkCommonShape } from './object-decode.js';
 import type { RequestContext } from './request-context.js';
 import { parseYamlBody } from './request-body.js';
 import { render } from './rest-read.js';
-import { admit, validateFields } from './rest-write.js';
+import { admit, validateFields, writeExisting } from './rest-write.js';
 import { queryBool } from './request-info.js';
 
 const isObject = (v: unknown): v is Record<string, any> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -89,7 +89,8 @@ export async function serverSideApply(
     try {
       live = await ctx.store.get(ctx.kind.kind, namespace, name);
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      // Apply may create the object, never through one of its subresources.
+      if (!isNotFound(err) || sub) throw err;
     }
     const owners = ownershipOf(live);
     const liveLeaves = live ? leaves(live, sub) : new Map();
@@ -171,8 +172,7 @@ export async function serverSideApply(
       }
       next.metadata.resourceVersion = live.metadata.resourceVersion;
       await admit(ctx, 'UPDATE', namespace, name, next, live, opts.dryRun);
-      const stored = sub === 'status' ? await ctx.store.updateStatus(next, { dryRun: opts.dryRun }) : await ctx.store.update(next, { dryRun: opts.dryRun });
-      return render(ctx, 200, stored, false);
+      return render(ctx, 200, await writeExisting(ctx, next, opts.dryRun), false);
     } catch (err) {
       const retry = isConflict(err) || (!live && (err as StatusError).reason === 'AlreadyExists');
       if (!retry || attempt >= 5) throw err;

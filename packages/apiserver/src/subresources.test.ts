@@ -122,6 +122,20 @@ describe('subresources', () => {
     // Logs may name an ephemeral container (this server has no node to serve them: 503, not a 400).
     expect((await call('GET', `${NS}/pods/dbg/log?container=debugger`)).code).toBe(503);
     expect((await call('GET', `${NS}/pods/dbg/log?container=nope`)).json.message).toBe('container nope is not valid for pod dbg');
+    // Server-side apply through the subresource, too, changes only the ephemeral containers.
+    const applied = await call(
+      'PATCH',
+      `${NS}/pods/dbg/ephemeralcontainers?fieldManager=debugger&force=true`,
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'dbg', labels: { applied: 'yes' } }, spec: { ephemeralContainers: [debug, second, { name: 'third', image: 'busybox:1.36' }] } },
+      'application/apply-patch+yaml',
+    );
+    expect(applied.code, JSON.stringify(applied.json)).toBe(200);
+    const afterApply = (await call('GET', `${NS}/pods/dbg`)).json;
+    expect(afterApply.spec.ephemeralContainers.map((c: { name: string }) => c.name)).toEqual(['debugger', 'second', 'third']);
+    expect(afterApply.metadata.labels?.applied).toBeUndefined();
+    const missing = await call('PATCH', `${NS}/pods/nope/ephemeralcontainers?fieldManager=debugger`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'nope' }, spec: { ephemeralContainers: [debug] } }, 'application/apply-patch+yaml');
+    expect(missing.code).toBe(404);
+    expect((await call('GET', `${NS}/pods/nope`)).code).toBe(404);
     const post = await call('POST', `${NS}/pods/dbg/ephemeralcontainers`, {});
     expect(post.code).toBe(405);
     const disco = await call('GET', '/api/v1');

@@ -10,6 +10,7 @@ import { dns1123Label, dns1123Subdomain, labelValue, pathSegmentName, qualifiedN
 import { parseQuantity, type Quantity } from './quantity.js';
 import { isRBACKind } from './validation-rbac.js';
 import { validatePodSources } from './validation-pod-sources.js';
+import { validatePodDNSConfig } from './validation-pod-dns.js';
 import { validateConfigMapData } from './validation-secret.js';
 
 const RESTART = ['Always', 'Never', 'OnFailure'] as const;
@@ -291,6 +292,7 @@ export function validatePodSpec(e: FieldErrors, s: PodSpec | undefined): void {
   validatePodSources(e, s);
   if (s.restartPolicy !== undefined && !oneOf(s.restartPolicy, RESTART)) e.notSupported('spec.restartPolicy', s.restartPolicy, RESTART);
   if (s.dnsPolicy !== undefined && !oneOf(s.dnsPolicy, DNS_POLICY)) e.notSupported('spec.dnsPolicy', s.dnsPolicy, DNS_POLICY);
+  validatePodDNSConfig(e, s);
   if (s.terminationGracePeriodSeconds !== undefined && !(Number.isInteger(s.terminationGracePeriodSeconds) && s.terminationGracePeriodSeconds >= 0)) {
     e.invalid('spec.terminationGracePeriodSeconds', s.terminationGracePeriodSeconds, 'must be greater than or equal to 0');
   }

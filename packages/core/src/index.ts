@@ -43,6 +43,7 @@ export * from './fields.js';
 export { dns1123Label, dns1123Subdomain, labelValue, portName, qualifiedName } from './names.js';
 export { applyDefaults, defaultPullPolicy, podQOSClass } from './defaults.js';
 export { assertValid, updateErrors, validationErrors } from './validation.js';
+export { MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_LIST_CHARS, MAX_DNS_SEARCH_PATHS } from './validation-pod-dns.js';
 export { defaultRBAC, isRBACKind, rbacName } from './validation-rbac.js';
 export { RBAC_KINDS } from './kinds-rbac.js';
 export * from './api-admissionregistration.js';

@@ -2,14 +2,10 @@
 // the pod's resolv.conf), following the kubelet's dns configurer: dnsPolicy picks the base (the cluster DNS
 // with its search path and ndots:5, the node's resolv.conf, or nothing), dnsConfig is merged on top, and
 // the result is cut to the resolver's limits with a warning saying what was left out. Pure.
-import type { Pod, PodDNSConfigOption } from '@kemu/core';
+// The limits are the API's (the same the API server validates dnsConfig against).
+import { MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_LIST_CHARS, MAX_DNS_SEARCH_PATHS, type Pod, type PodDNSConfigOption } from '@kemu/core';
 import type { cri } from '@kemu/proto';
 
-/** The most nameservers a resolv.conf may list (glibc's MAXNS), as the API validates. */
-export const MAX_DNS_NAMESERVERS = 3;
-/** The most search domains, and the longest search line, the kubelet writes (ExpandedDNSConfig). */
-export const MAX_DNS_SEARCH_PATHS = 32;
-export const MAX_DNS_SEARCH_LIST_CHARS = 2048;
 /** A search domain longer than a DNS name may be is dropped (some resolvers abort on one). */
 const MAX_SEARCH_DOMAIN_LENGTH = 253;
 /** The options a ClusterFirst pod gets. */

@@ -14,6 +14,25 @@ import { runningPod, until, linuxDatapathAvailable } from './util.js';
 
 const ok = linuxDatapathAvailable('the runc-runtime cluster tests', [peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox]);
 
+/** The kubelet's QoS cgroups stay after its pods go, as on a real node; a suite removes those it caused. */
+function qosTreeCleanup(driver: 'cgroupfs' | 'systemd'): () => void {
+  const hierarchies = ok ? fs.readdirSync('/sys/fs/cgroup').map((h) => path.join('/sys/fs/cgroup', h)) : [];
+  const qosRoot = driver === 'systemd' ? 'kubepods.slice' : 'kubepods';
+  const before = new Set(hierarchies.filter((h) => fs.existsSync(path.join(h, qosRoot))));
+  const qos = driver === 'systemd' ? ['kubepods.slice/kubepods-burstable.slice', 'kubepods.slice/kubepods-besteffort.slice'] : ['kubepods/burstable', 'kubepods/besteffort'];
+  return () => {
+    for (const h of hierarchies.filter((x) => !before.has(x))) {
+      for (const d of [...qos, qosRoot]) {
+        try {
+          fs.rmdirSync(path.join(h, d));
+        } catch {
+          // not there, or in use by another cluster's pods
+        }
+      }
+    }
+  };
+}
+
 const expectedCgroup: Record<'cgroupfs' | 'systemd', (uid: string, id: string) => string> = {
   cgroupfs: (uid, id) => `/kubepods/burstable/pod${uid}/${id}`,
   systemd: (uid, id) => `/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid.replace(/-/g, '_')}.slice/kemu-cri-${id}.scope`,
@@ -26,10 +45,7 @@ for (const driver of ['cgroupfs', 'systemd'] as const) {
     let image: string;
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-'));
     const imagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-images-'));
-    // The kubelet's QoS cgroups stay after its pods go, as on a real node; the suite removes those it caused.
-    const hierarchies = ok ? fs.readdirSync('/sys/fs/cgroup').map((h) => path.join('/sys/fs/cgroup', h)) : [];
-    const qosRoot = driver === 'systemd' ? 'kubepods.slice' : 'kubepods';
-    const qosBefore = new Set(hierarchies.filter((h) => fs.existsSync(path.join(h, qosRoot))));
+    const removeQosTree = qosTreeCleanup(driver);
 
     beforeAll(async () => {
       const built = buildBusyboxImages(imagesDir);
@@ -46,16 +62,7 @@ for (const driver of ['cgroupfs', 'systemd'] as const) {
       await registry?.stop();
       fs.rmSync(stateDir, { recursive: true, force: true });
       fs.rmSync(imagesDir, { recursive: true, force: true });
-      for (const h of hierarchies.filter((x) => !qosBefore.has(x))) {
-        const qos = driver === 'systemd' ? ['kubepods.slice/kubepods-burstable.slice', 'kubepods.slice/kubepods-besteffort.slice'] : ['kubepods/burstable', 'kubepods/besteffort'];
-        for (const d of [...qos, qosRoot]) {
-          try {
-            fs.rmdirSync(path.join(h, d));
-          } catch {
-            // not there, or in use by another cluster's pods
-          }
-        }
-      }
+      removeQosTree();
     });
 
     it("runs a pod from a loopback registry's image: its entrypoint and cmd as its user, logged, in the kubelet's pod cgroup with its limit", async () => {
@@ -95,3 +102,42 @@ for (const driver of ['cgroupfs', 'systemd'] as const) {
     }, 120_000);
   });
 }
+
+// `kemu node --runtime runc`: the same, with the node in a process of its own (the built CLI).
+const cliBuilt = fs.existsSync(path.join(import.meta.dirname, '..', '..', 'packages', 'kemu', 'dist', 'cli.js'));
+describe.runIf(ok && cliBuilt)('a `kemu node --runtime runc` process', () => {
+  let cluster: Cluster;
+  let registry: TestRegistry;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-node-'));
+  const imagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-images-'));
+  const removeQosTree = qosTreeCleanup('cgroupfs');
+
+  beforeAll(async () => {
+    const built = buildBusyboxImages(imagesDir);
+    registry = await startRegistry();
+    await registry.push(built.layout, 'v1', 'tools/busybox:v1');
+    cluster = await Cluster.start({ stateDir, nodes: 1, fast: true, datapath: 'linux', runtime: 'runc', nodeProcesses: true, apiSocket: path.join(stateDir, 'kemu.sock') });
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await registry?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+    fs.rmSync(imagesDir, { recursive: true, force: true });
+    removeQosTree();
+  }, 60_000);
+
+  it('runs the registry image in the node process and logs', async () => {
+    const [node] = [...cluster.remoteNodes.values()];
+    expect(fs.readFileSync(`/proc/${node.child.pid}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['node', '--runtime', 'runc']));
+    await cluster.store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hello', namespace: 'default' }, spec: { containers: [{ name: 'hello', image: `${registry.host}/tools/busybox:v1` }] } } as Pod);
+    await runningPod(cluster.store, 'hello', 60_000);
+    const log = await until('the log line', async () => {
+      const text = (await cluster.extensions().podLog!('default', 'hello', {})) as string;
+      return text.includes('hello from') && text;
+    });
+    expect(log).toContain('hello from app hi');
+    await cluster.store.delete('Pod', 'default', 'hello', { gracePeriodSeconds: 0 });
+    await until('the sandbox is gone', async () => ((await node.runtime.ListPodSandbox({})).items ?? []).length === 0, 60_000);
+  }, 120_000);
+});

@@ -5,6 +5,7 @@ import net from 'node:net';
 import { type EndpointSlice, InformerFactory, type Namespace, type Pod, type Service, type Store } from '@kemu/core';
 import { ipFamily } from '@kemu/ip';
 import { type ClusterIndex, buildClusterIndex } from './cluster-index.js';
+import { Forwarder, parseUpstream } from './forward.js';
 import { answerMessage } from './message.js';
 import { Resolver, type ResolverOptions } from './resolver.js';
 
@@ -18,8 +19,15 @@ export interface DnsServerOptions extends Omit<ResolverOptions, 'zone'> {
   port?: number;
   /** A TCP connection with no complete query for this long is closed (default 10 s). */
   tcpIdleMs?: number;
+  /** Resolvers for names outside the served zones (`IP` or `IP:PORT`); without them such names get REFUSED. */
+  upstreams?: string[];
+  /** How long an upstream has to answer before the next is tried, or SERVFAIL (default 2 s). */
+  forwardTimeoutMs?: number;
   onError?: (err: unknown) => void;
 }
+
+const RCODE_SERVFAIL = 2;
+const RCODE_REFUSED = 5;
 
 /** At most this many TCP connections at once; more are closed on arrival. */
 const MAX_TCP_CONNECTIONS = 256;
@@ -34,6 +42,7 @@ export class DnsServer {
   private tcp?: net.Server;
   private readonly conns = new Set<net.Socket>();
   private bound?: { host: string; port: number };
+  private readonly forwarder?: Forwarder;
 
   constructor(private readonly o: DnsServerOptions) {
     this.factory = new InformerFactory(o.store);
@@ -49,6 +58,7 @@ export class DnsServer {
       this.modified = Math.floor(Date.now() / 1000);
     };
     for (const inf of Object.values(this.informers)) inf.addEventHandler({ onAdd: changed, onUpdate: changed, onDelete: changed });
+    if (o.upstreams?.length) this.forwarder = new Forwarder(o.upstreams.map(parseUpstream), o.forwardTimeoutMs);
     this.resolver = new Resolver({ ...o, zone: o.zone ?? 'cluster.local' }, () => this.currentIndex(), () => this.modified);
   }
 
@@ -97,8 +107,9 @@ export class DnsServer {
     const sock = dgram.createSocket(ipFamily(host) === 6 ? 'udp6' : 'udp4');
     this.udp = sock;
     sock.on('message', (msg, rinfo) => {
-      const out = this.answer(msg, 'udp');
-      if (out) sock.send(out, rinfo.port, rinfo.address, (err) => err && this.o.onError?.(err));
+      void this.answer(msg, 'udp').then((out) => {
+        if (out) sock.send(out, rinfo.port, rinfo.address, (err) => err && this.o.onError?.(err));
+      });
     });
     return new Promise((resolve, reject) => {
       sock.once('error', reject);
@@ -131,34 +142,47 @@ export class DnsServer {
     c.on('close', () => this.conns.delete(c));
     c.on('error', () => c.destroy());
     let pending: Buffer = Buffer.alloc(0);
+    // Answers go out in the order the queries came, even when one waits on an upstream.
+    let queue: Promise<void> = Promise.resolve();
     c.on('data', (chunk: Buffer) => {
       // A message is at most 65535 bytes, so what is held never exceeds one message plus its length.
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       while (pending.length >= 2) {
         const len = pending.readUInt16BE(0);
         if (pending.length < 2 + len) break;
-        const msg = pending.subarray(2, 2 + len);
+        const msg = Buffer.from(pending.subarray(2, 2 + len));
         pending = pending.subarray(2 + len);
-        const out = this.answer(Buffer.from(msg), 'tcp');
-        if (!out) {
-          c.destroy();
-          return;
-        }
-        const framed = Buffer.alloc(2 + out.length);
-        framed.writeUInt16BE(out.length, 0);
-        out.copy(framed, 2);
-        c.write(framed);
+        const answered = this.answer(msg, 'tcp');
+        queue = queue.then(async () => {
+          const out = await answered;
+          if (!out) {
+            c.destroy();
+            return;
+          }
+          const framed = Buffer.alloc(2 + out.length);
+          framed.writeUInt16BE(out.length, 0);
+          out.copy(framed, 2);
+          if (!c.destroyed) c.write(framed);
+        });
       }
     });
   }
 
-  private answer(msg: Buffer, transport: 'udp' | 'tcp'): Buffer | undefined {
+  private async answer(msg: Buffer, transport: 'udp' | 'tcp'): Promise<Buffer | undefined> {
+    let out: Buffer | undefined;
     try {
-      return answerMessage(this.resolver, msg, transport);
+      out = answerMessage(this.resolver, msg, transport);
     } catch (err) {
       this.o.onError?.(err);
       return undefined;
     }
+    // REFUSED is the answer for a name outside the served zones: an upstream may know it.
+    if (out && this.forwarder && (out.readUInt16BE(2) & 0xf) === RCODE_REFUSED) {
+      const relayed = await this.forwarder.forward(msg);
+      if (relayed) return relayed;
+      out.writeUInt16BE((out.readUInt16BE(2) & ~0xf) | RCODE_SERVFAIL, 2);
+    }
+    return out;
   }
 
   async stop(): Promise<void> {

@@ -1,5 +1,6 @@
 // kubectl v1.32 top against a composed cluster's API server (the kubeconfig `kemu up` writes): the API server
-// serves metrics.k8s.io/v1beta1 from the kubelets' summaries, as kube-apiserver serves metrics-server's.
+// serves metrics.k8s.io/v1beta1 from the kubelets' summaries, as kube-apiserver serves metrics-server's, and
+// nodes/proxy reaches the kubelet's own endpoints (kubectl get --raw .../proxy/stats/summary).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -77,4 +78,15 @@ describe.runIf(ok)('kubectl top through the API server', () => {
     expect(nodes.code, nodes.stderr).toBe(0);
     expect(nodes.stdout).toMatch(/^NAME\s+CPU\(cores\)\s+CPU\(%\)\s+MEMORY\(bytes\)\s+MEMORY\(%\)\s*\nkemu-node-1\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%\s*\n$/);
   }, 60_000);
+
+  it('nodes/proxy reaches the kubelet: its summary and resource metrics', async () => {
+    const summary = await kubectl(['get', '--raw', '/api/v1/nodes/kemu-node-1/proxy/stats/summary']);
+    expect(summary.code, summary.stderr).toBe(0);
+    const s = JSON.parse(summary.stdout);
+    expect(s.node.nodeName).toBe('kemu-node-1');
+    expect(s.pods.map((p: { podRef: { name: string } }) => p.podRef.name)).toEqual(expect.arrayContaining(['busy', 'idle']));
+    const metrics = await kubectl(['get', '--raw', '/api/v1/nodes/kemu-node-1/proxy/metrics/resource']);
+    expect(metrics.code, metrics.stderr).toBe(0);
+    expect(metrics.stdout).toMatch(/^node_cpu_usage_seconds_total /m);
+  });
 });

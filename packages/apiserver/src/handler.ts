@@ -33,6 +33,7 @@ import { decodeBody, type IncomingRequest, MAX_REQUEST_BODY_BYTES, readBody } fr
 import { pathSegments, queryBool, requestInfo } from './request-info.js';
 import { getObject, listObjects } from './rest-read.js';
 import { createObject, deleteCollection, dryRunOf, deleteObject, patchObject, updateObject } from './rest-write.js';
+import { proxyToNode } from './node-proxy.js';
 import { METRICS_GROUP, resourceMetricsDiscovery, serveResourceMetrics } from './resource-metrics-api.js';
 import { type OutgoingResponse, send, sendError, sendText } from './responses.js';
 import type { ApiExtensions } from './server-extensions.js';
@@ -336,6 +337,7 @@ export class RequestHandler {
       if (['exec', 'attach', 'portforward'].includes(sub))
         throw new StatusError('BadRequest', 400, 'Upgrade request required');
     }
+    if (sub === 'proxy' && kind.kind === 'Node') return proxyToNode(ctx, name, url);
     if (sub === 'finalize' && kind.kind === 'Namespace' && info.verb === 'update') return updateObject(ctx, '', name);
     throw pathNotFound();
   }

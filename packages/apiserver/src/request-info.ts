@@ -79,7 +79,8 @@ export function requestInfo(method: string, pathname: string, q: URLSearchParams
   if (parts.length >= 3 && info.verb !== 'proxy') info.subresource = parts[2];
   if (parts.length >= 2) info.name = parts[1];
   if (parts.length >= 1) info.resource = parts[0];
-  if (parts.length > 3 && info.verb !== 'proxy')
+  // A proxy subresource carries the path to forward after it (nodes/<name>/proxy/stats/summary).
+  if (parts.length > 3 && info.verb !== 'proxy' && parts[2] !== 'proxy')
     throw new BadRequestError(`the path ${pathname} has too many segments for a resource request`);
 
   if (!info.name && info.verb === 'get') {

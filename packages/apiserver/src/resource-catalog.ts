@@ -84,6 +84,7 @@ const EXTRA_SUBRESOURCES: Record<string, SubresourceInfo[]> = {
     { name: 'portforward', kind: 'PodPortForwardOptions', verbs: ['create', 'get'] },
   ],
   namespaces: [{ name: 'finalize', kind: 'Namespace', verbs: ['update'] }],
+  nodes: [{ name: 'proxy', kind: 'NodeProxyOptions', verbs: ['get'] }],
   'deployments.apps': [SCALE],
   'replicasets.apps': [SCALE],
   'statefulsets.apps': [SCALE],

@@ -1,7 +1,7 @@
 // Subresources through the HTTP API: pods/eviction honouring a PodDisruptionBudget (429 while it allows no
 // disruption), scale of a Deployment and of a custom resource (GET, PUT, PATCH, and kubectl scale),
-// pods/ephemeralcontainers (and kubectl debug), pods/binding, and pods/log and exec answering as
-// kube-apiserver does when the node serves nothing.
+// pods/ephemeralcontainers (and kubectl debug), pods/binding, nodes/proxy, and pods/log and exec answering
+// as kube-apiserver does when the node serves nothing.
 import http from 'node:http';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -213,6 +213,30 @@ describe('subresources', () => {
     const refused = await runClient('kubectl', ['scale', 'gadgets/g', '--replicas=4'], { kubeconfig: t.kubeconfig });
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('the server could not find the requested resource');
+  });
+
+  it('nodes/proxy forwards a GET to the kubelet the Node names, and says when there is none', async () => {
+    const kubelet = http.createServer((req, res) => {
+      res.writeHead(req.url === '/stats/summary?only=node' ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ path: req.url }));
+    });
+    await new Promise<void>((r) => kubelet.listen(0, '127.0.0.1', r));
+    try {
+      const port = (kubelet.address() as import('node:net').AddressInfo).port;
+      const node = (name: string, annotations: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name, annotations } });
+      expect((await call('POST', '/api/v1/nodes', node('proxied', { 'kemu.io/kubelet-endpoint': `http://127.0.0.1:${port}` }))).code).toBe(201);
+      expect((await call('POST', '/api/v1/nodes', node('bare', {}))).code).toBe(201);
+      expect(await call('GET', '/api/v1/nodes/proxied/proxy/stats/summary?only=node')).toEqual({ code: 200, json: { path: '/stats/summary?only=node' } });
+      expect((await call('GET', '/api/v1/nodes/proxied/proxy/nope')).code).toBe(404);
+      const none = await call('GET', '/api/v1/nodes/bare/proxy/stats/summary');
+      expect(none).toMatchObject({ code: 503, json: { reason: 'ServiceUnavailable' } });
+      expect((await call('POST', '/api/v1/nodes/proxied/proxy/stats/summary', {})).code).toBe(405);
+      expect((await call('GET', '/api/v1/nodes/missing/proxy/stats/summary')).code).toBe(404);
+      const disco = await call('GET', '/api/v1');
+      expect(disco.json.resources.find((r: { name: string }) => r.name === 'nodes/proxy')).toMatchObject({ kind: 'NodeProxyOptions', verbs: ['get'] });
+    } finally {
+      kubelet.close();
+    }
   });
 
   it('binding assigns a node once; log and exec say what is missing', async () => {

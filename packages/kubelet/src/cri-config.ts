@@ -45,13 +45,14 @@ export function sandboxConfig(pod: Pod, attempt: number, ctx: SandboxContext): c
   const { metadata, spec } = pod;
   const hostNetwork = spec.hostNetwork === true;
   const portMappings: cri.PortMapping[] = [];
+  // Every declared port, as kuberuntime does: a host port of 0 maps nothing (the CNI layer skips it), but
+  // tells the runtime what the pod serves.
   for (const c of spec.containers) {
     for (const p of c.ports ?? []) {
-      if (!p.hostPort) continue;
       portMappings.push({
         protocol: PROTOCOLS[p.protocol ?? 'TCP'],
         containerPort: p.containerPort,
-        hostPort: p.hostPort,
+        hostPort: p.hostPort ?? 0,
         hostIp: p.hostIP ?? '',
       });
     }

@@ -54,12 +54,18 @@ describe('CRI configuration from a pod', () => {
   it('maps hostPorts, DNS, namespaces and labels like kuberuntime', () => {
     const p: Pod = {
       ...pod('Always'),
-      spec: { containers: [{ name: 'web', ports: [{ containerPort: 80, hostPort: 8080, protocol: 'UDP' }] }], hostPID: true },
+      spec: {
+        containers: [{ name: 'web', ports: [{ containerPort: 80, hostPort: 8080, protocol: 'UDP' }, { containerPort: 9090 }] }],
+        hostPID: true,
+      },
     };
     const cfg = sandboxConfig(p, 2, { nodeName: 'n1', podLogsDir: '/var/log/pods', clusterDNS: ['10.96.0.10'], clusterDomain: 'cluster.local' });
     expect(cfg.metadata).toEqual({ name: 'p', namespace: 'ns', uid: 'u1', attempt: 2 });
     expect(cfg.logDirectory).toBe('/var/log/pods/ns_p_u1');
-    expect(cfg.portMappings).toEqual([{ protocol: 1, containerPort: 80, hostPort: 8080, hostIp: '' }]);
+    expect(cfg.portMappings).toEqual([
+      { protocol: 1, containerPort: 80, hostPort: 8080, hostIp: '' },
+      { protocol: 0, containerPort: 9090, hostPort: 0, hostIp: '' },
+    ]);
     expect(cfg.dnsConfig?.searches).toEqual(['ns.svc.cluster.local', 'svc.cluster.local', 'cluster.local']);
     expect(cfg.linux?.securityContext?.namespaceOptions).toEqual({ network: 0, pid: 2, ipc: 0 });
     expect(cfg.labels).toMatchObject({ 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.pod.name': 'p' });

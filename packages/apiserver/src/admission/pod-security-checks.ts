@@ -284,11 +284,14 @@ const byOrder = (a: Check, b: Check) => (a.level !== b.level ? (a.level === 'bas
 const ORDERED = [...CHECKS].sort(byOrder);
 
 /** The checks that apply at a level, in evaluation order. */
-function checksFor(level: Level): Check[] {
-  if (level === 'privileged') return [];
-  if (level === 'baseline') return ORDERED.filter((c) => c.level === 'baseline');
+/** The checks each level runs, worked out once: restricted's replace the baseline checks they override. */
+const CHECKS_BY_LEVEL: Record<Level, readonly Check[]> = (() => {
   const overridden = new Set(ORDERED.flatMap((c) => c.overrides ?? []));
-  return ORDERED.filter((c) => !overridden.has(c.id));
+  return { privileged: [], baseline: ORDERED.filter((c) => c.level === 'baseline'), restricted: ORDERED.filter((c) => !overridden.has(c.id)) };
+})();
+
+function checksFor(level: Level): readonly Check[] {
+  return CHECKS_BY_LEVEL[level];
 }
 
 /** Every violation of a level by a pod's metadata and spec (empty when the pod is allowed). */

@@ -16,8 +16,18 @@ const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 const TOKEN_EXPIRATION_SECONDS = 3607;
 const SUFFIX_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
 
+/** Random bytes drawn a page at a time: one call into the CSPRNG serves many suffixes. */
+let pool = Buffer.alloc(0);
+let used = 0;
+
 function suffix(): string {
-  return [...randomBytes(5)].map((b) => SUFFIX_CHARS[b % SUFFIX_CHARS.length]).join('');
+  if (used + 5 > pool.length) {
+    pool = randomBytes(4096);
+    used = 0;
+  }
+  let out = '';
+  for (let i = 0; i < 5; i++) out += SUFFIX_CHARS[pool[used++] % SUFFIX_CHARS.length];
+  return out;
 }
 
 export class ServiceAccountAdmission implements AdmissionChain {

@@ -74,7 +74,12 @@ describe.runIf(ok)('cluster DNS in kemu up', () => {
     const db0 = await cluster.store.get('Pod', 'default', 'db-0');
     const world = (cluster.network as SimClusterNetwork).world;
     const ns = world.namespaces().find((n) => n.includes('/netns/') && world.addresses(n).some((a) => a.address === db0.status!.podIP));
-    world.listen(ns!, { proto: 'tcp', port: 8080 });
+    // The simulated runtime may already listen on the declared container port.
+    try {
+      world.listen(ns!, { proto: 'tcp', port: 8080 });
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'EADDRINUSE') throw err;
+    }
     const web = await cluster.store.get('Service', 'default', 'web');
     const r = await until('web answers by name', async () => {
       const t = (await cluster.trace('client', 'web.default:80')) as { reachable: boolean; ip: string };

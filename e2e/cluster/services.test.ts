@@ -29,17 +29,7 @@ const pod = (name: string, labels: Record<string, string>, nodeName?: string): P
   spec: { nodeName, containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'], ports: [{ containerPort: 8080 }] }] },
 });
 
-/** The simulated world has no container processes: make the pod's namespace answer on 8080. */
-function serve(ip: string) {
-  const world = (cluster.network as SimClusterNetwork).world;
-  const ns = world.namespaces().find((n) => n.includes('/netns/') && world.addresses(n).some((a) => a.address === ip));
-  if (!ns) throw new Error(`no namespace holds ${ip}`);
-  world.listen(ns, { proto: 'tcp', port: 8080 });
-}
-
 describe('Services through kube-proxy on the simulated datapath', () => {
-  let web: Pod[];
-
   it('reaches a ClusterIP Service by name from another pod, with the path rule by rule', async () => {
     await cluster.store.create(pod('client', { app: 'client' }, 'kemu-node-1'));
     await cluster.store.create(pod('web-1', { app: 'web' }, 'kemu-node-1'));
@@ -50,11 +40,10 @@ describe('Services through kube-proxy on the simulated datapath', () => {
       metadata: { name: 'web', namespace: 'default' },
       spec: { type: 'NodePort', selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
     });
-    web = await until('web pods Running with IPs', async () => {
+    await until('web pods Running with IPs', async () => {
       const ps = ((await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[]).filter((p) => p.metadata.labels?.app === 'web');
       return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running' && p.status.podIP) && ps;
     });
-    for (const p of web) serve(p.status!.podIP!);
     await until('both endpoints in the EndpointSlice', async () => {
       const slices = (await cluster.store.list('EndpointSlice', { namespace: 'default' })).items;
       return slices.flatMap((s) => (s as { endpoints?: unknown[] }).endpoints ?? []).length === 2;

@@ -13,6 +13,7 @@ describe('kemu trace targets', () => {
     expect(parseTraceTarget('fd00::1')).toEqual({ kind: 'ip', ip: 'fd00::1' });
     expect(parseTraceTarget('web.shop')).toEqual({ kind: 'dns', name: 'web.shop', port: undefined });
     expect(parseTraceTarget('web.shop.svc.cluster.local.:8080')).toEqual({ kind: 'dns', name: 'web.shop.svc.cluster.local.', port: 8080 });
+    expect(parseTraceTarget('web:80')).toEqual({ kind: 'dns', name: 'web', port: 80 });
   });
 
   it('refuses what it cannot send to, saying why', () => {

@@ -1,7 +1,7 @@
 // What `kemu trace FROM TO` may name as TO: a pod (`name` or `ns/name`), a Service (`svc/NAME[:PORT]`,
 // qualified as `svc/NS/NAME[:PORT]`), or an address (`IP`, `IP:PORT`, `[IPv6]:PORT`). With a port the
-// probe is a TCP connect, without one an ICMP echo. A DNS name (`NAME[:PORT]` with a dot in NAME) is
-// resolved by the cluster DNS as the FROM pod would resolve it.
+// probe is a TCP connect, without one an ICMP echo. A DNS name (`NAME[:PORT]` with a dot in NAME, or
+// `NAME:PORT`) is resolved by the cluster DNS as the FROM pod would resolve it.
 import { ipFamily } from '@kemu/ip';
 
 export type TraceTarget =
@@ -36,7 +36,9 @@ export function parseTraceTarget(to: string, namespace = 'default'): TraceTarget
     return { kind: 'pod', namespace: ns, name };
   }
   const dns = /^([a-z0-9_.-]+)(?::([^:]*))?$/i.exec(to);
-  if (dns && dns[1]!.includes('.') && dns[1]!.split('.').slice(0, dns[1]!.endsWith('.') ? -1 : undefined).every((l) => l.length > 0 && l.length < 64))
+  // A dotted name, or a one-label name with a port (a pod takes no port: `web:80` is what `curl web:80` in a
+  // pod would resolve through its search path).
+  if (dns && (dns[1]!.includes('.') || dns[2] !== undefined) && dns[1]!.split('.').slice(0, dns[1]!.endsWith('.') ? -1 : undefined).every((l) => l.length > 0 && l.length < 64))
     return { kind: 'dns', name: dns[1]!, port: dns[2] === undefined ? undefined : port(dns[2], to) };
-  throw new Error(`invalid target "${to}": use a pod name, svc/NAME[:PORT], IP or IP:PORT`);
+  throw new Error(`invalid target "${to}": use a pod name, svc/NAME[:PORT], a DNS name (NAME:PORT, NAME.NS[:PORT]), IP or IP:PORT`);
 }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Duplex, PassThrough } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { mkdirWithin, openFileWithin, secureJoin } from '@kemu/safe-fs';
+import { attachSession } from './attach-session.js';
 import { joinCgroup, leafCgroupPath, podCgroupOf, removeCgroup } from './cgroup-parent.js';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition, invalidArgument } from './errors.js';
@@ -642,48 +643,10 @@ export class ProcessBackend implements Backend {
 
   attach(_sb: SandboxRecord, c: ContainerRecord, opts: ExecOptions): StreamSession {
     const l = this.liveOf(c.id);
-    const out = opts.stdout ? new PassThrough() : undefined;
-    const errOut = opts.stderr ? new PassThrough() : undefined;
-    const onOut = (d: Buffer) => out?.write(d);
-    const onErr = (d: Buffer) => (errOut ?? (opts.tty ? out : undefined))?.write(d);
-    l.output.on('stdout', onOut);
-    l.output.on('stderr', onErr);
-    let done!: (code: number) => void;
-    const exit = new Promise<number>((resolve) => {
-      done = resolve;
-    });
-    const detach = () => {
-      l.output.off('stdout', onOut);
-      l.output.off('stderr', onErr);
-      out?.end();
-      errOut?.end();
-    };
-    l.output.once('end', () => {
-      detach();
-      done(c.exitCode);
-    });
-    let stdin: PassThrough | undefined;
-    if (opts.stdin) {
-      stdin = new PassThrough();
-      const target = l.pty?.input ?? l.child?.stdin;
-      if (target) stdin.on('data', (d: Buffer) => target.write(d));
-      // stdinOnce: the container's stdin closes when the first attached client detaches.
-      stdin.on('end', () => {
-        if (c.config.stdinOnce) target?.end();
-      });
-    }
-    return {
-      stdin,
-      stdout: out,
-      stderr: errOut,
-      exit,
-      resize: l.pty ? (cols, rows) => l.pty?.resize(cols, rows) : undefined,
-      kill: () => {
-        detach();
-        done(0);
-      },
-    };
+    const resize = l.pty ? (cols: number, rows: number) => l.pty?.resize(cols, rows) : undefined;
+    return attachSession(c, { output: l.output, stdin: l.pty?.input ?? l.child?.stdin ?? undefined, resize }, opts);
   }
+
 
   async portForward(sb: SandboxRecord, port: number): Promise<Duplex> {
     if (sb.hostNetwork || !sb.netnsPath) return connectTcp('127.0.0.1', port);

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Duplex } from 'node:stream';
+import { attachSession } from './attach-session.js';
 import { joinCgroup, leafCgroupPath, podCgroupOf, removeCgroup } from './cgroup-parent.js';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
 import { failedPrecondition } from './errors.js';
@@ -443,46 +444,9 @@ export class RuncBackend implements Backend {
 
   attach(_sb: SandboxRecord, c: ContainerRecord, opts: ExecOptions): StreamSession {
     const l = this.liveOf(c.id);
-    const out = opts.stdout ? new PassThrough() : undefined;
-    const errOut = opts.stderr ? new PassThrough() : undefined;
-    const onOut = (d: Buffer) => out?.write(d);
-    const onErr = (d: Buffer) => (errOut ?? (opts.tty ? out : undefined))?.write(d);
-    l.output.on('stdout', onOut);
-    l.output.on('stderr', onErr);
-    let done!: (code: number) => void;
-    const exit = new Promise<number>((resolve) => {
-      done = resolve;
-    });
-    const detach = () => {
-      l.output.off('stdout', onOut);
-      l.output.off('stderr', onErr);
-      out?.end();
-      errOut?.end();
-    };
-    l.output.once('end', () => {
-      detach();
-      done(c.exitCode);
-    });
-    let stdin: PassThrough | undefined;
-    if (opts.stdin) {
-      stdin = new PassThrough();
-      const target = l.child?.stdin;
-      if (target) stdin.on('data', (d: Buffer) => target.write(d));
-      stdin.on('end', () => {
-        if (c.config.stdinOnce) target?.end();
-      });
-    }
-    return {
-      stdin,
-      stdout: out,
-      stderr: errOut,
-      exit,
-      kill: () => {
-        detach();
-        done(0);
-      },
-    };
+    return attachSession(c, { output: l.output, stdin: l.child?.stdin ?? undefined }, opts);
   }
+
 
   // ------------------------------------------------------------ resources and stats
 

@@ -6,32 +6,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pod } from '@kemu/core';
-import { peers } from '@kemu/test-peers';
 import { Cluster } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBusyboxImages, startRegistry, type TestRegistry } from '../../packages/cri/src/test-util-registry.js';
+import type { TestRegistry } from '../../packages/cri/src/test-util-registry.js';
+import { busyboxOnRegistry, qosTreeCleanup, runcPeers } from './runc-util.js';
 import { runningPod, until, linuxDatapathAvailable } from './util.js';
 
-const ok = linuxDatapathAvailable('the runc-runtime cluster tests', [peers.runc, peers.dockerRegistry, peers.skopeo, peers.umoci, peers.busybox]);
-
-/** The kubelet's QoS cgroups stay after its pods go, as on a real node; a suite removes those it caused. */
-function qosTreeCleanup(driver: 'cgroupfs' | 'systemd'): () => void {
-  const hierarchies = ok ? fs.readdirSync('/sys/fs/cgroup').map((h) => path.join('/sys/fs/cgroup', h)) : [];
-  const qosRoot = driver === 'systemd' ? 'kubepods.slice' : 'kubepods';
-  const before = new Set(hierarchies.filter((h) => fs.existsSync(path.join(h, qosRoot))));
-  const qos = driver === 'systemd' ? ['kubepods.slice/kubepods-burstable.slice', 'kubepods.slice/kubepods-besteffort.slice'] : ['kubepods/burstable', 'kubepods/besteffort'];
-  return () => {
-    for (const h of hierarchies.filter((x) => !before.has(x))) {
-      for (const d of [...qos, qosRoot]) {
-        try {
-          fs.rmdirSync(path.join(h, d));
-        } catch {
-          // not there, or in use by another cluster's pods
-        }
-      }
-    }
-  };
-}
+const ok = linuxDatapathAvailable('the runc-runtime cluster tests', runcPeers);
 
 const expectedCgroup: Record<'cgroupfs' | 'systemd', (uid: string, id: string) => string> = {
   cgroupfs: (uid, id) => `/kubepods/burstable/pod${uid}/${id}`,
@@ -48,10 +29,7 @@ for (const driver of ['cgroupfs', 'systemd'] as const) {
     const removeQosTree = qosTreeCleanup(driver);
 
     beforeAll(async () => {
-      const built = buildBusyboxImages(imagesDir);
-      registry = await startRegistry();
-      await registry.push(built.layout, 'v1', 'tools/busybox:v1');
-      image = `${registry.host}/tools/busybox:v1`;
+      ({ registry, image } = await busyboxOnRegistry(imagesDir));
       const kubeletConfig = path.join(stateDir, 'kubelet-config.yaml');
       fs.writeFileSync(kubeletConfig, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: ${driver}\n`);
       cluster = await Cluster.start({ stateDir, nodes: 1, fast: true, datapath: 'linux', runtime: 'runc', kubeletConfigs: { '*': kubeletConfig } });
@@ -108,14 +86,13 @@ const cliBuilt = fs.existsSync(path.join(import.meta.dirname, '..', '..', 'packa
 describe.runIf(ok && cliBuilt)('a `kemu node --runtime runc` process', () => {
   let cluster: Cluster;
   let registry: TestRegistry;
+  let image: string;
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-node-'));
   const imagesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-runc-images-'));
   const removeQosTree = qosTreeCleanup('cgroupfs');
 
   beforeAll(async () => {
-    const built = buildBusyboxImages(imagesDir);
-    registry = await startRegistry();
-    await registry.push(built.layout, 'v1', 'tools/busybox:v1');
+    ({ registry, image } = await busyboxOnRegistry(imagesDir));
     cluster = await Cluster.start({ stateDir, nodes: 1, fast: true, datapath: 'linux', runtime: 'runc', nodeProcesses: true, apiSocket: path.join(stateDir, 'kemu.sock') });
   }, 90_000);
 
@@ -130,7 +107,7 @@ describe.runIf(ok && cliBuilt)('a `kemu node --runtime runc` process', () => {
   it('runs the registry image in the node process and logs', async () => {
     const [node] = [...cluster.remoteNodes.values()];
     expect(fs.readFileSync(`/proc/${node.child.pid}/cmdline`, 'utf8').split('\0')).toEqual(expect.arrayContaining(['node', '--runtime', 'runc']));
-    await cluster.store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hello', namespace: 'default' }, spec: { containers: [{ name: 'hello', image: `${registry.host}/tools/busybox:v1` }] } } as Pod);
+    await cluster.store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'hello', namespace: 'default' }, spec: { containers: [{ name: 'hello', image }] } } as Pod);
     await runningPod(cluster.store, 'hello', 60_000);
     const log = await until('the log line', async () => {
       const text = (await cluster.extensions().podLog!('default', 'hello', {})) as string;

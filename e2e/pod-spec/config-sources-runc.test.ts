@@ -2,7 +2,8 @@
 // busybox-static image from a loopback registry. A Deployment's pod reads a ConfigMap and a Secret through
 // env, envFrom and a projected volume and prints them with its own shell; a ConfigMap change reaches the
 // mounted file inside the container; a missing key holds the container in CreateContainerConfigError with
-// the kubelet's message; a preStop hook runs in the container before it gets SIGTERM.
+// the kubelet's message; the downward API gives labels, annotations, pod IP, node name and limits; an
+// `echo done` pod completes with its log; a preStop hook runs in the container before it gets SIGTERM.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -132,6 +133,61 @@ describe.runIf(ok)('a pod configured from a ConfigMap and a Secret, on the runc 
     );
     expect(waiting.message).toBe("couldn't find key token in Secret default/db-creds");
     await cluster.store.delete('Pod', 'default', 'nokey', { gracePeriodSeconds: 0 });
+  }, 120_000);
+
+  it('exposes labels, annotations, the pod IP, the node name and the limits through the downward API', async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'downward', namespace: 'default', labels: { app: 'downward', tier: 'web' }, annotations: { owner: 'team-a' } },
+      spec: {
+        terminationGracePeriodSeconds: 0,
+        containers: [
+          {
+            name: 'app',
+            image,
+            command: ['sh', '-c', 'echo "node=$NODE ip=$POD_IP mem=$MEM_MI"; cat /etc/podinfo/labels; echo; cat /etc/podinfo/annotations; echo; cat /etc/podinfo/cpu_limit; echo; echo ready; exec sleep 3600'],
+            resources: { limits: { memory: '64Mi', cpu: '500m' } },
+            env: [
+              { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+              { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+              { name: 'MEM_MI', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+            ],
+            volumeMounts: [{ name: 'podinfo', mountPath: '/etc/podinfo' }],
+          },
+        ],
+        volumes: [
+          {
+            name: 'podinfo',
+            downwardAPI: {
+              items: [
+                { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+                { path: 'annotations', fieldRef: { fieldPath: "metadata.annotations['owner']" } },
+                { path: 'cpu_limit', resourceFieldRef: { containerName: 'app', resource: 'limits.cpu', divisor: '1m' } },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    const running = await runningPod(cluster.store, 'downward', 90_000);
+    const out = await until('the container printed its pod info', async () => {
+      const text = await log('downward');
+      return text.includes('ready') && text;
+    });
+    expect(out).toBe(`node=${running.spec.nodeName} ip=${running.status?.podIP} mem=64\napp="downward"\ntier="web"\nteam-a\n500\nready\n`);
+    expect(running.status?.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+  }, 150_000);
+
+  it('runs a Job-style `echo done` pod to Succeeded with "done" in its log', async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'once', namespace: 'default' },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'job', image, command: ['echo', 'done'] }] },
+    });
+    await until('Succeeded', async () => ((await cluster.store.get('Pod', 'default', 'once')) as Pod).status?.phase === 'Succeeded', 90_000);
+    expect(await log('once')).toBe('done\n');
   }, 120_000);
 
   it("runs the preStop hook in the container before the container's SIGTERM", async () => {

@@ -3,7 +3,8 @@
 // env, envFrom and a projected volume and prints them with its own shell; a ConfigMap change reaches the
 // mounted file inside the container; a missing key holds the container in CreateContainerConfigError with
 // the kubelet's message; the downward API gives labels, annotations, pod IP, node name and limits; an
-// `echo done` pod completes with its log; a preStop hook runs in the container before it gets SIGTERM.
+// `echo done` pod completes with its log; a preStop hook runs in the container before it gets SIGTERM, and
+// one that outlasts the grace period is cut short by it.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -214,6 +215,34 @@ describe.runIf(ok)('a pod configured from a ConfigMap and a Secret, on the runc 
     await until('the container started', async () => fs.existsSync(events) && fs.readFileSync(events, 'utf8') === 'started\n');
     await cluster.store.delete('Pod', 'default', 'stopper');
     await until('the pod is gone', async () => !(await cluster.store.list('Pod', { namespace: 'default' })).items.some((p) => p.metadata.name === 'stopper'), 60_000);
+    expect(fs.readFileSync(events, 'utf8')).toBe('started\nprestop\nsigterm\n');
+  }, 150_000);
+
+  it('cuts a preStop hook that outlasts the grace period short and then sends SIGTERM', async () => {
+    const events = path.join(hostDir, 'slow-events');
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'slowstop', namespace: 'default' },
+      spec: {
+        terminationGracePeriodSeconds: 3,
+        containers: [
+          {
+            name: 'app',
+            image,
+            command: ['sh', '-c', "trap 'echo sigterm >> /out/slow-events; exit 0' TERM; echo started >> /out/slow-events; while true; do sleep 1; done"],
+            // A hook of 60 s against a 3 s grace period: the kubelet stops waiting for it when the grace is spent.
+            lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo prestop >> /out/slow-events; sleep 60; echo prestop-finished >> /out/slow-events'] } } },
+            volumeMounts: [{ name: 'out', mountPath: '/out' }],
+          },
+        ],
+        volumes: [{ name: 'out', hostPath: { path: hostDir, type: 'Directory' } }],
+      },
+    });
+    await runningPod(cluster.store, 'slowstop', 90_000);
+    await until('the container started', async () => fs.existsSync(events) && fs.readFileSync(events, 'utf8') === 'started\n');
+    await cluster.store.delete('Pod', 'default', 'slowstop');
+    await until('the pod is gone', async () => !(await cluster.store.list('Pod', { namespace: 'default' })).items.some((p) => p.metadata.name === 'slowstop'), 50_000);
     expect(fs.readFileSync(events, 'utf8')).toBe('started\nprestop\nsigterm\n');
   }, 150_000);
 });

@@ -9,6 +9,7 @@ import { cgroupParentForCRI, type ContainerResourceOptions, containerLinuxResour
 import { ContainerConfigError } from './container-config-error.js';
 import { type HostDNSConfig, podDNSConfig } from './dns-config.js';
 import { type EnvVarValue, expandCommandAndArgs, expandSubPathExpr } from './container-env.js';
+import { determineEffectiveSecurityContext } from './security-context.js';
 import {
   CONTAINER_HASH_ANNOTATION,
   CONTAINER_KIND_ANNOTATION,
@@ -148,7 +149,7 @@ export function containerConfig(pod: Pod, container: Container, attempt: number,
             : cri.MountPropagation.PROPAGATION_PRIVATE,
     });
   }
-  const sc = container.securityContext;
+  const sc = determineEffectiveSecurityContext(pod, container);
   return {
     metadata: { name: container.name, attempt },
     image: { image: container.image ?? '' },
@@ -179,6 +180,7 @@ export function containerConfig(pod: Pod, container: Container, attempt: number,
         readonlyRootfs: sc?.readOnlyRootFilesystem ?? false,
         runAsUser: sc?.runAsUser !== undefined ? { value: sc.runAsUser } : null,
         runAsGroup: sc?.runAsGroup !== undefined ? { value: sc.runAsGroup } : null,
+        supplementalGroups: sc.supplementalGroups,
         capabilities: sc?.capabilities ? { addCapabilities: sc.capabilities.add ?? [], dropCapabilities: sc.capabilities.drop ?? [] } : null,
         namespaceOptions: {
           network: pod.spec.hostNetwork ? cri.NamespaceMode.NODE : cri.NamespaceMode.POD,

@@ -245,4 +245,21 @@ describe.runIf(ok)('a pod configured from a ConfigMap and a Secret, on the runc 
     await until('the pod is gone', async () => !(await cluster.store.list('Pod', { namespace: 'default' })).items.some((p) => p.metadata.name === 'slowstop'), 50_000);
     expect(fs.readFileSync(events, 'utf8')).toBe('started\nprestop\nsigterm\n');
   }, 150_000);
+
+  it("runs the container as the pod's runAsUser and runAsGroup, with its fsGroup and supplementalGroups", async () => {
+    await cluster.store.create({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'ids', namespace: 'default' },
+      spec: {
+        restartPolicy: 'Never',
+        securityContext: { runAsUser: 2000, runAsGroup: 3000, fsGroup: 5000, supplementalGroups: [4000] },
+        containers: [{ name: 'app', image, command: ['sh', '-c', 'id -u; id -g; id -G'] }],
+      },
+    });
+    await until('Succeeded', async () => ((await cluster.store.get('Pod', 'default', 'ids')) as Pod).status?.phase === 'Succeeded', 90_000);
+    const [uid, gid, groups] = (await log('ids')).trim().split('\n');
+    expect([uid, gid]).toEqual(['2000', '3000']);
+    expect(groups.split(' ').sort()).toEqual(['3000', '4000', '5000']);
+  }, 120_000);
 });

@@ -85,3 +85,21 @@ describe('AtomicWriter', () => {
     expect(fs.readFileSync(path.join(vol, data, 'conf/evil'), 'utf8')).toBe('x');
   });
 });
+
+describe.runIf(process.getuid?.() === 0)('AtomicWriter with an fsGroup (as root, to give files away)', () => {
+  it("gives every version to the pod's fsGroup: group-readable files, setgid group-searchable directories", () => {
+    const w = new AtomicWriter(vol, 'volume', 5000);
+    expect(w.write(payload({ 'creds/password': ['s3cr3t', 0o400], plain: 'x' }))).toBe(true);
+    const data = path.join(vol, fs.readlinkSync(path.join(vol, DATA_DIR_NAME)));
+    const file = fs.statSync(path.join(vol, 'creds/password'));
+    expect([file.gid, file.mode & 0o7777]).toEqual([5000, 0o440]);
+    expect(fs.statSync(path.join(vol, 'plain')).mode & 0o7777).toBe(0o644);
+    for (const d of [vol, data, path.join(data, 'creds')]) {
+      const st = fs.statSync(d);
+      expect([d, st.gid, st.mode & 0o7777]).toEqual([d, 5000, 0o2755]);
+    }
+    expect(fs.lstatSync(path.join(vol, 'creds')).gid).toBe(5000);
+    // The same payload again is already there: nothing is rewritten.
+    expect(w.write(payload({ 'creds/password': ['s3cr3t', 0o400], plain: 'x' }))).toBe(false);
+  });
+});

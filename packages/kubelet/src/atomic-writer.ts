@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { mkdirWithin, openFileWithin } from '@kemu/safe-fs';
+import { fsGroupMode, setVolumeOwnership } from './volume-ownership.js';
 
 export const DATA_DIR_NAME = '..data';
 const NEW_DATA_DIR_NAME = '..data_tmp';
@@ -83,6 +84,8 @@ export class AtomicWriter {
     readonly targetDir: string,
     /** Names the volume in errors. */
     readonly logContext = 'volume',
+    /** The pod's fsGroup: every version written is given to it (read-only, as these volumes are). */
+    readonly fsGroup?: number,
   ) {}
 
   /** The timestamped directory `..data` points at, if any. */
@@ -125,6 +128,8 @@ export class AtomicWriter {
       throw err;
     }
 
+    if (this.fsGroup !== undefined) setVolumeOwnership(tsDir, this.fsGroup, true);
+
     // The user-visible names: symlinks through ..data, made once and kept across versions.
     for (const top of newTop) {
       const visible = path.join(this.targetDir, top);
@@ -137,6 +142,18 @@ export class AtomicWriter {
     fs.rmSync(tmpLink, { force: true });
     fs.symlinkSync(path.basename(tsDir), tmpLink);
     fs.renameSync(tmpLink, path.join(this.targetDir, DATA_DIR_NAME));
+    if (this.fsGroup !== undefined) {
+      for (const name of fs.readdirSync(this.targetDir)) {
+        const p = path.join(this.targetDir, name);
+        const link = fs.lstatSync(p);
+        if (link.isSymbolicLink()) fs.lchownSync(p, link.uid, this.fsGroup);
+      }
+      const st = fs.lstatSync(this.targetDir);
+      if (st.isDirectory()) {
+        fs.lchownSync(this.targetDir, st.uid, this.fsGroup);
+        fs.chmodSync(this.targetDir, fsGroupMode(st.mode, true, true));
+      }
+    }
 
     for (const top of oldTop) {
       if (newTop.has(top)) continue;
@@ -154,7 +171,9 @@ export class AtomicWriter {
       if (!want) return false;
       const p = path.join(oldDir, rel);
       const st = fs.lstatSync(p);
-      if (!st.isFile() || (st.mode & 0o7777) !== (want.mode & 0o7777)) return false;
+      const mode = this.fsGroup === undefined ? want.mode & 0o7777 : fsGroupMode(want.mode, false, true);
+      if (!st.isFile() || (st.mode & 0o7777) !== mode) return false;
+      if (this.fsGroup !== undefined && st.gid !== this.fsGroup) return false;
       if (!fs.readFileSync(p).equals(want.data)) return false;
     }
     return true;

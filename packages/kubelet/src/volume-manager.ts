@@ -158,7 +158,8 @@ export class VolumeManager {
       throw err;
     }
     if (!this.manageDirs) return false;
-    return new AtomicWriter(dir, `volume ${JSON.stringify(vol.name)}`).write(payload);
+    const fsGroup = (pod.spec.securityContext as { fsGroup?: number } | undefined)?.fsGroup;
+    return new AtomicWriter(dir, `volume ${JSON.stringify(vol.name)}`, fsGroup).write(payload);
   }
 
   /**

@@ -68,11 +68,13 @@ describe.runIf(ok)('a pod configured from a ConfigMap and a Secret, on the runc 
           metadata: { labels: { app: 'api' } },
           spec: {
             terminationGracePeriodSeconds: 0,
+            // The image's user (uid 1000) reads the 0400 Secret file through the group fsGroup gives it.
+            securityContext: { fsGroup: 2000 },
             containers: [
               {
                 name: 'api',
                 image,
-                command: ['sh', '-c', 'echo "level=$CFG_LOG_LEVEL user=$DB_USER pass=$DB_PASSWORD dsn=$DSN"; cat /etc/config/app.properties /etc/config/creds/password; echo; stat -L -c %a /etc/config/creds/password; echo ready; exec sleep 3600'],
+                command: ['sh', '-c', 'echo "level=$CFG_LOG_LEVEL user=$DB_USER pass=$DB_PASSWORD dsn=$DSN"; cat /etc/config/app.properties /etc/config/creds/password; echo; stat -L -c "%a %g" /etc/config/creds/password; echo ready; exec sleep 3600'],
                 envFrom: [{ prefix: 'CFG_', configMapRef: { name: 'app-config' } }],
                 env: [
                   { name: 'DB_USER', valueFrom: { secretKeyRef: { name: 'db-creds', key: 'username' } } },
@@ -88,7 +90,7 @@ describe.runIf(ok)('a pod configured from a ConfigMap and a Secret, on the runc 
                 projected: {
                   sources: [
                     { configMap: { name: 'app-config', items: [{ key: 'app.properties', path: 'app.properties' }] } },
-                    { secret: { name: 'db-creds', items: [{ key: 'password', path: 'creds/password', mode: 0o444 }] } },
+                    { secret: { name: 'db-creds', items: [{ key: 'password', path: 'creds/password', mode: 0o400 }] } },
                   ],
                 },
               },
@@ -107,7 +109,7 @@ describe.runIf(ok)('a pod configured from a ConfigMap and a Secret, on the runc 
       const text = await log(name);
       return text.includes('ready') && text;
     });
-    expect(out).toBe('level=debug user=app pass=s3cr3t dsn=app@db/debug $(kept)\ncolor=blue\ns3cr3t\n444\nready\n');
+    expect(out).toBe('level=debug user=app pass=s3cr3t dsn=app@db/debug $(kept)\ncolor=blue\ns3cr3t\n440 2000\nready\n');
 
     const cm = await cluster.store.get('ConfigMap', 'default', 'app-config');
     await cluster.store.update({ ...cm, data: { ...cm.data, 'app.properties': 'color=green\n' } });

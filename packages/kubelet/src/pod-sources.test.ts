@@ -108,6 +108,28 @@ describe('pod env and volume sources', () => {
     expect((await exec(k, 'web', ['env'])).stdout).toContain('LOG_LEVEL=debug');
   });
 
+  it('writes binary ConfigMap and Secret data to the volume byte for byte', async () => {
+    const k = await start();
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    await k.store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bin', namespace: 'default' }, binaryData: { 'blob.bin': bytes.toString('base64') } });
+    await k.store.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'bin', namespace: 'default' }, data: { 'key.der': bytes.reverse().toString('base64') } });
+    bytes.reverse();
+    await k.store.create(
+      testPod('bin', {
+        containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'cm', mountPath: '/cm' }, { name: 's', mountPath: '/s' }] }],
+        volumes: [{ name: 'cm', configMap: { name: 'bin' } }, { name: 's', secret: { secretName: 'bin' } }],
+      }),
+    );
+    await until('pod running', async () => (await phase(k.store, 'bin')) === 'Running');
+    const uid = (await k.store.get('Pod', 'default', 'bin')).metadata.uid!;
+    const vol = (plugin: string, name: string) => path.join(k.opts.rootDir!, 'pods', uid, 'volumes', plugin, name);
+    expect(fs.readFileSync(path.join(vol('kubernetes.io~configmap', 'cm'), 'blob.bin'))).toEqual(bytes);
+    expect(fs.readFileSync(path.join(vol('kubernetes.io~secret', 's'), 'key.der'))).toEqual(Buffer.from(bytes).reverse());
+    const list = await k.cri.runtimeService.ListContainers!({ filter: { labelSelector: { 'io.kubernetes.pod.name': 'bin' } } }, undefined as never);
+    const r = await k.cri.runtimeService.ExecSync!({ containerId: list.containers![0]!.id, cmd: ['cat', '/cm/blob.bin'], timeout: 5 }, undefined as never);
+    expect(Buffer.from(r.stdout ?? [])).toEqual(bytes);
+  });
+
   it('holds a container whose key is missing in CreateContainerConfigError with the kubelet message, then starts it', async () => {
     const k = await start();
     await k.store.create(testPod('nokey', { containers: [{ name: 'app', image: 'busybox', env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'app-config', key: 'missing' } } }] }] }));

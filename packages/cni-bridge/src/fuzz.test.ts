@@ -16,7 +16,9 @@ mkdirSync(join(fixtures, 'dir'), { recursive: true });
 writeFileSync(join(fixtures, 'file'), 'not a namespace');
 symlinkSync('/dev/zero', join(fixtures, 'zero-link'));
 
-const POD = '/var/run/netns/fuzzpod';
+// The pod's namespace lives in the simulated datapath only; its path is under the test's own directory so a
+// fuzzed path field (an IPAM dataDir, say) that names it creates nothing outside that directory.
+const POD = join(tmp, 'netns', 'fuzzpod');
 let n = 0;
 describe('kemu-bridge under fuzzed config and environment', () => {
   it('every call ends with a result or a spec error; ADD+DEL or a failed ADD leave no veth, address, NAT rule or IP', async () => {

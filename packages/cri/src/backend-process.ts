@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Duplex, PassThrough } from 'node:stream';
+import { Duplex } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { mkdirWithin, openFileWithin, secureJoin } from '@kemu/safe-fs';
 import { attachSession } from './attach-session.js';
@@ -18,7 +18,7 @@ import { failedPrecondition, invalidArgument } from './errors.js';
 import type { ImageStore } from './image-store.js';
 import { openFifoReader } from './fifo.js';
 import { CriLogWriter } from './log-writer.js';
-import { descend, exitCodeOf, osSignals, procAlive, procStartTime, run, runOk } from './proc-util.js';
+import { childExecSession, descend, exitCodeOf, osSignals, procAlive, procStartTime, run, runOk } from './proc-util.js';
 import { PtyProcess } from './pty.js';
 import { nowNs } from './time.js';
 import type {
@@ -598,27 +598,7 @@ export class ProcessBackend implements Backend {
   exec(_sb: SandboxRecord, c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {
     if (opts.tty) return this.execTty(c, cmd, opts);
     const child = this.spawnExec(c, cmd, opts.stdin);
-    const out = new PassThrough();
-    const errOut = new PassThrough();
-    child.stdout!.pipe(out);
-    child.stderr!.pipe(errOut);
-    const exit = new Promise<number>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code, signal) => resolve(exitCodeOf(code, signal)));
-    });
-    return {
-      stdin: child.stdin ?? undefined,
-      stdout: opts.stdout ? out : undefined,
-      stderr: opts.stderr ? errOut : undefined,
-      exit,
-      kill: () => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // already exited
-        }
-      },
-    };
+    return childExecSession(child, opts);
   }
 
   /** Exec on a pseudo-terminal: one output stream, resizable, stdin end sends ^D. */

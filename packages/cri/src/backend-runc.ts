@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Duplex } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { attachSession } from './attach-session.js';
 import { joinCgroup, leafCgroupPath, podCgroupOf, removeCgroup } from './cgroup-parent.js';
 import { ContainerCgroup, type CgroupMode, detectCgroupMode } from './cgroups.js';
@@ -18,7 +18,7 @@ import { createFifo, openFifoReader } from './fifo.js';
 import { CriLogWriter } from './log-writer.js';
 import { buildSpec, checkSysctls, resourcesOf } from './oci-spec.js';
 import { ProcessBackend } from './backend-process.js';
-import { exitCodeOf, osSignals, run } from './proc-util.js';
+import { childExecSession, exitCodeOf, osSignals, run } from './proc-util.js';
 import { PtyProcess } from './pty.js';
 import type {
   Backend,
@@ -419,27 +419,7 @@ export class RuncBackend implements Backend {
       };
     }
     const child = spawn(this.runc, this.execArgs(c, cmd, false), { stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true });
-    const out = new PassThrough();
-    const errOut = new PassThrough();
-    child.stdout!.pipe(out);
-    child.stderr!.pipe(errOut);
-    const exit = new Promise<number>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code, signal) => resolve(exitCodeOf(code, signal)));
-    });
-    return {
-      stdin: child.stdin ?? undefined,
-      stdout: opts.stdout ? out : undefined,
-      stderr: opts.stderr ? errOut : undefined,
-      exit,
-      kill: () => {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // already exited
-        }
-      },
-    };
+    return childExecSession(child, opts);
   }
 
   attach(_sb: SandboxRecord, c: ContainerRecord, opts: ExecOptions): StreamSession {

@@ -1,6 +1,8 @@
 // Small /proc and child-process helpers for the process backend.
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { PassThrough } from 'node:stream';
+import type { StreamSession } from './types.js';
 
 /** Process start time (clock ticks since boot) from /proc/PID/stat: with the pid, a stable identity. */
 export function procStartTime(pid: number): number | undefined {
@@ -106,4 +108,32 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
 export function waitExit(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/**
+ * The stream session of a non-TTY exec run as a detached child (its own process group): stdout and stderr
+ * as the client asked for them, the exit code (128+n for a signal), and kill taking the whole group.
+ */
+export function childExecSession(child: ChildProcess, opts: { stdout: boolean; stderr: boolean }): StreamSession {
+  const out = new PassThrough();
+  const errOut = new PassThrough();
+  child.stdout!.pipe(out);
+  child.stderr!.pipe(errOut);
+  const exit = new Promise<number>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve(exitCodeOf(code, signal)));
+  });
+  return {
+    stdin: child.stdin ?? undefined,
+    stdout: opts.stdout ? out : undefined,
+    stderr: opts.stderr ? errOut : undefined,
+    exit,
+    kill: () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already exited
+      }
+    },
+  };
 }

@@ -2,44 +2,20 @@
 // timestamps, follow) and exec over WebSocket v5 and over SPDY (stdin, exit codes), relayed by the API server
 // to the node's CRI streaming server as kube-apiserver does through a kubelet.
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { clusterCredentials } from '@kemu/apiserver';
 import { peers, requirePeers } from '@kemu/test-peers';
-import { Cluster } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../cluster/util.js';
+import { type HttpsCluster, startHttpsCluster } from './https-cluster.js';
 
 const ok = requirePeers('kubectl streaming through a composed cluster', [peers.kubectl]);
 
 describe.runIf(ok)('kubectl logs and exec through the API server', () => {
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-streams-'));
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-home-'));
-  let cluster: Cluster;
-  let kubeconfig: string;
-  const env = () => ({ PATH: process.env.PATH ?? '', HOME: home, KUBECONFIG: kubeconfig });
-  const kubectl = (args: string[], opts: { stdin?: string; env?: Record<string, string> } = {}) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn('kubectl', args, { env: { ...env(), ...(opts.env ?? {}) } });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
-      child.stdin.end(opts.stdin ?? '');
-    });
+  let h: HttpsCluster;
+  const kubectl: HttpsCluster['kubectl'] = (args, opts) => h.kubectl(args, opts);
+  const env = () => h.env();
 
   beforeAll(async () => {
-    const creds = await clusterCredentials(stateDir, { name: 'streams' });
-    cluster = await Cluster.start({
-      stateDir,
-      nodes: 1,
-      fast: true,
-      apiSocket: path.join(stateDir, 'kemu.sock'),
-      apiServer: { tcp: { host: '127.0.0.1', port: 0, tls: creds.serving } },
-    });
-    kubeconfig = creds.writeKubeconfig(cluster.api!.url!).path;
+    h = await startHttpsCluster('streams');
     const run = await kubectl(['run', 'web', '--image=busybox:1.36', '--restart=Never', '--', 'sh', '-c', 'echo one; echo two; echo three; sleep 1000']);
     expect(run.code, run.stderr).toBe(0);
     const ready = await kubectl(['wait', 'pod/web', '--for=condition=Ready', '--timeout=60s']);
@@ -47,9 +23,7 @@ describe.runIf(ok)('kubectl logs and exec through the API server', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-    fs.rmSync(home, { recursive: true, force: true });
+    await h?.stop();
   });
 
   it('logs: all, --tail, --timestamps, and -f streaming while the container runs', async () => {

@@ -1,44 +1,22 @@
 // kubectl v1.32 top against a composed cluster's API server (the kubeconfig `kemu up` writes): the API server
 // serves metrics.k8s.io/v1beta1 from the kubelets' summaries, as kube-apiserver serves metrics-server's, and
 // nodes/proxy reaches the kubelet's own endpoints (kubectl get --raw .../proxy/stats/summary).
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { clusterCredentials } from '@kemu/apiserver';
 import { peers, requirePeers } from '@kemu/test-peers';
-import { Cluster } from 'kemu';
+import type { Cluster } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../cluster/util.js';
+import { type HttpsCluster, startHttpsCluster } from './https-cluster.js';
 
 const ok = requirePeers('kubectl top through a composed cluster', [peers.kubectl]);
 
 describe.runIf(ok)('kubectl top through the API server', () => {
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-top-'));
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-home-'));
+  let h: HttpsCluster;
   let cluster: Cluster;
-  let kubeconfig: string;
-  const kubectl = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn('kubectl', args, { env: { PATH: process.env.PATH ?? '', HOME: home, KUBECONFIG: kubeconfig } });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => (stdout += d));
-      child.stderr.on('data', (d) => (stderr += d));
-      child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
-      child.stdin.end();
-    });
+  const kubectl: HttpsCluster['kubectl'] = (args, opts) => h.kubectl(args, opts);
 
   beforeAll(async () => {
-    const creds = await clusterCredentials(stateDir, { name: 'top' });
-    cluster = await Cluster.start({
-      stateDir,
-      nodes: 1,
-      fast: true,
-      apiSocket: path.join(stateDir, 'kemu.sock'),
-      apiServer: { tcp: { host: '127.0.0.1', port: 0, tls: creds.serving } },
-    });
-    kubeconfig = creds.writeKubeconfig(cluster.api!.url!).path;
+    h = await startHttpsCluster('top');
+    cluster = h.cluster;
     await cluster.store.create({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -50,9 +28,7 @@ describe.runIf(ok)('kubectl top through the API server', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-    fs.rmSync(home, { recursive: true, force: true });
+    await h?.stop();
   });
 
   it('top pods and top nodes show what the kubelet measures', async () => {

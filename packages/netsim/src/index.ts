@@ -14,10 +14,12 @@ export {
   type RouteJSON,
   type SendOptions,
   type TcpConnectResult,
+  type UdpExchangeResult,
   type UdpSendResult,
   type WorldJSON,
   type WorldOptions,
 } from './world.js';
+export type { UdpAnswer } from './world-udp-answer.js';
 export { NetsimError, errnoOf, isNetsimError, type ErrnoCode } from './errors.js';
 export { formatTrace, type HopKind, type Trace, type TraceHop } from './trace.js';
 export type { NfTableName } from './nf-rule.js';

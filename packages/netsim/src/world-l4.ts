@@ -18,6 +18,7 @@ import type {
   PingResult,
   SendOptions,
   TcpConnectResult,
+  UdpExchangeResult,
   UdpSendResult,
 } from './world-results.js';
 import {
@@ -28,6 +29,7 @@ import {
   type WorldState,
 } from './world-state.js';
 import { vxlanRcv } from './world-vxlan.js';
+import { answerRcv, clearAnswerer, clientRcv, closeClient, openClient, setAnswerer, type UdpAnswer } from './world-udp-answer.js';
 
 export function listen(w: WorldState, nsName: string, l: Listener): void {
   const ns = nsByName(w, nsName);
@@ -56,6 +58,13 @@ export function unlisten(w: WorldState, nsName: string, l: Listener): void {
   const before = ns.listeners.length;
   ns.listeners = ns.listeners.filter((x) => !(x.proto === l.proto && x.port === l.port && x.ip === l.ip));
   if (ns.listeners.length === before) throw new NetsimError('ENOENT', `listener ${l.proto}/${l.port}`);
+  if (l.proto === 'udp') clearAnswerer(ns, l.port);
+}
+
+/** A UDP listener that answers every datagram with what `answer` returns (a server's socket). */
+export function answerUdp(w: WorldState, nsName: string, l: { port: number; ip?: string }, answer: UdpAnswer): void {
+  listen(w, nsName, { proto: 'udp', ...l });
+  setAnswerer(nsByName(w, nsName), l.port, answer);
 }
 
 export function hasListener(
@@ -90,6 +99,7 @@ export function udpRcv(
   const dport = p.readUInt16BE(l4 + 2);
   const socks = ns.vxSock.get(dport);
   if (socks?.length && vxlanRcv(w, ns, socks, p, family, l4, end)) return;
+  if (clientRcv(w, ns, l, p, family, l4, end)) return;
   if (hasListener(ns, 'udp', dport, p, dOff, family)) {
     if (w.udpProbe && !w.udpProbe.delivered) {
       w.udpProbe.delivered = {
@@ -99,6 +109,7 @@ export function udpRcv(
       };
     }
     if (w.tr) rec(w, 'local', ns, l, `UDP datagram for a listener on port ${dport}`);
+    answerRcv(w, ns, l, p, family, l4, end);
     return;
   }
   rec(w, 'drop', ns, l, `udp port ${dport}`, p, family, 'port unreachable');
@@ -276,6 +287,33 @@ export function udpSend(
   payload: Uint8Array = new Uint8Array(0),
   opts: SendOptions = {},
 ): UdpSendResult {
+  return sendDatagram(w, fromNs, to, port, payload, opts, false);
+}
+
+/**
+ * One datagram from a connected UDP socket and the one reply it takes (a stub resolver's query): the reply
+ * counts only when it comes back from the address and port the request went to.
+ */
+export function udpExchange(
+  w: WorldState,
+  fromNs: string,
+  to: string,
+  port: number,
+  payload: Uint8Array,
+  opts: SendOptions = {},
+): UdpExchangeResult {
+  return sendDatagram(w, fromNs, to, port, payload, opts, true);
+}
+
+function sendDatagram(
+  w: WorldState,
+  fromNs: string,
+  to: string,
+  port: number,
+  payload: Uint8Array,
+  opts: SendOptions,
+  awaitReply: boolean,
+): UdpExchangeResult {
   const ns = nsByName(w, fromNs);
   const dst = mustParseIp(to, 'destination');
   if (!Number.isInteger(port) || port < 1 || port > 65535)
@@ -302,6 +340,8 @@ export function udpSend(
       dst.family === 4
         ? ipv4Packet({ src: s.src.bytes, dst: dst.bytes, proto: IPPROTO_UDP, ttl: 64 }, udp)
         : ipv6Packet({ src: s.src.bytes, dst: dst.bytes, nextHeader: IPPROTO_UDP, hopLimit: 64 }, udp);
+    const sock = { ns, local: s.src, localPort: sport, remote: dst, remotePort: port } as Parameters<typeof openClient>[1];
+    if (awaitReply) openClient(w, sock);
     const err = ipLocalOut(w, ns, p, dst.family);
     run(w);
     const local = { ip: formatIpAddr(s.src), port: sport };
@@ -312,12 +352,14 @@ export function udpSend(
         error: { code: err, message: errText(err).replace('connect: ', 'sendto: ') },
         trace,
       };
-    const out: UdpSendResult = { delivered: probe.delivered?.ns ?? null, local, trace };
+    const out: UdpExchangeResult = { delivered: probe.delivered?.ns ?? null, local, trace };
     if (probe.error) out.icmpError = probe.error;
+    if (sock.reply) out.reply = sock.reply;
     return out;
   } finally {
     w.tr = null;
     w.udpProbe = null;
+    if (awaitReply) closeClient(w);
   }
 }
 

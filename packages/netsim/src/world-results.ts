@@ -45,6 +45,11 @@ export interface UdpSendResult {
   trace: Trace;
 }
 
+export interface UdpExchangeResult extends UdpSendResult {
+  /** The one reply the socket took: from the address and port the request went to (after NAT reversal). */
+  reply?: { from: { ip: string; port: number }; payload: Buffer };
+}
+
 export interface SendOptions {
   /** Record the hop-by-hop trace (default true). */
   trace?: boolean;

@@ -30,8 +30,10 @@ import type {
   PingResult,
   SendOptions,
   TcpConnectResult,
+  UdpExchangeResult,
   UdpSendResult,
 } from './world-results.js';
+import type { UdpAnswer } from './world-udp-answer.js';
 import { stack } from './world-stack.js';
 import { nsByName, WorldState } from './world-state.js';
 import * as bridge from './world-bridge.js';
@@ -59,6 +61,7 @@ export type {
   PingResult,
   SendOptions,
   TcpConnectResult,
+  UdpExchangeResult,
   UdpSendResult,
 } from './world-results.js';
 export type { LinkJSON, NsJSON, RouteJSON, WorldJSON } from './world-persist.js';
@@ -291,6 +294,11 @@ export class World {
     l4.unlisten(this.w, nsName, l);
   }
 
+  /** A UDP listener that answers each datagram it receives with what `answer` returns (a server's socket). */
+  answerUdp(nsName: string, l: { port: number; ip?: string }, answer: UdpAnswer): void {
+    l4.answerUdp(this.w, nsName, l, answer);
+  }
+
   /**
    * Frames seen on one device ("ns/dev") or on every device of a namespace ("ns"), oldest first, from
    * the most recent `captureLimit` frames of the world. A frame that crosses two devices of one
@@ -332,6 +340,14 @@ export class World {
     opts: SendOptions = {},
   ): UdpSendResult {
     return l4.udpSend(this.w, fromNs, to, port, payload, opts);
+  }
+
+  /**
+   * One datagram from a connected UDP socket and the reply it takes, as a stub resolver asks its server:
+   * `reply` is set only when the answer comes back from `to:port` (NAT on the way reversed).
+   */
+  udpExchange(fromNs: string, to: string, port: number, payload: Uint8Array, opts: SendOptions = {}): UdpExchangeResult {
+    return l4.udpExchange(this.w, fromNs, to, port, payload, opts);
   }
 
   /** A TCP three-way handshake from `fromNs` to `to:port`; the far side answers if something listens. */

@@ -32,6 +32,7 @@ export const SIM_ANNOTATIONS = {
   log: 'kemu.io/sim-log', // text written to stdout at start
   ignoreSigterm: 'kemu.io/sim-ignore-sigterm', // "true": StopContainer waits the whole timeout, then kills
   listen: 'kemu.io/sim-listen', // comma-separated TCP ports that echo what port-forward sends
+  banner: 'kemu.io/sim-banner', // what the pod's ports send first on each port-forward connection, before the echo
   startError: 'kemu.io/sim-start-error', // message for fail-start
 } as const;
 
@@ -97,6 +98,7 @@ export function simScript(sb: SandboxRecord | undefined, c: ContainerRecord) {
       .map((p) => Number(p.trim()))
       .filter((p) => p > 0),
     startError: get(SIM_ANNOTATIONS.startError) ?? 'simulated start failure',
+    banner: get(SIM_ANNOTATIONS.banner),
   };
 }
 
@@ -403,10 +405,15 @@ export class SimBackend implements Backend {
 
   async portForward(sb: SandboxRecord, port: number): Promise<Duplex> {
     const ports = new Set<number>((sb.config.portMappings ?? []).map((pm) => pm.containerPort ?? 0));
-    for (const s of this.sandboxContainers(sb)) for (const p of simScript(sb, s).listen) ports.add(p);
+    let banner: string | undefined;
+    for (const s of this.sandboxContainers(sb)) {
+      const script = simScript(sb, s);
+      for (const p of script.listen) ports.add(p);
+      banner ??= script.banner;
+    }
     if (!ports.has(port)) throw new Error(`connection refused: nothing listens on port ${port} in sandbox ${sb.id}`);
-    // An echo server: what the client sends comes straight back.
-    return new Duplex({
+    // An echo server, after the pod's banner if it has one (so a client can tell which pod answered).
+    const conn = new Duplex({
       read() {},
       write(chunk, _enc, cb) {
         this.push(chunk);
@@ -417,6 +424,8 @@ export class SimBackend implements Backend {
         cb();
       },
     });
+    if (banner) conn.push(banner);
+    return conn;
   }
 
 

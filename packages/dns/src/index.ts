@@ -2,6 +2,7 @@
 export { DnsServer, type DnsServerOptions } from './server.js';
 export { Resolver, SCHEMA_VERSION, type Question, type Rcode, type Resolution, type ResolverOptions } from './resolver.js';
 export { type SearchConfig, type SearchResult, lookupWithSearch, searchCandidates } from './search-path.js';
+export { type DnsExchange, type StubConfig, type StubLookup, type StubQuery, queryMessage, readReply, stubLookup } from './stub-resolver.js';
 export { Forwarder, MAX_IN_FLIGHT, parseUpstream, type Upstream } from './forward.js';
 export { answerMessage, CLASSIC_UDP_SIZE, EDNS_UDP_SIZE } from './message.js';
 export {

@@ -36,7 +36,7 @@ import { createObject, deleteCollection, dryRunOf, deleteObject, patchObject, up
 import { proxyToNode } from './node-proxy.js';
 import { METRICS_GROUP, resourceMetricsDiscovery, serveResourceMetrics } from './resource-metrics-api.js';
 import { type OutgoingResponse, send, sendError, sendText } from './responses.js';
-import type { ApiExtensions } from './server-extensions.js';
+import type { ApiExtensions, NodeAddRequest } from './server-extensions.js';
 import { bindPod, evictPod, podLog, scale } from './subresources.js';
 import { versionInfo } from './version.js';
 import { serveWatch, type WatchEncoder } from './watch.js';
@@ -365,6 +365,7 @@ export class RequestHandler {
   private async nonResource(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin): Promise<void> {
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    if (path === '/kemu/nodes' || path.startsWith('/kemu/nodes/')) return this.kemuNodes(req, res, path, method);
     if (method !== 'GET' && method !== 'HEAD') throw methodNotAllowed();
     if (path === '/version') return send(res, 200, versionInfo());
     if (path === '/healthz' || path === '/livez' || path === '/readyz' || /^\/(healthz|livez|readyz)\/[a-z0-9-]+$/.test(path)) {
@@ -403,6 +404,28 @@ export class RequestHandler {
       return send(res, 200, { paths });
     }
     throw pathNotFound();
+  }
+
+  /** POST /kemu/nodes adds nodes to the running cluster, DELETE /kemu/nodes/NAME removes one. */
+  private async kemuNodes(req: IncomingRequest, res: OutgoingResponse, path: string, method: string): Promise<void> {
+    const nodes = this.ext.nodes;
+    if (!nodes) throw pathNotFound();
+    if (path === '/kemu/nodes' && method === 'POST') {
+      const body = decodeBody(await readBody(req, this.options.maxRequestBodyBytes ?? MAX_REQUEST_BODY_BYTES), req.headers['content-type'], {});
+      if (!body || typeof body !== 'object' || Array.isArray(body)) throw new StatusError('BadRequest', 400, 'the request body must be a JSON object');
+      return send(res, 201, await nodes.add(body as NodeAddRequest));
+    }
+    let name = '';
+    try {
+      name = decodeURIComponent(path.slice('/kemu/nodes/'.length));
+    } catch {
+      throw new StatusError('BadRequest', 400, 'the node name in the path is not valid percent-encoding');
+    }
+    if (path.startsWith('/kemu/nodes/') && name && !name.includes('/') && method === 'DELETE') {
+      await nodes.remove(name);
+      return send(res, 200, { kind: 'Status', apiVersion: 'v1', status: 'Success', details: { name, kind: 'nodes' } });
+    }
+    throw methodNotAllowed();
   }
 
   private async kemuEndpoint(res: OutgoingResponse, what: string, q: URLSearchParams): Promise<void> {

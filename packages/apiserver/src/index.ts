@@ -14,6 +14,7 @@ export {
   type ApiServer,
   type ApiServerOptions,
   type ExecResult,
+  type NodeAddRequest,
   type PodLogOptions,
   startApiServer,
   type StreamOptions,

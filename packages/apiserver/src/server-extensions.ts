@@ -47,4 +47,19 @@ export interface ApiExtensions {
   resourceMetrics?(): Promise<{ nodes: KubeObject[]; pods: KubeObject[] }>;
   trace?(from: string, to: string): Promise<unknown>;
   info?(): Promise<unknown>;
+  /**
+   * Nodes added to and removed from the running cluster (`kemu node add|remove`): POST /kemu/nodes with a
+   * {@link NodeAddRequest}, DELETE /kemu/nodes/NAME. Errors are StatusErrors (400, 404, 409).
+   */
+  nodes?: {
+    add(req: NodeAddRequest): Promise<{ names: string[] }>;
+    remove(name: string): Promise<void>;
+  };
+}
+
+export interface NodeAddRequest {
+  count?: number;
+  name?: string;
+  taints?: Array<{ key: string; value?: string; effect: string }>;
+  labels?: Record<string, string>;
 }

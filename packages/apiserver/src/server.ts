@@ -22,7 +22,7 @@ import type { ApiExtensions } from './server-extensions.js';
 import { streamTarget } from './subresources.js';
 import { serveStoredCustomResources } from './crd/index.js';
 
-export type { ApiExtensions, ExecResult, PodLogOptions, StreamOptions } from './server-extensions.js';
+export type { ApiExtensions, ExecResult, NodeAddRequest, PodLogOptions, StreamOptions } from './server-extensions.js';
 
 export interface TlsServing {
   /** PEM serving certificate (and chain) and its key. */

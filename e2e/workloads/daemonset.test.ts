@@ -47,4 +47,61 @@ describe('a DaemonSet on the composed cluster', () => {
     await cluster.store.patch('Node', undefined, 'kemu-node-3', { spec: { taints: null } }, 'merge');
     await until('third node covered', async () => (await running()).join() === 'kemu-node-1,kemu-node-2,kemu-node-3', 60_000);
   }, 90_000);
+
+  it('covers nodes added to the running cluster, skips the tainted one until a toleration lets it on', async () => {
+    await cluster.store.create({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'logger', namespace: 'kube-system' },
+      spec: {
+        selector: { matchLabels: { app: 'logger' } },
+        template: { metadata: { labels: { app: 'logger' } }, spec: { containers: [{ name: 'logger', image: 'busybox:1.36', command: ['sleep', '3600'] }] } },
+      },
+    } as DaemonSet);
+    const pods = async () =>
+      ((await cluster.store.list('Pod', { namespace: 'kube-system', labelSelector: 'app=logger' })).items as Pod[]).filter((p) => !p.metadata.deletionTimestamp);
+    const runningOn = async () =>
+      (await pods())
+        .filter((p) => p.status?.phase === 'Running')
+        .map((p) => p.spec.nodeName)
+        .sort();
+    await until('logger on the first three nodes', async () => (await runningOn()).join() === 'kemu-node-1,kemu-node-2,kemu-node-3', 60_000);
+
+    expect(await cluster.addNodes(1)).toEqual(['kemu-node-4']);
+    expect(await cluster.addNodes(1, { name: 'gpu-1', taints: [{ key: 'gpu', value: 'h200', effect: 'NoSchedule' }] })).toEqual(['gpu-1']);
+    // The kubelet registered the Node with its taint, so no daemon pod was ever made for it.
+    expect((await cluster.store.get('Node', undefined, 'gpu-1')).spec?.taints).toEqual([{ key: 'gpu', value: 'h200', effect: 'NoSchedule' }]);
+    await until('logger on the new untainted node', async () => (await runningOn()).join() === 'kemu-node-1,kemu-node-2,kemu-node-3,kemu-node-4', 60_000);
+    const ds = await until('status counts five nodes, four scheduled', async () => {
+      const d = await cluster.store.get('DaemonSet', 'kube-system', 'logger');
+      return d.status?.numberReady === 4 && d;
+    });
+    expect(ds.status).toMatchObject({ desiredNumberScheduled: 4, currentNumberScheduled: 4, numberMisscheduled: 0 });
+    // Exactly one pod per node, and none for the tainted node at any point.
+    const all = await pods();
+    expect(all.map((p) => p.spec.nodeName).sort()).toEqual(['kemu-node-1', 'kemu-node-2', 'kemu-node-3', 'kemu-node-4']);
+
+    await cluster.store.patch(
+      'DaemonSet',
+      'kube-system',
+      'logger',
+      { spec: { template: { spec: { tolerations: [{ key: 'gpu', operator: 'Exists', effect: 'NoSchedule' }] } } } },
+      'merge',
+    );
+    await until(
+      'logger on every node, the tainted one included',
+      async () => (await runningOn()).join() === 'gpu-1,kemu-node-1,kemu-node-2,kemu-node-3,kemu-node-4',
+      90_000,
+    );
+    expect((await pods()).filter((p) => p.spec.nodeName === 'gpu-1')).toHaveLength(1);
+
+    await cluster.removeNode('kemu-node-4');
+    await until('the removed node and its daemon pod are gone', async () => {
+      const nodes = (await cluster.store.list('Node')).items.map((n) => n.metadata.name);
+      return !nodes.includes('kemu-node-4') && (await pods()).every((p) => p.spec.nodeName !== 'kemu-node-4');
+    });
+    await expect(cluster.removeNode('kemu-node-4')).rejects.toThrow('nodes "kemu-node-4" not found');
+    await expect(cluster.addNodes(1, { name: 'gpu-1' })).rejects.toThrow('nodes "gpu-1" already exists');
+    await expect(cluster.addNodes(1, { name: 'Bad_Name' })).rejects.toThrow('invalid node name "Bad_Name"');
+  }, 240_000);
 });

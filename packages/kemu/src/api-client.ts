@@ -8,7 +8,7 @@ import {
   kindInfo,
   type Status,
 } from '@kemu/core';
-import { ClusterUnreachableError, type ExecResult, resourcePath } from '@kemu/apiserver';
+import { ClusterUnreachableError, type ExecResult, type NodeAddRequest, resourcePath } from '@kemu/apiserver';
 
 export { ClusterUnreachableError, resourcePath };
 
@@ -140,5 +140,14 @@ export class ApiClient {
 
   info(): Promise<unknown> {
     return this.json('GET', '/kemu/info');
+  }
+
+  /** Adds nodes to the running cluster; resolves with their names once each has registered. */
+  addNodes(req: NodeAddRequest): Promise<{ names: string[] }> {
+    return this.json('POST', '/kemu/nodes', req);
+  }
+
+  async removeNode(name: string): Promise<void> {
+    await this.json('DELETE', `/kemu/nodes/${encodeURIComponent(name)}`);
   }
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // kemu: compose an emulated Kubernetes cluster and use it like kubectl.
-import { isStatusError } from '@kemu/core';
+import { isStatusError, type Taint } from '@kemu/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ClusterUnreachableError } from './api-client.js';
 import * as cmd from './commands.js';
 import { top } from './top.js';
 import { type DeviceRequest, kubeletConfigFor, parseDeviceRequest, parseKubeletConfigFlags } from './node-resources.js';
 import { registerRolloutCommands } from './rollout-cli.js';
+import { nodeAdd, nodeRemove, parseTaint } from './node-add.js';
 import { runDemo } from './demo.js';
 import { defaultStateDir } from './state.js';
 
@@ -23,7 +24,9 @@ function int(name: string) {
 const program = new Command('kemu')
   .description('Kubernetes node-interface emulators composed into a cluster you can run on one machine')
   .version(VERSION)
-  .showHelpAfterError('(run with --help for usage)');
+  .showHelpAfterError('(run with --help for usage)')
+  // `kemu node --name X` and `kemu node add --name Y`: options after a subcommand are the subcommand's.
+  .enablePositionalOptions();
 
 const stateDirOpt = () => new Option('--state-dir <dir>', 'where the cluster keeps its socket and state').default(defaultStateDir(), '$KEMU_STATE_DIR or ~/.kemu');
 const nsOpt = () => new Option('-n, --namespace <ns>', 'namespace').default('default');
@@ -104,12 +107,14 @@ program
     });
   });
 
-program
+const nodeCommand = program
   .command('node')
-  .description('run one node (kubelet, CRI runtime, CSI driver) that joins a running cluster')
-  .requiredOption('--name <name>', 'node name')
-  .requiredOption('--node-ip <ip>', "the node's address on the cluster network")
-  .requiredOption('--pod-cidr <cidr>', "the node's pod CIDR, e.g. 10.244.5.0/24")
+  .description('run one node (kubelet, CRI runtime, CSI driver) that joins a running cluster; or add/remove nodes of a running `kemu up`')
+  .enablePositionalOptions()
+  // Required when running a node; plain options so that `kemu node add` does not need them.
+  .option('--name <name>', 'node name (required)')
+  .option('--node-ip <ip>', "the node's address on the cluster network (required)")
+  .option('--pod-cidr <cidr>', "the node's pod CIDR, e.g. 10.244.5.0/24 (required)")
   .addOption(new Option('--datapath <kind>', 'pod networking datapath').choices(['sim', 'linux']).default('sim'))
   .addOption(new Option('--network <kind>', 'cross-node networking').choices(['bridge', 'vxlan']).default('bridge'))
   .option('--pod-network <cidr>', "the cluster's pod network the vxlan overlay routes", '10.244.0.0/16')
@@ -123,6 +128,8 @@ program
   .addOption(deviceOpt())
   .addOption(stateDirOpt())
   .action(async (o) => {
+    for (const [flag, v] of [['--name <name>', o.name], ['--node-ip <ip>', o.nodeIp], ['--pod-cidr <cidr>', o.podCidr]])
+      if (v === undefined) throw new cmd.UsageError(`required option '${flag}' not specified`);
     const handle = await cmd.node({
       name: o.name,
       ip: o.nodeIp,
@@ -146,6 +153,35 @@ program
       process.once('SIGTERM', bye);
     });
   });
+
+nodeCommand
+  .command('add')
+  .description('add nodes to the cluster started by `kemu up` while it runs (each registers before this returns)')
+  .addOption(new Option('--count <n>', 'how many nodes').default(1).argParser(int('--count')))
+  .option('--name <name>', 'the node\'s name (one node; default kemu-node-<n>)')
+  .addOption(
+    new Option('--taint <key=value:Effect>', 'a taint the node registers with, as kubectl taint writes it; repeatable')
+      .default([] as Taint[])
+      .argParser((v: string, prev: Taint[]) => {
+        try {
+          return [...prev, parseTaint(v)];
+        } catch (err) {
+          throw new InvalidArgumentError((err as Error).message);
+        }
+      }),
+  )
+  .addOption(stateDirOpt())
+  .action(async (o) => {
+    if (o.count < 1) throw new cmd.UsageError('--count must be at least 1');
+    await nodeAdd({ count: o.count, name: o.name, taints: o.taint, stateDir: o.stateDir }, cmd.stdio);
+  });
+
+nodeCommand
+  .command('remove')
+  .description('remove a node of the cluster started by `kemu up`: its agents stop, its Node and its pods go')
+  .argument('<name>')
+  .addOption(stateDirOpt())
+  .action(async (name, o) => nodeRemove(name, { stateDir: o.stateDir }, cmd.stdio));
 
 program
   .command('kubeconfig')

@@ -15,8 +15,10 @@ import {
   type Node,
   SharedInformer,
   type Pod,
+  StatusError,
   type Service,
   type Store,
+  type Taint,
 } from '@kemu/core';
 import { AttachDetachController, EphemeralVolumeController, PersistentVolumeBinder } from '@kemu/core/controllers';
 import { ControllerManager, ScaledClock } from '@kemu/controllers';
@@ -28,7 +30,7 @@ import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
 import { NodeLifecycleController, podDNSConfig } from '@kemu/kubelet';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
-import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecResult, startApiServer } from '@kemu/apiserver';
+import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecResult, type NodeAddRequest, startApiServer } from '@kemu/apiserver';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
@@ -101,6 +103,37 @@ export interface ClusterOptions {
 }
 
 export type { ClusterNode } from './node.js';
+
+/** A node added to a running cluster (`Cluster.addNodes`, `kemu node add`). */
+export interface AddNodeOptions {
+  /** The node's name (default `kemu-node-<n>`, numbered on from the nodes the cluster has). */
+  name?: string;
+  /** Taints the kubelet registers the Node with, as its --register-with-taints. */
+  taints?: Taint[];
+  /** Labels the kubelet registers the Node with, as its --node-labels. */
+  labels?: Record<string, string>;
+}
+
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** A node-add request off the wire, checked field by field. */
+function nodeAddOptions(req: NodeAddRequest): AddNodeOptions {
+  const bad = (m: string) => new StatusError('BadRequest', 400, m);
+  if (req.count !== undefined && typeof req.count !== 'number') throw bad('count must be a number');
+  if (req.name !== undefined && typeof req.name !== 'string') throw bad('name must be a string');
+  if (req.taints !== undefined && !Array.isArray(req.taints)) throw bad('taints must be a list');
+  const taints = (req.taints ?? []).map((t, i) => {
+    if (!t || typeof t.key !== 'string' || !t.key) throw bad(`taints[${i}].key: Required value`);
+    if (t.value !== undefined && typeof t.value !== 'string') throw bad(`taints[${i}].value must be a string`);
+    if (!TAINT_EFFECTS.includes(t.effect)) throw bad(`taints[${i}].effect: Unsupported value: ${JSON.stringify(t.effect)}: supported values: "${TAINT_EFFECTS.join('", "')}"`);
+    return { key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect } as Taint;
+  });
+  if (req.labels !== undefined && (typeof req.labels !== 'object' || Object.values(req.labels).some((v) => typeof v !== 'string')))
+    throw bad('labels must map strings to strings');
+  return { name: req.name, taints: taints.length ? taints : undefined, labels: req.labels };
+}
+
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 
 /** What this composition supports today; anything else is refused with a clear message. */
@@ -195,6 +228,15 @@ export class Cluster {
   ready = false;
   readonly network: ClusterNetwork;
   private readonly stoppers: Array<() => Promise<void>> = [];
+  /** How to stop each node this process started (in process or as a child), for removing one. */
+  private readonly nodeStoppers = new Map<string, () => Promise<void>>();
+  /** The nodes' CSI drivers, behind the controller endpoint the sidecars use. */
+  private readonly drivers = new Map<string, NodeDriver>();
+  private router?: CsiRouter;
+  /** The address index the next node gets (node IP and pod CIDR); never reused within a run. */
+  private nextNodeIndex = 0;
+  /** Serialises node additions and removals, so two never race for a name or an index. */
+  private nodeChanges: Promise<unknown> = Promise.resolve();
   /** The cluster DNS server (once booted). */
   dns?: DnsServer;
   private constructor(
@@ -320,8 +362,9 @@ export class Cluster {
     this.stoppers.push(() => nlc.stop());
 
     // CSI: a driver per node, one controller endpoint in front of them for the sidecars.
-    const drivers = new Map<string, NodeDriver>();
+    const drivers = this.drivers;
     const router = new CsiRouter(drivers, DEFAULT_TOPOLOGY_KEY);
+    this.router = router;
     const provisioner = new ExternalProvisioner({
       store,
       csi: router,
@@ -340,9 +383,7 @@ export class Cluster {
     const bgp = this.network.bgp;
     if (bgp) this.stoppers.push(() => bgp.close());
     for (let i = 0; i < n; i++) {
-      const name = `kemu-node-${i + 1}`;
-      if (o.nodeProcesses) await this.spawnNode(name, i, drivers);
-      else await this.addNode(name, i, drivers);
+      await this.startNodeAt(`kemu-node-${i + 1}`, this.nextNodeIndex++, {});
       this.progress('nodes', i + 1, n);
     }
     // Routes between nodes exist once the speakers agree; pods scheduled before that could not talk.
@@ -369,7 +410,91 @@ export class Cluster {
     return { ip, podCIDR };
   }
 
-  private async addNode(name: string, i: number, drivers: Map<string, NodeDriver>) {
+  /**
+   * Adds `count` nodes to the running cluster, each as the cluster's own nodes are made (in process, or in
+   * a process of its own with node processes), and resolves with their names once each kubelet has
+   * registered its Node. A name given in `opts` suits one node only.
+   */
+  addNodes(count: number, opts: AddNodeOptions = {}): Promise<string[]> {
+    const run = this.nodeChanges.then(async () => {
+      if (!this.ready) throw new StatusError('ServiceUnavailable', 503, 'the cluster is not up yet');
+      if (!Number.isInteger(count) || count < 1) throw new StatusError('BadRequest', 400, `the number of nodes to add must be a positive whole number (got ${count})`);
+      if (opts.name !== undefined && count !== 1) throw new StatusError('BadRequest', 400, `a node name names one node, not ${count}`);
+      if (opts.name !== undefined && (!NODE_NAME.test(opts.name) || opts.name.length > 253))
+        throw new StatusError('BadRequest', 400, `invalid node name ${JSON.stringify(opts.name)}: a lowercase RFC 1123 subdomain (letters, digits, '-' and '.')`);
+      if (opts.taints?.length && this.options.nodeProcesses)
+        throw new StatusError('BadRequest', 400, 'taints on a node added to a cluster with node processes are not supported yet: taint the Node once it has registered');
+      const total = this.allNodeNames().length + count;
+      if (total > 5000) throw new StatusError('BadRequest', 400, `a cluster holds at most 5000 nodes (this would make ${total})`);
+      const taken = new Set([...this.allNodeNames(), ...(await this.store.list('Node')).items.map((x) => x.metadata.name ?? '')]);
+      const names: string[] = [];
+      for (let k = 0; k < count; k++) {
+        let name = opts.name;
+        if (name === undefined) {
+          let i = this.nextNodeIndex + 1;
+          while (taken.has(`kemu-node-${i}`)) i++;
+          name = `kemu-node-${i}`;
+        } else if (taken.has(name)) throw new StatusError('AlreadyExists', 409, `nodes "${name}" already exists`, { name, kind: 'nodes' });
+        taken.add(name);
+        const index = this.nextNodeIndex++;
+        // The address is checked before anything starts, so a full pod network fails cleanly.
+        try {
+          this.address(index);
+        } catch (err) {
+          throw new StatusError('BadRequest', 400, (err as Error).message);
+        }
+        await this.startNodeAt(name, index, opts);
+        names.push(name);
+      }
+      await this.router?.rescan();
+      return names;
+    });
+    this.nodeChanges = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Removes a node this cluster started: its kubelet, runtime, driver, proxy and policy agent stop, its Node
+   * goes, and so do the pods bound to it (as the pod garbage collector deletes pods of a node that is gone).
+   */
+  removeNode(name: string): Promise<void> {
+    const run = this.nodeChanges.then(async () => {
+      const stop = this.nodeStoppers.get(name);
+      if (!stop) {
+        if (this.joinedNodes.has(name)) throw new StatusError('BadRequest', 400, `node ${name} joined by hand (kemu node): stop that process instead`);
+        throw new StatusError('NotFound', 404, `nodes "${name}" not found`, { name, kind: 'nodes' });
+      }
+      this.nodeStoppers.delete(name);
+      await stop();
+      const i = this.nodes.findIndex((x) => x.name === name);
+      if (i >= 0) this.nodes.splice(i, 1);
+      this.remoteNodes.delete(name);
+      this.drivers.delete(name);
+      await this.store.delete('Node', undefined, name).catch((err) => {
+        if (!isNotFound(err)) throw err;
+      });
+      for (const p of (await this.store.list('Pod', { fieldSelector: `spec.nodeName=${name}` })).items) {
+        await this.store.delete('Pod', p.metadata.namespace ?? 'default', p.metadata.name ?? '', { gracePeriodSeconds: 0 }).catch((err) => {
+          if (!isNotFound(err)) throw err;
+        });
+      }
+    });
+    this.nodeChanges = run.catch(() => {});
+    return run;
+  }
+
+  /** Starts node `name` at address index `i`, in this process or its own, and records how to stop it. */
+  private async startNodeAt(name: string, i: number, opts: AddNodeOptions) {
+    let stop: () => Promise<void>;
+    if (this.options.nodeProcesses) stop = await this.spawnNode(name, i, this.drivers);
+    else stop = await this.startLocalNode(name, i, this.drivers, opts);
+    let stopped: Promise<void> | undefined;
+    const once = () => (stopped ??= stop());
+    this.nodeStoppers.set(name, once);
+    this.stoppers.push(once);
+  }
+
+  private async startLocalNode(name: string, i: number, drivers: Map<string, NodeDriver>, opts: AddNodeOptions): Promise<() => Promise<void>> {
     const o = this.options;
     const node = await startNode({
       name,
@@ -386,12 +511,37 @@ export class Cluster {
       podNetwork: this.podNetwork(),
       kubeletConfig: kubeletConfigFor(o.kubeletConfigs, name),
       devices: o.devices,
+      taints: opts.taints,
+      labels: opts.labels,
       // One loopback listener per kubelet for `kemu top`; beyond a few hundred nodes the file descriptors are not worth it.
       kubeletServer: (o.nodes ?? 3) <= 256,
       serviceAccountTokens: o.serviceAccountTokens,
       onError: o.onError,
     });
-    this.stoppers.push(() => node.stop());
+    const stoppers: Array<() => Promise<void>> = [() => node.stop()];
+    const stop = async () => {
+      for (const s of stoppers.reverse().splice(0)) {
+        try {
+          await s();
+        } catch (err) {
+          o.onError?.(err, `${name}: stop`);
+        }
+      }
+    };
+    try {
+      await this.startNodeAgents(name, stoppers);
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+    drivers.set(name, { node: name, controller: node.csiApi.controller, identity: node.csiApi.identity, nodeService: node.csiApi.node });
+    this.nodes.push(node);
+    return stop;
+  }
+
+  /** The node's kube-proxy and network policy agent. */
+  private async startNodeAgents(name: string, stoppers: Array<() => Promise<void>>) {
+    const o = this.options;
     const proxy = await startNodeProxy({
       store: this.store,
       network: this.network,
@@ -400,7 +550,7 @@ export class Cluster {
       fast: o.fast ?? false,
       onError: (e) => o.onError?.(e, `${name}: kube-proxy`),
     });
-    this.stoppers.push(() => proxy.stop());
+    stoppers.push(() => proxy.stop());
     const policy = await startNodePolicyAgent({
       store: this.store,
       network: this.network,
@@ -408,13 +558,11 @@ export class Cluster {
       fast: o.fast ?? false,
       onError: (e) => o.onError?.(e, `${name}: network policy`),
     });
-    this.stoppers.push(() => policy.stop());
-    drivers.set(name, { node: name, controller: node.csiApi.controller, identity: node.csiApi.identity, nodeService: node.csiApi.node });
-    this.nodes.push(node);
+    stoppers.push(() => policy.stop());
   }
 
   /** Starts `kemu node` for this node and waits for it to register; its driver joins the router. */
-  private async spawnNode(name: string, i: number, drivers: Map<string, NodeDriver>) {
+  private async spawnNode(name: string, i: number, drivers: Map<string, NodeDriver>): Promise<() => Promise<void>> {
     const o = this.options;
     const remote = await spawnNodeProcess({
       name,
@@ -433,8 +581,12 @@ export class Cluster {
       devices: o.devices,
     });
     this.remoteNodes.set(name, remote);
-    this.stoppers.push(() => stopNodeProcess(remote));
     drivers.set(name, { node: name, controller: remote.csi.controller, identity: remote.csi.identity, nodeService: remote.csi.node });
+    // The process restartNodeProcess may have put in its place is the one to stop.
+    return async () => {
+      const current = this.remoteNodes.get(name);
+      if (current) await stopNodeProcess(current);
+    };
   }
 
   private watchJoinedNodes(drivers: Map<string, NodeDriver>) {
@@ -611,6 +763,10 @@ export class Cluster {
         return { nodes: [...m.nodeMetrics.values()] as unknown as KubeObject[], pods: m.podMetrics as unknown as KubeObject[] };
       },
       trace: async (from, to) => this.trace(from, to),
+      nodes: {
+        add: async (req) => ({ names: await this.addNodes(req.count ?? 1, nodeAddOptions(req)) }),
+        remove: (name) => this.removeNode(name),
+      },
       info: async () => ({
         ready: this.ready,
         dns: this.dns?.address(),

@@ -3,7 +3,7 @@
 // process of its own, serving the runtime and the driver on sockets under the node's directory.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Store } from '@kemu/core';
+import type { Store, Taint } from '@kemu/core';
 import { createCri, type CriInstance, type CriRuntimeConfig, startCriServer } from '@kemu/cri';
 import { ALPHA_CAPABILITY_NAMES, createCsiDriver, type CsiDriver, DEFAULT_DRIVER_NAME, serveCsiDriver } from '@kemu/csi';
 import { VxlanAgent } from '@kemu/cni-vxlan';
@@ -46,6 +46,9 @@ export interface NodeSpec {
   kubeletConfig?: KubeletConfiguration;
   /** Simulated devices, each served by a device plugin beside the kubelet. */
   devices?: DeviceRequest[];
+  /** Taints and labels the kubelet registers its Node with (--register-with-taints, --node-labels). */
+  taints?: Taint[];
+  labels?: Record<string, string>;
   /** Serve the kubelet's /stats/summary and /metrics on a loopback port (what `kemu top` reads). */
   kubeletServer?: boolean;
   /** The API server's TokenRequest, for projected service account tokens. */
@@ -175,6 +178,8 @@ export async function startNode(s: NodeSpec): Promise<ClusterNode> {
       backoff: fast ? { initialMs: 1000, maxMs: 8000, resetAfterMs: 60_000 } : undefined,
       onError: (e, ctx) => s.onError?.(e, `${s.name}: ${ctx}`),
       config: s.kubeletConfig,
+      taints: s.taints,
+      labels: s.labels,
       serviceAccountTokens: s.serviceAccountTokens,
       evictionMonitoringPeriodMs: fast ? 500 : 10_000,
       // A Registration socket for device plugins when this node has devices, or is a node of its own (`kemu node`)

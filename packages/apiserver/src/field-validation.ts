@@ -3,7 +3,7 @@
 // 400 (Strict) or as `Warning` headers (Warn). Values of the wrong JSON type anywhere in a schema'd object are
 // a 400 naming the field as Go's decoder does, instead of reaching the store.
 import { BadRequestError, type KindInfo } from '@kemu/core';
-import { jsonFields, schemaType, typeOfObject, typeShape } from '@kemu/core/schema';
+import { jsonFields, schemaGeneration, schemaType, typeOfObject, typeShape } from '@kemu/core/schema';
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 
@@ -64,60 +64,148 @@ export interface FieldCheck {
   unknown: string[];
 }
 
+/** A type expression resolved once: its shape, and for lists and maps the element's. */
+interface Expr {
+  expr: string;
+  shape: 'scalar' | 'list' | 'map' | 'ref';
+  /** The scalar type, or the referenced type's name. */
+  inner: string;
+  element?: Expr;
+}
+
+/** A struct type resolved once: its Go name and its JSON fields' type expressions. */
+interface StructType {
+  goName: string;
+  fields: Map<string, Expr>;
+}
+
+/** Resolved types and expressions, valid for one schema generation (CRDs register types at runtime). */
+let resolvedGeneration = -1;
+const structs = new Map<string, StructType | null>();
+const exprs = new Map<string, Expr>();
+
+function resolved(): void {
+  const g = schemaGeneration();
+  if (g === resolvedGeneration) return;
+  structs.clear();
+  exprs.clear();
+  resolvedGeneration = g;
+}
+
+function exprOf(expr: string): Expr {
+  let e = exprs.get(expr);
+  if (e) return e;
+  const [shape, inner] = typeShape(expr);
+  e = { expr, shape, inner };
+  exprs.set(expr, e);
+  if (shape === 'list' || shape === 'map') e.element = exprOf(inner);
+  return e;
+}
+
+/** A struct type by name; null when it has no schema of its own (an opaque format accepts anything). */
+function structOf(typeName: string): StructType | null {
+  let t = structs.get(typeName);
+  if (t !== undefined) return t;
+  t = null;
+  if (schemaType(typeName)) {
+    const fields = new Map<string, Expr>();
+    for (const [k, f] of jsonFields(typeName)) fields.set(k, exprOf(f.type));
+    t = { goName: typeName.split('.').pop() ?? typeName, fields };
+  }
+  structs.set(typeName, t);
+  return t;
+}
+
+/**
+ * One check's walk. The path of the value being looked at is kept as a stack of pieces (`spec`,
+ * `.containers`, `[0]`) and joined only when a field is unknown or a value has the wrong type.
+ */
+class FieldWalk {
+  readonly unknown: string[] = [];
+  private readonly path: string[] = [];
+
+  constructor(private readonly info: KindInfo) {}
+
+  private pathText(): string {
+    return this.path.join('');
+  }
+
+  private fail(v: unknown, parentGo: string, expr: string): BadRequestError {
+    const { kind, version } = this.info;
+    return new BadRequestError(
+      `${kind} in version "${version}" cannot be handled as a ${kind}: json: cannot unmarshal ${jsonType(v)} into Go struct field ${parentGo}.${this.pathText()} of type ${goType(expr)}`,
+    );
+  }
+
+  struct(t: StructType, value: Record<string, unknown>, depth: number): void {
+    if (depth > 64) return;
+    const path = this.path;
+    for (const key of Object.keys(value)) {
+      if (depth === 0 && (key === 'apiVersion' || key === 'kind')) continue;
+      path.push(path.length ? `.${key}` : key);
+      const f = t.fields.get(key);
+      if (!f) {
+        this.unknown.push(this.pathText());
+        delete value[key];
+      } else this.value(f, value[key], t.goName, depth + 1);
+      path.pop();
+    }
+  }
+
+  private value(e: Expr, v: unknown, parentGo: string, depth: number): void {
+    if (v === null || v === undefined) return;
+    switch (e.shape) {
+      case 'scalar':
+        if (!scalarFits(e.inner, v)) throw this.fail(v, parentGo, e.expr);
+        return;
+      case 'list': {
+        if (!Array.isArray(v)) throw this.fail(v, parentGo, e.expr);
+        const el = e.element!;
+        // Lists of scalars that fit need no path.
+        if (el.shape === 'scalar' && v.every((x) => scalarFits(el.inner, x))) return;
+        for (let i = 0; i < v.length; i++) {
+          this.path.push(`[${i}]`);
+          this.value(el, v[i], parentGo, depth);
+          this.path.pop();
+        }
+        return;
+      }
+      case 'map': {
+        if (!isObject(v)) throw this.fail(v, parentGo, e.expr);
+        const el = e.element!;
+        for (const k in v) {
+          const x = v[k];
+          if (el.shape === 'scalar' && scalarFits(el.inner, x)) continue;
+          this.path.push(`[${k}]`);
+          this.value(el, x, parentGo, depth);
+          this.path.pop();
+        }
+        return;
+      }
+      default: {
+        const t = structOf(e.inner);
+        // A type without a schema of its own (an opaque format) accepts what it is given.
+        if (!t) return;
+        if (!isObject(v)) throw this.fail(v, parentGo, e.expr);
+        this.struct(t, v, depth);
+      }
+    }
+  }
+}
+
 /**
  * Checks `obj` against its kind's schema: throws a 400 for a value of the wrong JSON type, removes
  * undeclared fields (in place) and returns their paths. Kinds without a schema are left alone.
  */
 export function checkFields(info: KindInfo, obj: Record<string, unknown>): FieldCheck {
   const type = typeOfObject({ apiVersion: info.apiVersion, kind: info.kind });
-  const unknown: string[] = [];
-  if (!type) return { unknown };
-  const fail = (v: unknown, parent: string, field: string, expr: string) =>
-    new BadRequestError(
-      `${info.kind} in version "${info.version}" cannot be handled as a ${info.kind}: json: cannot unmarshal ${jsonType(v)} into Go struct field ${parent}.${field} of type ${goType(expr)}`,
-    );
-  const walkType = (typeName: string, value: Record<string, unknown>, path: string, depth: number) => {
-    if (depth > 64) return;
-    const t = schemaType(typeName);
-    if (!t) return;
-    const fields = jsonFields(typeName);
-    const goName = typeName.split('.').pop() ?? typeName;
-    for (const key of Object.keys(value)) {
-      const fieldPath = path ? `${path}.${key}` : key;
-      if (depth === 0 && (key === 'apiVersion' || key === 'kind')) continue;
-      const f = fields.get(key);
-      if (!f) {
-        unknown.push(fieldPath);
-        delete value[key];
-        continue;
-      }
-      walkValue(f.type, value[key], fieldPath, goName, key, depth + 1);
-    }
-  };
-  const walkValue = (expr: string, v: unknown, path: string, parentGo: string, field: string, depth: number) => {
-    if (v === null || v === undefined) return;
-    const [shape, inner] = typeShape(expr);
-    if (shape === 'scalar') {
-      if (!scalarFits(inner, v)) throw fail(v, parentGo, path, expr);
-      return;
-    }
-    if (shape === 'list') {
-      if (!Array.isArray(v)) throw fail(v, parentGo, path, expr);
-      v.forEach((el, i) => walkValue(inner, el, `${path}[${i}]`, parentGo, field, depth));
-      return;
-    }
-    if (shape === 'map') {
-      if (!isObject(v)) throw fail(v, parentGo, path, expr);
-      for (const [k, el] of Object.entries(v)) walkValue(inner, el, `${path}[${k}]`, parentGo, field, depth);
-      return;
-    }
-    // A type without a schema of its own (an opaque format) accepts what it is given.
-    if (!schemaType(inner)) return;
-    if (!isObject(v)) throw fail(v, parentGo, path, expr);
-    walkType(inner, v, path, depth);
-  };
-  walkType(type.name, obj, '', 0);
-  return { unknown };
+  if (!type) return { unknown: [] };
+  resolved();
+  const t = structOf(type.name);
+  if (!t) return { unknown: [] };
+  const walk = new FieldWalk(info);
+  walk.struct(t, obj, 0);
+  return { unknown: walk.unknown };
 }
 
 /** Applies the fieldValidation mode to a check's unknown fields: a 400 (Strict) or warnings to send. */

@@ -134,8 +134,9 @@ export class InvalidError extends StatusError {
 
   constructor(kind: string, name: string, group: string, causes: StatusCause[]) {
     const detail = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message));
-    const joined = detail.length === 1 ? detail[0] : `[${detail.join(', ')}]`;
-    super('Invalid', 422, `${kind} "${name}" is invalid: ${joined}`, {
+    const joined = detail.length === 1 ? `: ${detail[0]}` : detail.length ? `: [${detail.join(', ')}]` : '';
+    // The kind qualified by its group, as a GroupKind prints: `Deployment.apps`, but `Pod` for the core group.
+    super('Invalid', 422, `${group ? `${kind}.${group}` : kind} "${name}" is invalid${joined}`, {
       name,
       group,
       kind,

@@ -63,8 +63,9 @@ describe('Deployment', () => {
       cur.spec.template.metadata!.labels = { app: 'web2' };
       const err = await store.update(cur).catch((e) => e);
       expect(err).toBeInstanceOf(InvalidError);
-      expect(err.message).toBe('Deployment "web" is invalid: spec.selector: Invalid value: {"matchLabels":{"app":"web2"}}: field is immutable');
-      expect(err.status?.code ?? 422).toBe(422);
+      expect(err.message).toBe('Deployment.apps "web" is invalid: spec.selector: Invalid value: {"matchLabels":{"app":"web2"}}: field is immutable');
+      expect(err.code).toBe(422);
+      expect(err.details).toMatchObject({ name: 'web', group: 'apps', kind: 'Deployment' });
     } finally {
       await store.close();
     }
@@ -91,6 +92,21 @@ describe('StatefulSet', () => {
 });
 
 describe('Job and CronJob', () => {
+  it('names the kind with its group in the error, as kube-apiserver does (the core group has none)', async () => {
+    const store = await MemoryStore.open();
+    try {
+      const job = await store.create(obj('Job', 'batch/v1', { parallelism: -1, template: tmpl({}, { restartPolicy: 'Never' }) }, 'x')).catch((e) => e);
+      expect(job).toBeInstanceOf(InvalidError);
+      expect(job.message).toBe('Job.batch "x" is invalid: spec.parallelism: Invalid value: -1: must be greater than or equal to 0');
+      expect(job.details).toMatchObject({ name: 'x', group: 'batch', kind: 'Job' });
+      const pod = await store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'x', namespace: 'default' }, spec: { containers: [] } } as KubeObject).catch((e) => e);
+      expect(pod.message).toMatch(/^Pod "x" is invalid: /);
+      expect(pod.details).toMatchObject({ name: 'x', group: '', kind: 'Pod' });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('requires OnFailure or Never and generates the selector from the uid', async () => {
     expect(errs(obj('Job', 'batch/v1', { template: tmpl({}) }))).toEqual([
       'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"',

@@ -142,7 +142,7 @@ describe('ServiceAccount tokens', () => {
   it('checks a TokenRequest as kube-apiserver does', async () => {
     await expect(mint({ spec: { expirationSeconds: 599 } })).rejects.toMatchObject({
       code: 422,
-      message: 'TokenRequest "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes',
+      message: 'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes',
     });
     await expect(mint({ spec: {} }, 'ghost')).rejects.toMatchObject({ code: 404, message: 'serviceaccounts "ghost" not found' });
     await store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'other', namespace: 'dev' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });

@@ -49,7 +49,7 @@ describe('access reviews and impersonation over RBAC', () => {
     expect(no.status).toEqual({ allowed: false });
     await expect(selfSubjectAccessReview(rbac, alice, { spec: {} })).rejects.toMatchObject({
       code: 422,
-      message: 'SelfSubjectAccessReview "" is invalid: spec.resourceAttributes: Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified',
+      message: 'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Required value: exactly one of nonResourceAttributes or resourceAttributes must be specified',
     });
   });
 
@@ -57,12 +57,12 @@ describe('access reviews and impersonation over RBAC', () => {
     const sar = await subjectAccessReview(rbac, { spec: { user: 'alice', resourceAttributes: { namespace: 'dev', verb: 'get', resource: 'pods' } } });
     expect(sar.status.allowed).toBe(true);
     await expect(subjectAccessReview(rbac, { spec: { nonResourceAttributes: { path: '/api', verb: 'get' } } })).rejects.toMatchObject({
-      message: 'SubjectAccessReview "" is invalid: spec.user: Invalid value: "": at least one of user or group must be specified',
+      message: 'SubjectAccessReview.authorization.k8s.io "" is invalid: spec.user: Invalid value: "": at least one of user or group must be specified',
     });
     const local = await localSubjectAccessReview(rbac, 'dev', { metadata: { namespace: 'dev' }, spec: { user: 'alice', resourceAttributes: { namespace: 'dev', verb: 'list', resource: 'pods' } } });
     expect(local.status.allowed).toBe(true);
     await expect(localSubjectAccessReview(rbac, 'dev', { spec: { user: 'alice', resourceAttributes: { namespace: 'prod', verb: 'list', resource: 'pods' } } })).rejects.toMatchObject({
-      message: 'LocalSubjectAccessReview "" is invalid: spec.resourceAttributes.namespace: Invalid value: "prod": must match metadata.namespace',
+      message: 'LocalSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes.namespace: Invalid value: "prod": must match metadata.namespace',
     });
   });
 

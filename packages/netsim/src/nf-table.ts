@@ -3,6 +3,7 @@
 // Loading is all-or-nothing per call, as iptables-restore commits a table or nothing.
 import type { Family } from '@kemu/ip';
 import { NetsimError } from './errors.js';
+import { NftState } from './nf-nft-table.js';
 import { BUILTIN_TARGETS, type NfRule, type NfTableName, parseRule, splitWords } from './nf-rule.js';
 
 export interface NfChain {
@@ -36,6 +37,8 @@ export class Netfilter {
   readonly v4 = new Map<NfTableName, NfTable>();
   readonly v6 = new Map<NfTableName, NfTable>();
   readonly maps = new Map<string, NfMap>();
+  /** The nftables tables (`nft -f`), which run at the same hooks by priority. */
+  readonly nft = new NftState();
   /** The `recent` match's lists: name -> source key -> last seen (virtual us). */
   readonly recent = new Map<string, Map<string, number>>();
   /** Number of rules in all tables: 0 lets the datapath skip netfilter entirely. */

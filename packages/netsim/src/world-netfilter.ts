@@ -2,94 +2,19 @@
 // in priority order: raw, conntrack, mangle, nat (first packet of a connection only), filter. world-ip.ts
 // calls these for every packet and touches nothing else of netfilter. A namespace with no iptables rules
 // and no maps takes the old path (conntrack plus the simple NAT rules) at no extra cost.
-import { type Family, formatIpBytes, ipKeyAt, prefixContains } from '@kemu/ip';
-import { ipDstOffset, IPPROTO_ICMP, IPPROTO_ICMPV6, IPPROTO_TCP, IPPROTO_UDP, ipSrcOffset } from './packet.js';
+import { type Family, formatIpBytes, prefixContains } from '@kemu/ip';
+import { runNft } from './nf-nft-eval.js';
+import { applyDnat, applySnat, ctStates, ifMatch, isLocal, MAX_DEPTH, type PktView, protoName, random, type Skb, type Verdict, view } from './nf-packet.js';
 import { type NfRule, type NfTableName, ruleComment } from './nf-rule.js';
 import type { NfChain } from './nf-table.js';
 import { rec } from './world-capture.js';
 import { ctConfirm } from './world-conntrack.js';
-import type { CtRef, Link, Ns } from './world-model.js';
+import type { Link, Ns } from './world-model.js';
 import { natDnatNew, natPost, natPre, rewrite } from './world-nat.js';
-import type { WorldState } from './world-state.js';
 
-/** What travels with one packet through one namespace: its conntrack entry, mark and devices. */
-export interface Skb {
-  ct: CtRef | null;
-  mark: number;
-  inDev: Link | null;
-  outDev: Link | null;
-}
-
+export type { Skb };
 type Hook = 'PREROUTING' | 'INPUT' | 'FORWARD' | 'OUTPUT' | 'POSTROUTING';
-type Verdict = 'accept' | 'drop';
-
-const MAX_DEPTH = 64;
-
-/** Deterministic randomness for `statistic --mode random`, seeded from the world. */
-const rngs = new WeakMap<WorldState, { s: number }>();
-function random(w: WorldState): number {
-  let r = rngs.get(w);
-  if (!r) {
-    r = { s: (0x9e3779b9 ^ (w.seed * 0x01000193)) >>> 0 || 1 };
-    rngs.set(w, r);
-  }
-  // xorshift32
-  let x = r.s;
-  x ^= x << 13;
-  x ^= x >>> 17;
-  x ^= x << 5;
-  r.s = x >>> 0;
-  return r.s / 0x100000000;
-}
-
-function ifMatch(pattern: string, dev: Link | null): boolean {
-  if (!dev) return false;
-  return pattern.endsWith('+') ? dev.name.startsWith(pattern.slice(0, -1)) : dev.name === pattern;
-}
-
-interface PktView {
-  proto: number;
-  l4: number;
-  sport: number;
-  dport: number;
-  sOff: number;
-  dOff: number;
-}
-
-function view(p: Buffer, family: Family): PktView {
-  const proto = family === 4 ? p[9]! : p[6]!;
-  const l4 = family === 4 ? (p[0]! & 0xf) * 4 : 40;
-  const ports = (proto === IPPROTO_TCP || proto === IPPROTO_UDP || proto === 132) && p.length >= l4 + 4;
-  return {
-    proto,
-    l4,
-    sport: ports ? p.readUInt16BE(l4) : -1,
-    dport: ports ? p.readUInt16BE(l4 + 2) : -1,
-    sOff: ipSrcOffset(family),
-    dOff: ipDstOffset(family),
-  };
-}
-
-const protoName = (n: number) => (n === IPPROTO_TCP ? 'tcp' : n === IPPROTO_UDP ? 'udp' : n === 132 ? 'sctp' : String(n));
-
-function isLocal(ns: Ns, p: Buffer, off: number, family: Family): boolean {
-  if (ns.local.has(ipKeyAt(p, off, family))) return true;
-  return family === 4 ? p[off] === 127 : false;
-}
-
-function ctStates(skb: Skb, v: PktView, p: Buffer, family: Family): string[] {
-  const ct = skb.ct;
-  if (!ct) {
-    const icmp = family === 4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
-    // ICMP errors belong to the connection they report on.
-    if (v.proto === icmp && !(family === 4 ? [0, 8].includes(p[v.l4]!) : [128, 129].includes(p[v.l4]!))) return ['RELATED'];
-    return ['INVALID'];
-  }
-  const s = [ct.isNew && !ct.conn.confirmed ? 'NEW' : 'ESTABLISHED'];
-  if (ct.conn.dnat) s.push('DNAT');
-  if (ct.conn.snat) s.push('SNAT');
-  return s;
-}
+import type { WorldState } from './world-state.js';
 
 function mapKey(parts: string[], v: PktView, p: Buffer, family: Family): string {
   return parts
@@ -288,44 +213,52 @@ function runChain(
         continue;
       }
       case 'DNAT':
+        return applyDnat(w, ns, skb, p, family, v, tg.addr, tg.port?.lo, where);
       case 'SNAT':
-      case 'MASQUERADE': {
-        const ct = skb.ct;
-        // NAT binds the first packet of a connection; anything untracked passes the nat table as is.
-        if (!ct || !ct.isNew || ct.conn.confirmed) return 'accept';
-        const c = ct.conn;
-        if (tg.kind === 'DNAT') {
-          const port = tg.port ? tg.port.lo : c.orig.dport;
-          const keepPort = v.sport < 0;
-          c.dnat = true;
-          c.reply = { ...c.reply, src: Uint8Array.from(tg.addr), sport: keepPort ? c.reply.sport : port };
-          rewrite(p, family, 'dst', tg.addr, keepPort ? v.dport : port);
-          if (w.tr) rec(w, 'nat', ns, dev, `${where}: ${formatIpBytes(c.orig.dst, 0, family)}:${c.orig.dport} -> ${formatIpBytes(tg.addr, 0, family)}:${port}`, p, family);
-          return 'accept';
-        }
-        let to: Uint8Array | null = null;
-        if (tg.kind === 'SNAT') to = tg.addr;
-        else {
-          const a = ns.addrs.find((x) => x.dev === skb.outDev && x.ip.family === family && x.scope === 'global');
-          to = a ? a.ip.bytes : null;
-        }
-        if (!to) {
-          rec(w, 'drop', ns, dev, where, p, family, 'MASQUERADE: no address on the output device');
-          return 'drop';
-        }
-        const port = tg.kind === 'SNAT' && tg.port ? tg.port.lo : c.reply.dport;
-        c.snat = true;
-        c.reply = { ...c.reply, dst: Uint8Array.from(to), dport: port };
-        rewrite(p, family, 'src', to, port);
-        if (w.tr) rec(w, 'nat', ns, dev, `${where}: source -> ${formatIpBytes(to, 0, family)}`, p, family);
-        return 'accept';
-      }
+      case 'MASQUERADE':
+        return applySnat(w, ns, skb, p, family, tg.kind === 'SNAT' ? tg.addr : null, tg.kind === 'SNAT' ? tg.port?.lo : undefined, where);
     }
   }
 }
 
-const nfOn = (ns: Ns) => ns.nf.ruleCount > 0;
+const nfOn = (ns: Ns) => ns.nf.ruleCount > 0 || ns.nf.nft.ruleCount > 0;
 const tracked = (ns: Ns) => ns.nat.length > 0 || ns.ct.size > 0 || nfOn(ns);
+const isNew = (skb: Skb) => !!skb.ct && skb.ct.isNew && !skb.ct.conn.confirmed;
+
+/** The iptables tables of a hook after conntrack, with their priorities (NF_IP_PRI_*). */
+const STAGES: Record<Hook, [number, NfTableName][]> = {
+  PREROUTING: [[-150, 'mangle'], [-100, 'nat']],
+  INPUT: [[-150, 'mangle'], [0, 'filter'], [100, 'nat']],
+  FORWARD: [[-150, 'mangle'], [0, 'filter']],
+  OUTPUT: [[-150, 'mangle'], [-100, 'nat'], [0, 'filter']],
+  POSTROUTING: [[-150, 'mangle'], [100, 'nat']],
+};
+
+/**
+ * Runs a hook's iptables tables and nftables base chains in priority order, as the kernel orders every
+ * hook function: nat tables and nat-type chains see only a connection's first packet. `afterNat` runs once
+ * the nat stage is past (the simple NAT rules of the older API).
+ */
+function runStages(w: WorldState, ns: Ns, hook: Hook, p: Buffer, family: Family, skb: Skb, afterNat?: () => void): Verdict {
+  const nft = ns.nf.nft.ruleCount > 0 ? ns.nf.nft.hooks.get(`${family === 4 ? 'ip' : 'ip6'} ${hook.toLowerCase()}`) : undefined;
+  let j = 0;
+  const nftUpTo = (prio: number): Verdict => {
+    while (nft && j < nft.length && nft[j]!.chain.base!.priority < prio) {
+      const e = nft[j++]!;
+      if (e.chain.base!.type === 'nat' && !isNew(skb)) continue;
+      if (runNft(w, ns, e.table, e.chain, p, family, skb) === 'drop') return 'drop';
+    }
+    return 'accept';
+  };
+  for (const [prio, table] of STAGES[hook]) {
+    if (nftUpTo(prio) === 'drop') return 'drop';
+    if (table === 'nat') {
+      if (isNew(skb) && ns.nf.ruleCount > 0 && runChain(w, ns, table, hook, p, family, skb) === 'drop') return 'drop';
+      afterNat?.();
+    } else if (ns.nf.ruleCount > 0 && runChain(w, ns, table, hook, p, family, skb) === 'drop') return 'drop';
+  }
+  return nftUpTo(Infinity);
+}
 
 /** NF_INET_PRE_ROUTING: raw, conntrack (established NAT applied), mangle, then nat for a new connection. */
 export function nfPrerouting(w: WorldState, ns: Ns, p: Buffer, family: Family, inDev: Link): Skb | null {
@@ -337,12 +270,10 @@ export function nfPrerouting(w: WorldState, ns: Ns, p: Buffer, family: Family, i
     if (skb.ct?.isNew) natDnatNew(w, ns, p, family, inDev, skb.ct);
     return skb;
   }
-  if (runChain(w, ns, 'mangle', 'PREROUTING', p, family, skb) === 'drop') return null;
-  if (skb.ct?.isNew && !skb.ct.conn.confirmed) {
-    if (runChain(w, ns, 'nat', 'PREROUTING', p, family, skb) === 'drop') return null;
-    if (!skb.ct.conn.dnat) natDnatNew(w, ns, p, family, inDev, skb.ct);
-  }
-  return skb;
+  const legacy = () => {
+    if (isNew(skb) && !skb.ct!.conn.dnat) natDnatNew(w, ns, p, family, inDev, skb.ct!);
+  };
+  return runStages(w, ns, 'PREROUTING', p, family, skb, legacy) === 'drop' ? null : skb;
 }
 
 /**
@@ -358,21 +289,17 @@ export function nfLocalOut(w: WorldState, ns: Ns, p: Buffer, family: Family): Sk
     if (skb.ct?.isNew) natDnatNew(w, ns, p, family, null, skb.ct);
     return skb;
   }
-  if (runChain(w, ns, 'mangle', 'OUTPUT', p, family, skb) === 'drop') return null;
-  if (skb.ct?.isNew && !skb.ct.conn.confirmed) {
-    if (runChain(w, ns, 'nat', 'OUTPUT', p, family, skb) === 'drop') return null;
-    if (!skb.ct.conn.dnat) natDnatNew(w, ns, p, family, null, skb.ct);
-  }
-  if (runChain(w, ns, 'filter', 'OUTPUT', p, family, skb) === 'drop') return null;
-  return skb;
+  const legacy = () => {
+    if (isNew(skb) && !skb.ct!.conn.dnat) natDnatNew(w, ns, p, family, null, skb.ct!);
+  };
+  return runStages(w, ns, 'OUTPUT', p, family, skb, legacy) === 'drop' ? null : skb;
 }
 
 /** NF_INET_FORWARD: mangle, then filter, with both devices known. False when a rule dropped the packet. */
 export function nfForward(w: WorldState, ns: Ns, p: Buffer, family: Family, skb: Skb | null, out: Link | null): boolean {
   if (!skb || !nfOn(ns)) return true;
   skb.outDev = out;
-  if (runChain(w, ns, 'mangle', 'FORWARD', p, family, skb) === 'drop') return false;
-  return runChain(w, ns, 'filter', 'FORWARD', p, family, skb) !== 'drop';
+  return runStages(w, ns, 'FORWARD', p, family, skb) !== 'drop';
 }
 
 /**
@@ -381,11 +308,7 @@ export function nfForward(w: WorldState, ns: Ns, p: Buffer, family: Family, skb:
  */
 export function nfLocalIn(w: WorldState, ns: Ns, l: Link, p: Buffer, family: Family, skb: Skb | null): boolean {
   if (!skb) return true;
-  if (nfOn(ns)) {
-    if (runChain(w, ns, 'mangle', 'INPUT', p, family, skb) === 'drop') return false;
-    if (runChain(w, ns, 'filter', 'INPUT', p, family, skb) === 'drop') return false;
-    if (skb.ct?.isNew && !skb.ct.conn.confirmed && runChain(w, ns, 'nat', 'INPUT', p, family, skb) === 'drop') return false;
-  }
+  if (nfOn(ns) && runStages(w, ns, 'INPUT', p, family, skb) === 'drop') return false;
   const ct = skb.ct;
   if (!ct) return true;
   if (ct.isNew) ctConfirm(ns, ct.conn);
@@ -405,11 +328,7 @@ export function nfLocalIn(w: WorldState, ns: Ns, l: Link, p: Buffer, family: Fam
 export function nfPostrouting(w: WorldState, ns: Ns, p: Buffer, family: Family, out: Link, skb: Skb | null): boolean {
   if (!skb) return true;
   skb.outDev = out;
-  if (nfOn(ns)) {
-    if (runChain(w, ns, 'mangle', 'POSTROUTING', p, family, skb) === 'drop') return false;
-    if (skb.ct?.isNew && !skb.ct.conn.confirmed && runChain(w, ns, 'nat', 'POSTROUTING', p, family, skb) === 'drop')
-      return false;
-  }
+  if (nfOn(ns) && runStages(w, ns, 'POSTROUTING', p, family, skb) === 'drop') return false;
   if (skb.ct) natPost(w, ns, p, family, out, skb.ct);
   return true;
 }

@@ -46,6 +46,7 @@ import * as l4 from './world-l4.js';
 import * as link from './world-link.js';
 import * as nat from './world-nat.js';
 import * as nf from './nf-table.js';
+import { type NftFamily, nftApply, nftList } from './nf-nft-table.js';
 import type { NfTableName } from './nf-rule.js';
 import * as neighbour from './world-neighbour.js';
 import * as netns from './world-netns.js';
@@ -267,6 +268,25 @@ export class World {
 
   nftDeleteMap(nsName: string, name: string): void {
     nf.deleteMap(nsByName(this.w, nsName).nf, name);
+  }
+
+  /**
+   * `nft -f`: applies an nftables script (add/create/flush/delete of tables, chains, rules, sets, maps and
+   * elements, or the `table ... { }` form `nft list` prints) to a namespace as one transaction.
+   */
+  nft(nsName: string, script: string): void {
+    if (typeof script !== 'string') throw new NetsimError('EINVAL', 'nft input must be text');
+    nftApply(nsByName(this.w, nsName).nf.nft, script);
+  }
+
+  /** `nft list table FAMILY NAME`, as nft prints it (elements in key order). */
+  nftList(nsName: string, family: NftFamily, table: string): string {
+    return nftList(nsByName(this.w, nsName).nf.nft, family, table, this.w.clockUs);
+  }
+
+  /** The nftables tables of a namespace, as "FAMILY NAME" (`nft list tables`). */
+  nftTables(nsName: string): string[] {
+    return [...nsByName(this.w, nsName).nf.nft.tables.keys()];
   }
 
   /** Connection-tracking entries of a namespace (`conntrack -L`), as "src:sport -> dst:dport" pairs. */

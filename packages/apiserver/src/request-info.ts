@@ -11,14 +11,23 @@ const SPECIAL_VERBS = new Set(['proxy', 'watch']);
 
 /** Splits a path into decoded segments; a malformed percent-escape is a 400 as Go's URL parser makes it. */
 export function pathSegments(pathname: string): string[] {
-  const raw = pathname.split('/').filter(Boolean);
-  return raw.map((s) => {
-    try {
-      return decodeURIComponent(s);
-    } catch {
-      throw new BadRequestError(`invalid URL escape in path segment "${s}"`);
-    }
-  });
+  const out: string[] = [];
+  let start = 0;
+  for (;;) {
+    const end = pathname.indexOf('/', start);
+    const s = end < 0 ? pathname.slice(start) : pathname.slice(start, end);
+    if (s) out.push(s.includes('%') ? decodeSegment(s) : s);
+    if (end < 0) return out;
+    start = end + 1;
+  }
+}
+
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new BadRequestError(`invalid URL escape in path segment "${s}"`);
+  }
 }
 
 /** Kubernetes' boolean query conversion: absent is false, "0" and "false" (any case) are false, all else true. */
@@ -33,6 +42,9 @@ export function validPathSegmentName(name: string): boolean {
   return name !== '.' && name !== '..' && !name.includes('/') && !name.includes('%');
 }
 
+/** The verb of a resource request by its HTTP method (before list, watch and deletecollection are told apart). */
+const METHOD_VERBS: Record<string, string> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+
 export function requestInfo(method: string, pathname: string, q: URLSearchParams): RequestInfo {
   const info: RequestInfo = {
     isResourceRequest: false,
@@ -46,41 +58,47 @@ export function requestInfo(method: string, pathname: string, q: URLSearchParams
     subresource: '',
     name: '',
   };
-  let parts = pathSegments(pathname);
-  if (parts.length < 3) return info;
-  if (parts[0] !== 'api' && parts[0] !== 'apis') return info;
-  const prefix = parts[0];
-  parts = parts.slice(1);
+  const all = pathSegments(pathname);
+  // The segments still to resolve are all[i..]; n of them.
+  let i = 0;
+  let n = all.length;
+  if (n < 3) return info;
+  const prefix = all[0];
+  if (prefix !== 'api' && prefix !== 'apis') return info;
+  i++;
+  n--;
   if (prefix === 'apis') {
-    if (parts.length < 3) return info;
-    info.apiGroup = parts[0];
-    parts = parts.slice(1);
+    if (n < 3) return info;
+    info.apiGroup = all[i++];
+    n--;
   }
   info.apiPrefix = prefix;
   info.isResourceRequest = true;
-  info.apiVersion = parts[0];
-  parts = parts.slice(1);
+  info.apiVersion = all[i++];
+  n--;
 
-  if (SPECIAL_VERBS.has(parts[0])) {
-    if (parts.length < 2) throw new BadRequestError(`unable to determine kind and namespace from url ${pathname}`);
-    info.verb = parts[0];
-    parts = parts.slice(1);
+  if (SPECIAL_VERBS.has(all[i])) {
+    if (n < 2) throw new BadRequestError(`unable to determine kind and namespace from url ${pathname}`);
+    info.verb = all[i++];
+    n--;
   } else {
-    info.verb =
-      { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[method] ?? '';
+    info.verb = METHOD_VERBS[method] ?? '';
   }
 
-  if (parts[0] === 'namespaces') {
-    if (parts.length > 1) {
-      info.namespace = parts[1];
-      if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2])) parts = parts.slice(2);
+  if (all[i] === 'namespaces') {
+    if (n > 1) {
+      info.namespace = all[i + 1];
+      if (n > 2 && !NAMESPACE_SUBRESOURCES.has(all[i + 2])) {
+        i += 2;
+        n -= 2;
+      }
     }
   }
-  if (parts.length >= 3 && info.verb !== 'proxy') info.subresource = parts[2];
-  if (parts.length >= 2) info.name = parts[1];
-  if (parts.length >= 1) info.resource = parts[0];
+  if (n >= 3 && info.verb !== 'proxy') info.subresource = all[i + 2];
+  if (n >= 2) info.name = all[i + 1];
+  if (n >= 1) info.resource = all[i];
   // A proxy subresource carries the path to forward after it (nodes/<name>/proxy/stats/summary).
-  if (parts.length > 3 && info.verb !== 'proxy' && parts[2] !== 'proxy')
+  if (n > 3 && info.verb !== 'proxy' && all[i + 2] !== 'proxy')
     throw new BadRequestError(`the path ${pathname} has too many segments for a resource request`);
 
   if (!info.name && info.verb === 'get') {

@@ -22,13 +22,21 @@ export class LimitRangerAdmission implements AdmissionChain {
     private readonly lookups: AdmissionLookups = storeLookups(store),
   ) {}
 
-  private async items(namespace: string): Promise<LimitRangeItem[]> {
-    return (await this.lookups.limitRanges(namespace)).flatMap((l: KubeObject) => (l.spec?.limits ?? []) as LimitRangeItem[]);
+  /** The items one request is checked against, looked up once for its admit and validate. */
+  private readonly perRequest = new WeakMap<AdmissionAttributes, Promise<LimitRangeItem[]>>();
+
+  private items(attrs: AdmissionAttributes): Promise<LimitRangeItem[]> {
+    let items = this.perRequest.get(attrs);
+    if (!items) {
+      items = this.lookups.limitRanges(attrs.namespace).then((ls) => ls.flatMap((l: KubeObject) => (l.spec?.limits ?? []) as LimitRangeItem[]));
+      this.perRequest.set(attrs, items);
+    }
+    return items;
   }
 
   async admit(attrs: AdmissionAttributes): Promise<void> {
     if (!isPodWrite(attrs) || !attrs.object) return;
-    const items = (await this.items(attrs.namespace)).filter((i) => i.type === 'Container');
+    const items = (await this.items(attrs)).filter((i) => i.type === 'Container');
     if (!items.length) return;
     const pod = attrs.object;
     const notes: string[] = [];
@@ -65,7 +73,7 @@ export class LimitRangerAdmission implements AdmissionChain {
 
   async validate(attrs: AdmissionAttributes): Promise<void> {
     if (!attrs.object || !(isPodWrite(attrs) || isClaimWrite(attrs))) return;
-    const items = await this.items(attrs.namespace);
+    const items = await this.items(attrs);
     if (!items.length) return;
     const errs: string[] = [];
     if (isPodWrite(attrs)) {

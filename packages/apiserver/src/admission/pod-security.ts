@@ -92,6 +92,10 @@ export class PodSecurityAdmission implements AdmissionChain {
     if (template) return this.check(attrs, template, false);
   }
 
+  /** Policies by the label set they were read from (cached namespaces keep their label objects until changed). */
+  private readonly policies = new WeakMap<Record<string, string>, NamespacePolicy>();
+  private unlabelled: NamespacePolicy | undefined;
+
   private async policyOf(namespace: string): Promise<NamespacePolicy> {
     let labels: Record<string, string> | undefined;
     try {
@@ -99,7 +103,13 @@ export class PodSecurityAdmission implements AdmissionChain {
     } catch {
       labels = undefined; // NamespaceLifecycle answers for a missing namespace
     }
-    return namespacePolicy(labels, this.opts.defaults);
+    if (!labels) return (this.unlabelled ??= namespacePolicy(undefined, this.opts.defaults));
+    let policy = this.policies.get(labels);
+    if (!policy) {
+      policy = namespacePolicy(labels, this.opts.defaults);
+      this.policies.set(labels, policy);
+    }
+    return policy;
   }
 
   private async check(attrs: AdmissionAttributes, pod: KubeObject, enforce: boolean): Promise<void> {

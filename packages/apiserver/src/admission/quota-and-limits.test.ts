@@ -25,7 +25,9 @@ const pod = (name: string, cpu?: string): KubeObject => ({
   spec: { containers: [{ name: 'app', image: 'busybox', ...(cpu ? { resources: { requests: { cpu } } } : {}) }] },
 });
 
-describe('ResourceQuota admission', () => {
+// Rounds read either the store (no informer given) or the status controller's quota informer plus their own
+// writes, which the informer may not have seen yet: both must count every admitted pod exactly once.
+describe.each(['store', 'informer'] as const)('ResourceQuota admission reading quotas from the %s', (source) => {
   let store: Store;
   let quota: ResourceQuotaAdmission;
   let controller: ResourceQuotaStatusController;
@@ -45,7 +47,7 @@ describe('ResourceQuota admission', () => {
     await controller.start();
     await store.create({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'compute', namespace: 'q' }, spec: { hard: { pods: '2', 'requests.cpu': '1' } } });
     await until(async () => (await used()) !== undefined);
-    quota = new ResourceQuotaAdmission(store);
+    quota = new ResourceQuotaAdmission(store, source === 'informer' ? controller.quotaInformer : undefined);
   });
   afterEach(() => controller.stop());
 

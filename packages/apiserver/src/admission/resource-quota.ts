@@ -22,11 +22,35 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
+/** A quota as one round sees it: the object, its hard limits and its usage, parsed. */
+interface QuotaState {
+  quota: KubeObject;
+  hard: Map<string, Quantity>;
+  used: Map<string, Quantity>;
+}
+
+const rvOf = (o: KubeObject) => Number(o.metadata.resourceVersion ?? 0);
+const quantities = (m: Record<string, string> | undefined) => new Map(Object.entries(m ?? {}).map(([k, v]) => [k, parseQuantity(v)]));
+
 export class ResourceQuotaAdmission implements AdmissionChain {
   /** Requests waiting per namespace; a namespace is in the map while a round for it is running. */
   private readonly waiting = new Map<string, Waiting[]>();
+  /**
+   * The quotas this plugin last wrote, by namespace/name: newer than the informer's copy until its watch
+   * event arrives, so back-to-back rounds read their own writes (upstream keeps the same cache).
+   */
+  private readonly written = new Map<string, KubeObject>();
+  /** Parsed limits and usage per quota version (informer and written objects are never changed in place). */
+  private readonly parsed = new WeakMap<KubeObject, { hard: Map<string, Quantity>; used: Map<string, Quantity> }>();
 
-  constructor(private readonly store: Store) {}
+  /**
+   * `quotas`, when given, is an informer over ResourceQuotas that rounds read instead of listing the store
+   * (a namespace it holds none for is still listed live, so a quota created a moment ago is not missed).
+   */
+  constructor(
+    private readonly store: Store,
+    private readonly quotas?: SharedInformer,
+  ) {}
 
   async admit(): Promise<void> {}
 
@@ -46,7 +70,9 @@ export class ResourceQuotaAdmission implements AdmissionChain {
         return;
       }
       this.waiting.set(attrs.namespace, [{ attrs, delta, resolve, reject }]);
-      void this.drain(attrs.namespace);
+      // The round starts after the requests already being processed have reached this point, so requests
+      // that arrived together share one read and one status write per quota.
+      setImmediate(() => void this.drain(attrs.namespace));
     });
   }
 
@@ -70,23 +96,43 @@ export class ResourceQuotaAdmission implements AdmissionChain {
     }
   }
 
+  /** The namespace's quotas: the informer's, or this plugin's own later write of one; live when asked or none are cached. */
+  private async read(namespace: string, live: boolean): Promise<KubeObject[]> {
+    const cached = !live && this.quotas ? this.quotas.lister.namespace(namespace).list() : [];
+    if (!cached.length) return (await this.store.list('ResourceQuota', { namespace })).items;
+    return cached.map((q) => {
+      const mine = this.written.get(`${namespace}/${q.metadata.name}`);
+      if (mine && mine.metadata.uid === q.metadata.uid && rvOf(mine) > rvOf(q)) return mine;
+      if (mine) this.written.delete(`${namespace}/${q.metadata.name}`);
+      return q;
+    });
+  }
+
+  private state(quota: KubeObject): QuotaState {
+    let p = this.parsed.get(quota);
+    if (!p) {
+      p = { hard: quantities(quota.spec?.hard), used: quantities(quota.status?.used) };
+      this.parsed.set(quota, p);
+    }
+    return { quota, hard: p.hard, used: new Map(p.used) };
+  }
+
   private async round(batch: Waiting[]): Promise<void> {
     const namespace = batch[0].attrs.namespace;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const quotas = (await this.store.list('ResourceQuota', { namespace })).items;
+      const quotas = (await this.read(namespace, attempt > 0)).map((q) => this.state(q));
       if (!quotas.length) {
         for (const w of batch) w.resolve();
         return;
       }
-      const used = quotas.map((q) => ({ ...(q.status?.used ?? {}) }) as Record<string, string>);
       const changed = new Set<number>();
       const outcomes: (unknown | undefined)[] = [];
       for (const w of batch) {
         try {
-          const after = this.check(w.attrs, w.delta, quotas, used);
+          const after = this.check(w.attrs, w.delta, quotas);
           if (!w.attrs.dryRun) {
             for (const [i, u] of after) {
-              used[i] = u;
+              quotas[i].used = u;
               changed.add(i);
             }
           }
@@ -96,10 +142,7 @@ export class ResourceQuotaAdmission implements AdmissionChain {
         }
       }
       try {
-        for (const i of changed) {
-          const q = quotas[i];
-          await this.store.updateStatus({ ...deepCopy(q), status: { hard: q.status?.hard ?? q.spec?.hard ?? {}, used: used[i] } });
-        }
+        for (const i of changed) await this.writeStatus(quotas[i]);
       } catch (err) {
         if (!isConflict(err)) throw err;
         continue;
@@ -111,40 +154,55 @@ export class ResourceQuotaAdmission implements AdmissionChain {
     throw forbiddenError(a.resource.group, a.resource.resource, a.name, 'unable to update quota status after repeated conflicts');
   }
 
+  /** Writes a quota's new usage (only what a status write needs is sent) and remembers the result. */
+  private async writeStatus(s: QuotaState): Promise<void> {
+    const q = s.quota;
+    const { name, namespace, resourceVersion, uid } = q.metadata;
+    // Values no request changed keep their stored spelling.
+    const before = this.parsed.get(q)?.used;
+    const raw: Record<string, string> = q.status?.used ?? {};
+    const used = Object.fromEntries([...s.used].map(([k, v]) => [k, before?.get(k) === v ? raw[k] : v.toString()]));
+    const written = await this.store.updateStatus({
+      apiVersion: q.apiVersion,
+      kind: q.kind,
+      metadata: { name, namespace, resourceVersion, uid },
+      status: { hard: q.status?.hard ?? q.spec?.hard ?? {}, used },
+    });
+    this.parsed.set(written, { hard: s.hard, used: s.used });
+    if (this.quotas) this.written.set(`${namespace}/${name}`, written);
+  }
+
   /** The quotas' usage after admitting one request (by quota index), or the upstream error refusing it. */
-  private check(attrs: AdmissionAttributes, delta: Usage, quotas: KubeObject[], usedNow: Record<string, string>[]): Map<number, Record<string, string>> {
-    const after = new Map<number, Record<string, string>>();
-    quotas.forEach((q, index) => {
-      const hard = q.spec?.hard ?? {};
-      const keys = Object.keys(hard);
-      const isPod = attrs.resource.group === '' && attrs.resource.resource === 'pods';
+  private check(attrs: AdmissionAttributes, delta: Usage, quotas: QuotaState[]): Map<number, Map<string, Quantity>> {
+    const after = new Map<number, Map<string, Quantity>>();
+    const isPod = attrs.resource.group === '' && attrs.resource.resource === 'pods';
+    quotas.forEach(({ quota: q, hard, used }, index) => {
       if (isPod && attrs.operation === 'CREATE') {
-        const missing = missingComputeResources(attrs.object!.spec ?? {}, keys);
+        const missing = missingComputeResources(attrs.object!.spec ?? {}, [...hard.keys()]);
         if (missing.size) {
           const parts = [...missing.keys()].sort().map((r) => `${r} for: ${missing.get(r)!.sort().join(',')}`);
           throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, `failed quota: ${q.metadata.name}: must specify ${parts.join('; ')}`);
         }
       }
-      const relevant = keys.filter((k) => delta.has(k));
-      if (!relevant.length) return;
-      const used = usedNow[index];
+      let newUsed: Map<string, Quantity> | undefined;
       const requested = new Map<string, Quantity>();
       const current = new Map<string, Quantity>();
       const limited = new Map<string, Quantity>();
-      const newUsed: Record<string, string> = { ...used };
-      for (const k of relevant) {
-        if (used[k] === undefined) {
+      for (const [k, h] of hard) {
+        const d = delta.get(k);
+        if (!d) continue;
+        const u = used.get(k);
+        if (u === undefined) {
           throw forbiddenError(attrs.resource.group, attrs.resource.resource, attrs.name, `status unknown for quota: ${q.metadata.name}, resource: ${k}`);
         }
-        const u = parseQuantity(used[k]);
-        const h = parseQuantity(hard[k]);
-        const sum = u.add(delta.get(k)!);
-        if (delta.get(k)!.nanos > 0n && sum.cmp(h) > 0) {
-          requested.set(k, delta.get(k)!);
+        const sum = u.add(d);
+        if (d.nanos > 0n && sum.cmp(h) > 0) {
+          requested.set(k, d);
           current.set(k, u);
           limited.set(k, h);
         }
-        newUsed[k] = (sum.nanos < 0n ? parseQuantity(0) : sum).toString();
+        newUsed ??= new Map(used);
+        newUsed.set(k, sum.nanos < 0n ? parseQuantity(0) : sum);
       }
       if (requested.size) {
         throw forbiddenError(
@@ -154,7 +212,7 @@ export class ResourceQuotaAdmission implements AdmissionChain {
           `exceeded quota: ${q.metadata.name}, requested: ${pretty(requested)}, used: ${pretty(current)}, limited: ${pretty(limited)}`,
         );
       }
-      after.set(index, newUsed);
+      if (newUsed) after.set(index, newUsed);
     });
     return after;
   }
@@ -188,6 +246,11 @@ export class ResourceQuotaStatusController {
       inf.addEventHandler({ onDelete: mark, onUpdate: (a, b) => a.status?.phase !== b.status?.phase && mark(b) });
       this.informers.set(kind, inf);
     }
+  }
+
+  /** The controller's ResourceQuota informer, which the admission plugin reads too (one cache, as upstream shares its informer factory). */
+  get quotaInformer(): SharedInformer {
+    return this.quotas;
   }
 
   async start(): Promise<void> {

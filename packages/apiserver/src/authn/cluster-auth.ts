@@ -129,7 +129,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     ValidatingAdmissionPolicy: () => vap!,
     MutatingAdmissionWebhook: () => ({ admit: (a) => webhooks!.admit(a), validate: async () => {} }),
     ValidatingAdmissionWebhook: () => ({ admit: async () => {}, validate: (a) => webhooks!.validate(a) }),
-    ResourceQuota: () => new ResourceQuotaAdmission(store),
+    ResourceQuota: () => new ResourceQuotaAdmission(store, quotaStatus?.quotaInformer),
   };
   const builtins = ADMISSION_PLUGINS.filter((n) => n !== 'ResourceQuota' && on(n)).map((n) => plugins[n]());
   const admission = admissionChain(

@@ -44,6 +44,16 @@ export interface ProbeResult {
   text: string;
 }
 
+/** A datagram's request and reply, as a connected UDP socket sees it. */
+export interface UdpExchange {
+  /** The reply from `to:port` (NAT on the way reversed), if one came. */
+  reply?: Buffer;
+  /** Why nothing came back, when the stack or an ICMP error says. */
+  error?: { code?: string; message: string };
+  trace: TraceHop[];
+  text: string;
+}
+
 export interface ClusterNetwork {
   readonly overlay: OverlayKind;
   /** With the bgp overlay: the nodes' speakers, which program the routes between nodes. */
@@ -68,6 +78,13 @@ export interface ClusterNetwork {
   probe(netns: string, to: string, port?: number): Promise<ProbeResult>;
   /** Where kube-proxy writes the node's rules: its netfilter, simulated or real. */
   ruleSink(nodeName: string): RuleSink;
+  /**
+   * A server socket on the node's address: each UDP datagram to `port` answered with what `answer` returns
+   * (with `tcp`, the TCP port accepts too). Only where the network can host one in this process.
+   */
+  serveUdp?(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined, o?: { tcp?: boolean }): Promise<void>;
+  /** One datagram from the pod namespace `netns` to `to:port` and the reply its socket took, with the path. */
+  exchangeUdp?(netns: string, to: string, port: number, payload: Uint8Array): Promise<UdpExchange>;
   /** Keeps what a restart needs (the simulated world, when persistent). */
   save(): void;
   /** Removes what this cluster made on the machine (namespaces); nothing for a simulated network. */

@@ -17,7 +17,7 @@ import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager, type PodNetworkRequest, simNetnsHooks } from '@kemu/cri';
 import { type RuleSink, simRuleSink } from '@kemu/kube-proxy';
 import { formatTrace, World } from '@kemu/netsim';
-import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult } from './cluster-network.js';
+import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult, UdpExchange } from './cluster-network.js';
 
 export const UNDERLAY_NS = '/run/kemu/underlay';
 export const UNDERLAY_BRIDGE = 'kemu-underlay';
@@ -349,6 +349,28 @@ export class SimClusterNetwork implements ClusterNetwork {
       trace: r.trace,
       text: formatTrace(r.trace),
     };
+  }
+
+  async serveUdp(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined, o: { tcp?: boolean } = {}): Promise<void> {
+    const node = this.nodes.get(nodeName);
+    if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
+    // A saved world keeps the listeners; the answerer is this process's.
+    for (const proto of o.tcp ? (['udp', 'tcp'] as const) : (['udp'] as const)) {
+      try {
+        this.world.unlisten(node.hostNamespace, { proto, port });
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'ENOENT') throw err;
+      }
+    }
+    this.world.answerUdp(node.hostNamespace, { port }, answer);
+    if (o.tcp) this.world.listen(node.hostNamespace, { proto: 'tcp', port });
+  }
+
+  async exchangeUdp(netns: string, to: string, port: number, payload: Uint8Array): Promise<UdpExchange> {
+    if (!this.world.hasNamespace(netns)) throw new Error(`${netns} is no network namespace of this cluster`);
+    const r = this.world.udpExchange(netns, to, port, payload);
+    const error = r.error ?? (r.icmpError ? { message: `${r.icmpError.message} from ${r.icmpError.from}` } : r.reply ? undefined : { message: 'no reply' });
+    return { reply: r.reply?.payload, error, trace: r.trace, text: formatTrace(r.trace) };
   }
 
   ruleSink(nodeName: string): RuleSink {

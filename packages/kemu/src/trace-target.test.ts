@@ -14,6 +14,8 @@ describe('kemu trace targets', () => {
     expect(parseTraceTarget('web.shop')).toEqual({ kind: 'dns', name: 'web.shop', port: undefined });
     expect(parseTraceTarget('web.shop.svc.cluster.local.:8080')).toEqual({ kind: 'dns', name: 'web.shop.svc.cluster.local.', port: 8080 });
     expect(parseTraceTarget('web:80')).toEqual({ kind: 'dns', name: 'web', port: 80 });
+    expect(parseTraceTarget('dns:web.shop')).toEqual({ kind: 'lookup', name: 'web.shop' });
+    expect(parseTraceTarget('dns:web-0.web.shop.svc.cluster.local.')).toEqual({ kind: 'lookup', name: 'web-0.web.shop.svc.cluster.local.' });
   });
 
   it('refuses what it cannot send to, saying why', () => {
@@ -22,5 +24,9 @@ describe('kemu trace targets', () => {
     expect(() => parseTraceTarget('web.shop:http')).toThrow('invalid port "http" in web.shop:http');
     expect(() => parseTraceTarget('web..shop')).toThrow(/invalid target/);
     expect(() => parseTraceTarget('Bad_Name')).toThrow(/invalid target "Bad_Name"/);
+    expect(() => parseTraceTarget('dns:')).toThrow('invalid DNS name "" in dns:: use dns:NAME, e.g. dns:web.default');
+    expect(() => parseTraceTarget('dns:web..shop')).toThrow(/invalid DNS name "web..shop"/);
+    expect(() => parseTraceTarget('dns:web.shop:80')).toThrow(/invalid DNS name "web.shop:80"/);
+    expect(() => parseTraceTarget(`dns:${'a'.repeat(64)}.shop`)).toThrow(/invalid DNS name/);
   });
 });

@@ -1,21 +1,30 @@
 // What `kemu trace FROM TO` may name as TO: a pod (`name` or `ns/name`), a Service (`svc/NAME[:PORT]`,
 // qualified as `svc/NS/NAME[:PORT]`), or an address (`IP`, `IP:PORT`, `[IPv6]:PORT`). With a port the
 // probe is a TCP connect, without one an ICMP echo. A DNS name (`NAME[:PORT]` with a dot in NAME, or
-// `NAME:PORT`) is resolved by the cluster DNS as the FROM pod would resolve it.
+// `NAME:PORT`) is resolved by the cluster DNS as the FROM pod would resolve it; `dns:NAME` traces that
+// lookup alone (the pod's queries to the cluster DNS and their answers).
 import { ipFamily } from '@kemu/ip';
 
 export type TraceTarget =
   | { kind: 'pod'; namespace: string; name: string }
   | { kind: 'service'; namespace: string; name: string; port?: string }
   | { kind: 'ip'; ip: string; port?: number }
-  | { kind: 'dns'; name: string; port?: number };
+  | { kind: 'dns'; name: string; port?: number }
+  | { kind: 'lookup'; name: string };
 
 function port(s: string, what: string): number {
   if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535) throw new Error(`invalid port "${s}" in ${what}`);
   return Number(s);
 }
 
+const DNS_NAME = /^[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?$/i;
+
 export function parseTraceTarget(to: string, namespace = 'default'): TraceTarget {
+  if (to.startsWith('dns:')) {
+    const name = to.slice('dns:'.length);
+    if (!DNS_NAME.test(name) || name.length > 254) throw new Error(`invalid DNS name "${name}" in ${to}: use dns:NAME, e.g. dns:web.default`);
+    return { kind: 'lookup', name };
+  }
   if (to.startsWith('svc/') || to.startsWith('service/')) {
     const rest = to.slice(to.indexOf('/') + 1);
     const [path, p] = rest.split(':', 2) as [string, string | undefined];

@@ -59,4 +59,90 @@ describe('DaemonSet controller', () => {
     const revisions = (await store.list('ControllerRevision', { namespace: 'default' })).items.map((r) => r.revision).sort();
     expect(revisions).toEqual([1, 2]);
   });
+
+  it('with maxSurge starts the new pod beside the old one and deletes the old once the new is available', async () => {
+    const store = await MemoryStore.open();
+    // New pods take a while to turn ready, so the surge is visible: old and new side by side on a node.
+    const stop = await fakeKubelet(store, { readyAfterMs: 60 });
+    const cm = new ControllerManager({ store, controllers: 'daemonset', leaderElect: false });
+    await cm.start();
+    cleanup.push(() => store.close(), stop, () => cm.stop());
+    for (const n of ['n1', 'n2', 'n3']) await store.create(node(n));
+    await store.create({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'agent', namespace: 'default' },
+      spec: {
+        selector: { matchLabels: { app: 'agent' } },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+        template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'a', image: 'agent:1' }] } },
+      },
+    } as DaemonSet);
+    const live = async () => ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).filter((p) => !p.metadata.deletionTimestamp);
+    const ready = (p: Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+    await until('three ready daemon pods', async () => (await live()).filter(ready).length === 3);
+
+    // Every change to a pod is checked: no node is ever without a ready pod, at most one node (maxSurge)
+    // holds two pods, and an old pod goes only once its node's new pod is ready.
+    const w = await store.watch('Pod', { namespace: 'default' });
+    const state = new Map<string, Pod>();
+    for (const p of await live()) state.set(p.metadata.uid!, p);
+    const violations: string[] = [];
+    let maxSurged = 0;
+    const watching = (async () => {
+      for await (const ev of w) {
+        const p = ev.object as Pod;
+        const was = state.get(p.metadata.uid!);
+        if (ev.type === 'DELETED' || p.metadata.deletionTimestamp) {
+          state.delete(p.metadata.uid!);
+          if (was?.spec.containers[0].image === 'agent:1') {
+            const fresh = [...state.values()].find((x) => targetNode(x) === targetNode(p) && x.spec.containers[0].image === 'agent:2');
+            if (!fresh || !ready(fresh)) violations.push(`old pod on ${targetNode(p)} went before its replacement was ready`);
+          }
+        } else state.set(p.metadata.uid!, p);
+        const byNode = new Map<string, Pod[]>();
+        for (const x of state.values()) byNode.set(targetNode(x)!, [...(byNode.get(targetNode(x)!) ?? []), x]);
+        for (const n of ['n1', 'n2', 'n3']) if (!(byNode.get(n) ?? []).some(ready)) violations.push(`${n} had no ready pod`);
+        maxSurged = Math.max(maxSurged, [...byNode.values()].filter((ps) => ps.length > 1).length);
+      }
+    })();
+    await store.patch('DaemonSet', 'default', 'agent', { spec: { template: { spec: { containers: [{ name: 'a', image: 'agent:2' }] } } } }, 'strategic');
+    await until('rolled out', async () => {
+      const d = await store.get('DaemonSet', 'default', 'agent');
+      const pods = await live();
+      return d.status?.updatedNumberScheduled === 3 && d.status.numberAvailable === 3 && pods.length === 3 && pods.every((p) => p.spec.containers[0].image === 'agent:2' && ready(p));
+    });
+    w.stop();
+    await watching;
+    expect(violations).toEqual([]);
+    expect(maxSurged).toBe(1);
+    expect((await live()).map(targetNode).sort()).toEqual(['n1', 'n2', 'n3']);
+  });
+
+  it('refuses rolling-update budgets as kube-apiserver does: exactly one of maxSurge and maxUnavailable non-zero', async () => {
+    const store = await MemoryStore.open();
+    cleanup.push(() => store.close());
+    const ds = (name: string, rollingUpdate: object) =>
+      ({
+        apiVersion: 'apps/v1',
+        kind: 'DaemonSet',
+        metadata: { name, namespace: 'default' },
+        spec: {
+          selector: { matchLabels: { app: 'a' } },
+          updateStrategy: { type: 'RollingUpdate', rollingUpdate },
+          template: { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'a', image: 'a' }] } },
+        },
+      }) as DaemonSet;
+    // maxUnavailable defaults to 1, so a surge alone must say maxUnavailable: 0.
+    await expect(store.create(ds('both', { maxSurge: 1 }))).rejects.toThrow(
+      'DaemonSet.apps "both" is invalid: spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 1: may not be set when maxUnavailable is non-zero',
+    );
+    await expect(store.create(ds('none', { maxSurge: '0%', maxUnavailable: 0 }))).rejects.toThrow(
+      'DaemonSet.apps "none" is invalid: spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0',
+    );
+    await expect(store.create(ds('big', { maxSurge: '150%', maxUnavailable: 0 }))).rejects.toThrow(
+      'DaemonSet.apps "big" is invalid: spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: "150%": must not be greater than 100%',
+    );
+    expect((await store.create(ds('ok', { maxSurge: '10%', maxUnavailable: 0 }))).spec.updateStrategy?.rollingUpdate).toEqual({ maxSurge: '10%', maxUnavailable: 0 });
+  });
 });

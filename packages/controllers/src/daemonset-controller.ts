@@ -2,8 +2,9 @@
 // affinity match, and every NoSchedule/NoExecute taint is tolerated, counting the tolerations the controller
 // adds), placed through the scheduler by a required node affinity on the node's name as upstream does; new
 // nodes get a pod, nodes that stop qualifying lose theirs; RollingUpdate replaces old pods within
-// maxUnavailable (OnDelete waits for a manual delete). Status carries the counters `kubectl rollout status`
-// and `kubectl get ds` read.
+// maxUnavailable, or with maxSurge starts the new pod beside the old one and deletes the old once the new is
+// available (OnDelete waits for a manual delete). Status carries the counters `kubectl rollout status` and
+// `kubectl get ds` read.
 import {
   Controller,
   type ControllerRevision,
@@ -151,21 +152,28 @@ export class DaemonSetController {
       if (n) byNode.set(n, [...(byNode.get(n) ?? []), p]);
     }
     const nodes = this.nodes.indexer.list() as Node[];
+    const plan = nodes.map((node) => ({ node, ...shouldRunOn(ds, node) }));
+    const desired = plan.filter((x) => x.run).length;
+    const rolling = ds.spec.updateStrategy?.type !== 'OnDelete';
+    const ru = ds.spec.updateStrategy?.rollingUpdate;
+    // Upstream updatedDesiredNodeCounts: both budgets from the nodes that should run a pod; both 0 means 1 unavailable.
+    const maxSurge = rolling ? scaledValue(ru?.maxSurge ?? 0, desired, true) : 0;
+    const maxUnavailable = rolling ? scaledValue(ru?.maxUnavailable ?? 1, desired, true) || (maxSurge ? 0 : 1) : 0;
+    const isUpdated = (p: Pod) => p.metadata.labels?.[REVISION_LABEL] === hash;
     const creates: string[] = [];
-    let desired = 0;
     let current = 0;
     let misscheduled = 0;
     let ready = 0;
     let available = 0;
     let updated = 0;
     const oldOnNodes: Pod[] = [];
+    /** With surge: each node's oldest old pod and oldest updated pod. */
+    const surgeNodes: Array<{ nodeName: string; oldPod?: Pod; newPod?: Pod }> = [];
     let unavailable = 0;
-    for (const node of nodes) {
+    for (const { node, run: should, continueRunning } of plan) {
       const nodeName = node.metadata.name!;
       const live = (byNode.get(nodeName) ?? []).filter((p) => !p.metadata.deletionTimestamp);
-      const { run: should, continueRunning } = shouldRunOn(ds, node);
       if (should) {
-        desired++;
         const failed = live.filter(isPodTerminal);
         for (const f of failed) await this.del(ds, f);
         const running = live.filter((p) => !isPodTerminal(p));
@@ -175,19 +183,41 @@ export class DaemonSetController {
           continue;
         }
         current++;
-        // Keep the oldest; extra daemon pods on one node go.
         running.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
-        for (const extra of running.slice(1)) await this.del(ds, extra);
+        // Keep the oldest; extra daemon pods on one node go. With surge a node may hold two during a
+        // rollout: its oldest old pod and its oldest updated one (upstream podsShouldBeOnNode).
+        const oldPod = running.find((p) => !isUpdated(p));
+        const newPod = running.find(isUpdated);
+        const keep = maxSurge > 0 ? [oldPod, newPod] : [running[0]];
+        for (const extra of running) if (!keep.includes(extra)) await this.del(ds, extra);
+        // Status reads the oldest pod, as upstream's updateDaemonSetStatus does.
         const p = running[0];
         if (isPodReady(p)) ready++;
         if (isPodAvailable(p, mrs, now)) available++;
-        else unavailable++;
-        if (p.metadata.labels?.[REVISION_LABEL] === hash) updated++;
-        else oldOnNodes.push(p);
+        else if (!running.some((x) => keep.includes(x) && isPodAvailable(x, mrs, now))) unavailable++;
+        if (isUpdated(p)) updated++;
+        if (maxSurge > 0) surgeNodes.push({ nodeName, oldPod, newPod });
+        else if (!isUpdated(p)) oldOnNodes.push(p);
       } else if (live.length) {
         misscheduled++;
         if (!continueRunning) for (const p of live) await this.del(ds, p);
       }
+    }
+    if (rolling && maxSurge > 0) {
+      // Surge (upstream rollingUpdate with maxSurge): an updated pod starts beside the old one, and the old
+      // one goes once the new one is available; at most maxSurge nodes wait on a new pod at a time. A node
+      // whose old pod is unavailable anyway gets its new pod at once, outside the budget.
+      let inProgress = 0;
+      const candidates: string[] = [];
+      for (const { nodeName, oldPod, newPod } of surgeNodes) {
+        if (!oldPod) continue;
+        if (!newPod) {
+          if (!isPodAvailable(oldPod, mrs, now)) creates.push(nodeName);
+          else candidates.push(nodeName);
+        } else if (!isPodAvailable(newPod, mrs, now)) inProgress++;
+        else await this.del(ds, oldPod);
+      }
+      creates.push(...candidates.slice(0, Math.max(0, maxSurge - inProgress)));
     }
     for (const n of creates) {
       try {
@@ -198,8 +228,7 @@ export class DaemonSetController {
         throw e;
       }
     }
-    if (ds.spec.updateStrategy?.type !== 'OnDelete' && oldOnNodes.length) {
-      const maxUnavailable = Math.max(1, scaledValue(ds.spec.updateStrategy?.rollingUpdate?.maxUnavailable ?? 1, desired, true));
+    if (rolling && maxSurge === 0 && oldOnNodes.length) {
       // Not-ready old pods go first, then as many as the budget allows.
       const order = [...oldOnNodes].sort((a, b) => Number(isPodAvailable(a, mrs, now)) - Number(isPodAvailable(b, mrs, now)));
       let budget = maxUnavailable - unavailable;

@@ -200,9 +200,8 @@ export function validateDaemonSet(e: FieldErrors, obj: KubeObject): void {
     if (us.type === 'RollingUpdate' && ru) {
       intOrPercent(e, 'spec.updateStrategy.rollingUpdate.maxUnavailable', ru.maxUnavailable);
       intOrPercent(e, 'spec.updateStrategy.rollingUpdate.maxSurge', ru.maxSurge);
-      if (isZero(ru.maxUnavailable) && isZero(ru.maxSurge)) {
-        e.invalid('spec.updateStrategy.rollingUpdate.maxUnavailable', ru.maxUnavailable ?? 0, 'may not be 0 when `maxSurge` is 0');
-      }
+      // Exactly one of the two is non-zero: a rollout either surges a second pod onto a node or takes one down.
+      if (isZero(ru.maxUnavailable) && isZero(ru.maxSurge)) e.required('spec.updateStrategy.rollingUpdate.maxUnavailable', 'cannot be 0 when maxSurge is 0');
       if (!isZero(ru.maxUnavailable) && !isZero(ru.maxSurge)) {
         e.invalid('spec.updateStrategy.rollingUpdate.maxSurge', ru.maxSurge, 'may not be set when maxUnavailable is non-zero');
       }

@@ -27,7 +27,7 @@ import { metricsOfNodes } from './resource-metrics.js';
 import { followPodLog, readPodLog } from './pod-logs.js';
 import { DEFAULT_DRIVER_NAME, DEFAULT_TOPOLOGY_KEY } from '@kemu/csi';
 import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
-import { NodeLifecycleController, podDNSConfig } from '@kemu/kubelet';
+import { NodeLifecycleController } from '@kemu/kubelet';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
 import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecResult, type NodeAddRequest, startApiServer } from '@kemu/apiserver';
@@ -35,7 +35,9 @@ import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
 import { LoadBalancerIpam } from '@kemu/kube-proxy';
-import { DnsServer, lookupWithSearch, searchCandidates } from '@kemu/dns';
+import { DnsServer } from '@kemu/dns';
+import { clusterDnsIP, ensureKubeDnsService, serveClusterDns } from './cluster-dns.js';
+import { lookupFromPod, lookupText, type PodLookup } from './pod-dns.js';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { parseTraceTarget } from './trace-target.js';
@@ -55,7 +57,7 @@ import {
 export type StoreKind = 'memory' | 'file' | 'etcd';
 
 /** The cluster DNS Service's address the kubelets put in pods' resolv.conf (their clusterDNS default). */
-const CLUSTER_DNS_IP = '10.96.0.10';
+const CLUSTER_DNS_IP = clusterDnsIP();
 
 export interface ClusterOptions {
   nodes?: number;
@@ -353,6 +355,7 @@ export class Cluster {
     await dns.start();
     this.dns = dns;
     this.stoppers.push(() => dns.stop());
+    await ensureKubeDnsService(store, CLUSTER_DNS_IP);
     const nlc = new NodeLifecycleController({
       store,
       gracePeriodMs: fast ? 4000 : 40_000,
@@ -388,6 +391,8 @@ export class Cluster {
     }
     // Routes between nodes exist once the speakers agree; pods scheduled before that could not talk.
     if (bgp) await bgp.start(Math.max(60_000, n * 100));
+    // The DNS server's socket on the first node in this process; pods' queries reach it through kube-proxy.
+    if (this.nodes[0]) await serveClusterDns({ store, network: this.network, dns, nodeName: this.nodes[0].name });
     await router.rescan();
     this.watchJoinedNodes(drivers);
     await provisioner.start();
@@ -804,29 +809,49 @@ export class Cluster {
     return netns;
   }
 
-  /** A ping from one pod to another pod (by name) or an IP, with the hop-by-hop trace. */
-  /** A DNS name resolved by the cluster DNS as `pod` would resolve it (its search path and ndots). */
-  private resolveAsPod(pod: Pod, name: string, port?: number): { ip: string; port?: number } {
+  /** A DNS name looked up from inside `pod` as its resolv.conf says, through the cluster network where it can. */
+  private async lookupAsPod(pod: Pod, netns: string, name: string): Promise<PodLookup> {
     if (!this.dns) throw new Error('the cluster DNS server is not running');
-    const { config } = podDNSConfig(pod, { clusterDNS: [CLUSTER_DNS_IP], clusterDomain: this.dns.resolver.zone });
-    const ndots = Number((config.options ?? []).find((x) => x.startsWith('ndots:'))?.slice('ndots:'.length) ?? 1);
-    const cfg = { searches: config.searches ?? [], ndots };
-    const r = lookupWithSearch(this.dns.resolver, name, cfg);
-    if (!r) throw new Error(`${name}: no such name in the cluster DNS (asked ${searchCandidates(name, cfg).join(', ')})`);
-    if (r.addresses.length === 0) throw new Error(`${name}: ${r.name} is an alias for ${r.cnames.at(-1)}, outside the cluster`);
-    return { ip: r.addresses[0]!, port };
+    return lookupFromPod({ network: this.network, netns, pod, clusterDNS: [CLUSTER_DNS_IP], resolver: this.dns.resolver, name });
   }
 
+  /** A probe from one pod to another pod (by name), a Service, a DNS name or an IP, with the hop-by-hop trace. */
   async trace(from: string, to: string) {
     const split = (s: string) =>
       s.includes('/') ? (s.split('/', 2) as [string, string]) : (['default', s] as [string, string]);
     const [fns, fname] = split(from);
     const src = await this.store.get('Pod', fns, fname);
     const target = parseTraceTarget(to);
+    if (this.network.probesNeedLocalNodes && (this.remoteNodes.size || this.joinedNodes.size))
+      throw new Error('hop-by-hop traces need all nodes in one simulated network: run the cluster without node processes');
+    const netns = await this.podNetns(src);
     let ip: string;
     let port: number | undefined;
-    if (target.kind === 'ip') ({ ip, port } = target);
-    else if (target.kind === 'dns') ({ ip, port } = this.resolveAsPod(src, target.name, target.port));
+    let lookup: PodLookup | undefined;
+    if (target.kind === 'lookup' || target.kind === 'dns') {
+      lookup = await this.lookupAsPod(src, netns, target.name);
+      const dns = { queries: lookup.queries.map((q) => ({ ...q, trace: q.trace as unknown[] })) };
+      const addresses = lookup.result?.addresses ?? [];
+      if (target.kind === 'lookup') {
+        const error = lookup.error ?? (lookup.result && addresses.length === 0 ? `${target.name}: ${lookup.result.name} is an alias for ${lookup.result.cnames.at(-1)}, outside the cluster` : undefined);
+        return {
+          from: `${fns}/${fname}`,
+          to,
+          ip: addresses[0] ?? '',
+          reachable: addresses.length > 0,
+          transmitted: lookup.queries.length,
+          received: lookup.queries.filter((q) => q.rcode !== undefined).length,
+          error: error ? { message: error } : undefined,
+          trace: lookup.queries.flatMap((q) => q.trace) as unknown[],
+          text: lookupText(lookup),
+          dns,
+        };
+      }
+      if (!lookup.result) throw new Error(lookup.error);
+      if (addresses.length === 0) throw new Error(`${target.name}: ${lookup.result.name} is an alias for ${lookup.result.cnames.at(-1)}, outside the cluster`);
+      ip = addresses[0]!;
+      port = target.kind === 'dns' ? target.port : undefined;
+    } else if (target.kind === 'ip') ({ ip, port } = target);
     else if (target.kind === 'pod') {
       const name = `${target.namespace}/${target.name}`;
       try {
@@ -852,9 +877,17 @@ export class Cluster {
       if (!p) throw new Error(`service ${name} has no port ${target.port ?? ''}`.trimEnd());
       port = p.port;
     }
-    if (this.network.probesNeedLocalNodes && (this.remoteNodes.size || this.joinedNodes.size))
-      throw new Error('hop-by-hop traces need all nodes in one simulated network: run the cluster without node processes');
-    const r = await this.network.probe(await this.podNetns(src), ip, port);
-    return { from: `${fns}/${fname}`, to, ip, port, ...r, trace: r.trace as unknown[] };
+    const r = await this.network.probe(netns, ip, port);
+    const dnsText = lookup ? lookupText(lookup) : '';
+    return {
+      from: `${fns}/${fname}`,
+      to,
+      ip,
+      port,
+      ...r,
+      text: dnsText ? `${dnsText}\n${r.text}` : r.text,
+      trace: r.trace as unknown[],
+      ...(lookup?.viaDatapath ? { dns: { queries: lookup.queries.map((q) => ({ ...q, trace: q.trace as unknown[] })) } } : {}),
+    };
   }
 }

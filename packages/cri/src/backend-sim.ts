@@ -1,12 +1,16 @@
 // The `sim` backend: no processes. Each container follows a script read from annotations, with optional
 // per-call latencies, so thousands of pods cost only memory. This is the scale path.
 import { EventEmitter } from 'node:events';
-import { Duplex, PassThrough } from 'node:stream';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Duplex, PassThrough, Readable } from 'node:stream';
 import { cri } from '@kemu/proto';
 import { failedPrecondition } from './errors.js';
 import { CriLogWriter } from './log-writer.js';
 import { runSimProgram, simProgram } from './sim-behavior.js';
-import { readSimFile } from './sim-files.js';
+import { readSimFile, statSimPath } from './sim-files.js';
+import { runSimTar } from './sim-tar.js';
 import { delay, fixedSession } from './streams.js';
 import { nowNs } from './time.js';
 import type {
@@ -60,6 +64,11 @@ export interface SimBackendOptions {
   };
   /** Interface counters for PodSandboxStats, when a simulated datapath can provide them. */
   networkUsage?: (netnsPath: string) => Promise<NetworkUsageSample[]>;
+  /**
+   * Where containers' writable layers live (one directory per container, made on first write; what
+   * `tar x` and `kubectl cp` write to outside the mounts). Default: a temporary directory removed on close.
+   */
+  rootfsDir?: string;
 }
 
 interface SimContainer {
@@ -120,7 +129,17 @@ export class SimBackend implements Backend {
   /** Ports already listening in each sandbox's simulated namespace (`tcp/80`). */
   private readonly listening = new Map<string, Set<string>>();
 
+  /** The temporary home of writable layers when no rootfsDir was given (removed on close). */
+  private tmpRootfs?: string;
+
   constructor(private readonly opts: SimBackendOptions = {}) {}
+
+  /** The container's writable layer (a directory that may not exist yet). */
+  private rootfs(c: ContainerRecord): string {
+    let base = this.opts.rootfsDir;
+    if (!base) base = this.tmpRootfs ??= fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-sim-rootfs-'));
+    return path.join(base, c.id);
+  }
 
   setHost(host: BackendHost): void {
     this.host = host;
@@ -253,7 +272,7 @@ export class SimBackend implements Backend {
       write: (stream, data) => {
         if (data.length && !abort.signal.aborted) s.log?.write(stream, data);
       },
-      cat: (file) => readSimFile(c, file, files),
+      cat: (file) => readSimFile(c, file, files, this.rootfs(c)),
       env: () => (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n'),
       sleep: (ms) =>
         new Promise<void>((resolve) => {
@@ -283,6 +302,8 @@ export class SimBackend implements Backend {
     s?.log?.close();
     this.live.delete(c.id);
     this.untrack(c);
+    // The layer goes with the container (rm does not follow the links an archive may have placed there).
+    fs.rmSync(this.rootfs(c), { recursive: true, force: true });
   }
 
   private run(sb: SandboxRecord, c: ContainerRecord, cmd: string[]): { stdout: string; stderr: string; exitCode: number } {
@@ -300,20 +321,16 @@ export class SimBackend implements Backend {
         return { stdout: '', stderr: '', exitCode: 0 };
       case 'false':
         return { stdout: '', stderr: '', exitCode: 1 };
+      case 'test':
+      case '[':
+        return { stdout: '', stderr: '', exitCode: this.test(c, files, base === '[' ? args.slice(0, args.at(-1) === ']' ? -1 : args.length) : args) };
       case 'hostname':
         return { stdout: `${sb.config.hostname || sb.config.metadata?.name || ''}\n`, stderr: '', exitCode: 0 };
       case 'env':
         return { stdout: env ? `${env}\n` : '', stderr: '', exitCode: 0 };
-      case 'cat': {
-        let stdout = '';
-        let stderr = '';
-        for (const file of args) {
-          const r = readSimFile(c, file, files);
-          if (r.ok) stdout += r.data.toString('utf8');
-          else stderr += `cat: ${file}: ${r.error}\n`;
-        }
-        return { stdout, stderr, exitCode: stderr ? 1 : 0 };
-      }
+      case 'cat':
+        // `cat FILE...` is answered byte for byte before this (exec, ExecSync); bare `cat` has no input here.
+        return { stdout: '', stderr: '', exitCode: 0 };
       case 'sh':
         if (args[0] === '-c' && /^exit \d+$/.test(args[1] ?? '')) return { stdout: '', stderr: '', exitCode: Number(args[1].slice(5)) };
         return this.run(sb, c, ['echo', ...args.slice(1)]);
@@ -322,8 +339,50 @@ export class SimBackend implements Backend {
     }
   }
 
+  /** `test` with one file operator (-e, -f, -d, -s) or a string test, as kubectl cp's `test -d` asks. */
+  private test(c: ContainerRecord, files: Record<string, string>, args: string[]): number {
+    if (args.length === 1) return args[0] ? 0 : 1;
+    if (args.length === 2 && args[0] === '-n') return args[1] ? 0 : 1;
+    if (args.length === 2 && args[0] === '-z') return args[1] ? 1 : 0;
+    if (args.length !== 2 || !['-e', '-f', '-d', '-s'].includes(args[0])) return 2;
+    const kind = statSimPath(c, args[1], files, this.rootfs(c));
+    if (args[0] === '-e') return kind ? 0 : 1;
+    if (args[0] === '-d') return kind === 'directory' ? 0 : 1;
+    if (args[0] === '-s') {
+      const r = kind === 'file' ? readSimFile(c, args[1], files, this.rootfs(c)) : undefined;
+      return r?.ok && r.data.length > 0 ? 0 : 1;
+    }
+    return kind === 'file' ? 0 : 1;
+  }
+
+  /** `tar` over the container's files, streaming (what kubectl cp runs through exec). */
+  private tar(sb: SandboxRecord, c: ContainerRecord, args: string[], stdin: Readable | undefined) {
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const synthetic = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
+    const exit = runSimTar(args, { container: c, rootfs: this.rootfs(c), synthetic }, { stdin, stdout, stderr })
+      .catch((err: unknown) => {
+        stderr.write(`tar: ${(err as Error).message}\n`);
+        return 2;
+      })
+      .finally(() => {
+        stdout.end();
+        stderr.end();
+      });
+    return { stdout, stderr, exit };
+  }
+
   async execSync(sb: SandboxRecord, c: ContainerRecord, cmd: string[], timeoutMs: number): Promise<ExecResult> {
     await this.lat('execSync');
+    if (cmd[0]?.split('/').pop() === 'tar') {
+      const t = this.tar(sb, c, cmd.slice(1), undefined);
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      t.stdout.on('data', (d: Buffer) => out.push(d));
+      t.stderr.on('data', (d: Buffer) => err.push(d));
+      const exitCode = await t.exit;
+      return { stdout: Buffer.concat(out), stderr: Buffer.concat(err), exitCode };
+    }
     if (cmd[0] === 'sleep') {
       const ms = Number(cmd[1] ?? 0) * 1000;
       if (timeoutMs > 0 && ms > timeoutMs) {
@@ -348,7 +407,7 @@ export class SimBackend implements Backend {
     const files = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
     const run = runSimProgram(program, {
       write: (stream, data) => (stream === 'stdout' ? out : err).push(Buffer.from(data)),
-      cat: (file) => readSimFile(c, file, files),
+      cat: (file) => readSimFile(c, file, files, this.rootfs(c)),
       env: () => (c.config.envs ?? []).map((e) => `${e.key}=${e.value}`).join('\n'),
       sleep: (ms) => (ms === Number.POSITIVE_INFINITY ? new Promise<void>(() => {}) : delay(ms)),
     });
@@ -362,12 +421,33 @@ export class SimBackend implements Backend {
   }
 
   exec(sb: SandboxRecord, c: ContainerRecord, cmd: string[], opts: ExecOptions): StreamSession {
+    if (cmd[0]?.split('/').pop() === 'tar') {
+      const input = opts.stdin ? new PassThrough() : undefined;
+      const t = this.tar(sb, c, cmd.slice(1), input ?? Readable.from([]));
+      if (!opts.stdout) t.stdout.resume();
+      // Without a separate stderr stream (a TTY, or stderr not asked for) tar's messages are dropped.
+      const errOut = opts.stderr && !opts.tty ? t.stderr : undefined;
+      if (!errOut) t.stderr.resume();
+      return { stdin: input, stdout: opts.stdout ? t.stdout : undefined, stderr: errOut, exit: t.exit, kill: () => input?.destroy() };
+    }
     if (cmd[0] === 'cat' && cmd.length === 1 && opts.stdin) {
       const input = new PassThrough();
       const out = new PassThrough();
       input.pipe(out);
       const exit = new Promise<number>((resolve) => out.on('end', () => resolve(0)));
       return { stdin: input, stdout: out, exit, kill: () => input.end() };
+    }
+    if (cmd[0]?.split('/').pop() === 'cat' && cmd.length > 1) {
+      // File bytes as they are (binary files stay binary), as in ExecSync.
+      const files = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
+      const out: Buffer[] = [];
+      let err = '';
+      for (const file of cmd.slice(1)) {
+        const r = readSimFile(c, file, files, this.rootfs(c));
+        if (r.ok) out.push(r.data);
+        else err += `cat: ${file}: ${r.error}\n`;
+      }
+      return fixedSession(opts, Buffer.concat(out), err, err ? 1 : 0);
     }
     const r = this.run(sb, c, cmd);
     return fixedSession(opts, r.stdout, r.stderr, r.exitCode);
@@ -486,5 +566,7 @@ export class SimBackend implements Backend {
       s.log?.close();
     }
     this.live.clear();
+    if (this.tmpRootfs) fs.rmSync(this.tmpRootfs, { recursive: true, force: true });
+    this.tmpRootfs = undefined;
   }
 }

@@ -77,6 +77,8 @@ async function makeBackend(cfg: CriRuntimeConfig, images: ImageStore, simNet?: S
   if (typeof cfg.backend === 'object') return cfg.backend;
   if (cfg.backend === 'sim') {
     return new SimBackend({
+      // Containers' writable layers persist with the rest of the runtime's state.
+      ...(cfg.stateDir ? { rootfsDir: path.join(cfg.stateDir, 'sim-rootfs') } : {}),
       ...cfg.sim,
       ...(simNet ? { netns: simNet.netnsHooks(), networkUsage: (p: string) => simNet.networkUsage(p) } : {}),
     });

@@ -95,4 +95,61 @@ describe('StatefulSet controller', () => {
     const images = Object.fromEntries(((await store.list('Pod', { namespace: 'default' })).items as Pod[]).map((p) => [p.metadata.name, p.spec.containers[0].image]));
     expect(images).toEqual({ 'db-0': 'postgres:16', 'db-1': 'postgres:17', 'db-2': 'postgres:17' });
   });
+
+  for (const [policy, maxUnavailable, expected] of [
+    ['Parallel', 2, 2],
+    ['OrderedReady', '40%', 2],
+    ['Parallel', undefined, 1],
+  ] as const) {
+    it(`rolls out with ${policy} pods at most ${expected} unavailable at a time (maxUnavailable ${maxUnavailable ?? 'unset'})`, async () => {
+      const store = await cluster();
+      const s = sts(policy, 'Retain');
+      s.spec.replicas = 5;
+      s.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: maxUnavailable === undefined ? {} : { maxUnavailable } };
+      await store.create(s);
+      await until('ready', async () => (await store.get('StatefulSet', 'default', 'db')).status?.readyReplicas === 5, 15_000);
+      // Every pod event: how many ordinals lack a ready pod that is not terminating.
+      const w = await store.watch('Pod', { namespace: 'default' });
+      const byName = new Map<string, Pod>();
+      for (const p of (await store.list('Pod', { namespace: 'default' })).items as Pod[]) byName.set(p.metadata.name!, p);
+      const ready = (p?: Pod) => !!p && !p.metadata.deletionTimestamp && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      let most = 0;
+      const watching = (async () => {
+        for await (const ev of w) {
+          const p = ev.object as Pod;
+          if (ev.type === 'DELETED') byName.delete(p.metadata.name!);
+          else byName.set(p.metadata.name!, p);
+          most = Math.max(most, [0, 1, 2, 3, 4].filter((o) => !ready(byName.get(`db-${o}`))).length);
+        }
+      })();
+      const patched = await store.patch('StatefulSet', 'default', 'db', { spec: { template: { spec: { containers: [{ name: 'db', image: 'postgres:17' }] } } } }, 'strategic');
+      await until(
+        'rolled out',
+        async () => {
+          const x = await store.get('StatefulSet', 'default', 'db');
+          const st = x.status;
+          return !!st && st.observedGeneration === patched.metadata.generation && st.updatedReplicas === 5 && st.readyReplicas === 5 && st.currentRevision === st.updateRevision;
+        },
+        15_000,
+      );
+      w.stop();
+      await watching;
+      expect(most).toBe(expected);
+      const images = ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).map((p) => p.spec.containers[0].image);
+      expect(images).toEqual(Array(5).fill('postgres:17'));
+    });
+  }
+
+  it('refuses a maxUnavailable of 0 or above 100% as kube-apiserver does', async () => {
+    const store = await MemoryStore.open();
+    cleanup.push(() => store.close());
+    const bad = (v: number | string) => {
+      const s = sts('Parallel', 'Retain');
+      s.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: v } };
+      return store.create(s);
+    };
+    await expect(bad(0)).rejects.toThrow('StatefulSet.apps "db" is invalid: spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: must be greater than 0');
+    await expect(bad('0%')).rejects.toThrow('StatefulSet.apps "db" is invalid: spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: "0%": must be greater than 0');
+    await expect(bad('101%')).rejects.toThrow('StatefulSet.apps "db" is invalid: spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: "101%": must not be greater than 100%');
+  });
 });

@@ -2,7 +2,7 @@
 // headless Service, one PersistentVolumeClaim per volumeClaimTemplate and ordinal (`<template>-<pod>`)
 // created before its pod and left to the storage loop, OrderedReady (one at a time, in order, each after its
 // predecessor is Running and Ready; scale-down from the highest ordinal) and Parallel management,
-// RollingUpdate from the highest ordinal down to the partition (or OnDelete), ControllerRevisions for each
+// RollingUpdate from the highest ordinal down to the partition within maxUnavailable (or OnDelete), ControllerRevisions for each
 // template, and persistentVolumeClaimRetentionPolicy through owner references on the claims.
 import {
   Controller,
@@ -19,6 +19,7 @@ import {
 import type { ControllerContext } from './controller-context.js';
 import { ensureRevision, REVISION_LABEL, revisionTemplate, truncateHistory } from './controller-history.js';
 import { CONTROLLER_UID_INDEX, NAMESPACE_INDEX, withOwnerIndexes } from './indexes.js';
+import { scaledValue } from './deployment-util.js';
 import { controllerRef, isPodAvailable, isPodReady, isPodTerminal } from './pod-util.js';
 
 const COMPONENT = 'statefulset-controller';
@@ -206,17 +207,23 @@ export class StatefulSetController {
       }
       if (!parallel && (down.length || terminating)) blocked = true;
     }
-    // Rolling update: highest ordinal first, down to the partition, one unavailable at a time.
+    // Rolling update: highest ordinal first, down to the partition, at most maxUnavailable (default 1) of
+    // the set unavailable at a time, a missing pod counting as one (upstream MaxUnavailableStatefulSet).
     if (!blocked && set.spec.updateStrategy?.type !== 'OnDelete') {
-      const partition = set.spec.updateStrategy?.rollingUpdate?.partition ?? 0;
-      const allHealthy = [...byOrdinal.values()].every(healthy) && byOrdinal.size === replicas;
-      if (allHealthy) {
-        for (let o = start + replicas - 1; o >= start + partition; o--) {
-          const p = byOrdinal.get(o)!;
-          if (p.metadata.labels?.[REVISION_LABEL] !== update.metadata.name) {
-            await this.deletePod(set, p, '');
-            break;
-          }
+      const ru = set.spec.updateStrategy?.rollingUpdate;
+      const partition = ru?.partition ?? 0;
+      const maxUnavailable = Math.max(1, scaledValue(ru?.maxUnavailable ?? 1, replicas, true));
+      let unavailable = 0;
+      for (let o = start; o < start + replicas; o++) {
+        const p = byOrdinal.get(o);
+        if (!p || !healthy(p) || !isPodAvailable(p, mrs, now)) unavailable++;
+      }
+      let budget = maxUnavailable - unavailable;
+      for (let o = start + replicas - 1; o >= start + partition && budget > 0; o--) {
+        const p = byOrdinal.get(o);
+        if (p && !p.metadata.deletionTimestamp && p.metadata.labels?.[REVISION_LABEL] !== update.metadata.name) {
+          await this.deletePod(set, p, '');
+          budget--;
         }
       }
     }

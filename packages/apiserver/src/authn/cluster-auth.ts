@@ -3,22 +3,24 @@
 // impersonation; the admission plugins; and the review and TokenRequest endpoints. `seams` is what the
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
 import { type KubeObject, type Store, StatusError } from '@kemu/core';
-import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator } from '../auth-seams.js';
+import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator, type UserInfo } from '../auth-seams.js';
 import { InformerAdmissionLookups } from '../admission/admission-lookups.js';
 import { WebhookAdmission } from '../admission/admission-webhooks.js';
 import { DefaultStorageClassAdmission } from '../admission/default-storage-class.js';
 import { DefaultTolerationSecondsAdmission } from '../admission/default-toleration-seconds.js';
 import { LimitRangerAdmission } from '../admission/limit-ranger.js';
 import { NamespaceLifecycleAdmission } from '../admission/namespace-lifecycle.js';
-import { NodeRestrictionAdmission } from '../admission/node-restriction.js';
+import { nodeOf, NodeRestrictionAdmission } from '../admission/node-restriction.js';
 import { PodSecurityAdmission, type PodSecurityOptions } from '../admission/pod-security.js';
 import { ensureSystemPriorityClasses, PriorityAdmission } from '../admission/priority.js';
 import { ResourceQuotaAdmission, ResourceQuotaStatusController } from '../admission/resource-quota.js';
 import { ServiceAccountAdmission } from '../admission/service-account.js';
 import { ValidatingAdmissionPolicyAdmission } from '../admission/validating-admission-policy.js';
 import { localSubjectAccessReview, selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from '../authz/access-reviews.js';
+import { authorizingStore } from '../authz/authorizing-store.js';
 import { ensureBootstrapPolicy } from '../authz/bootstrap-policy.js';
 import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregation.js';
+import { DecisionCache } from '../authz/decision-cache.js';
 import { RBACEscalationCheck } from '../authz/escalation.js';
 import { RBACAuthorizer } from '../authz/rbac-authorizer.js';
 import { InformerRBACSource } from '../authz/rbac-source.js';
@@ -84,6 +86,11 @@ export interface ClusterAuth {
    * into the pod's serviceAccountToken volume (audience: the API server's unless given).
    */
   podToken(pod: KubeObject, audience: string | undefined, expirationSeconds: number): Promise<string>;
+  /**
+   * The store as an in-process component running as `user` sees it through the API: every call authorized
+   * (decisions cached until the RBAC policy changes), and a kubelet's writes checked by NodeRestriction.
+   */
+  storeFor(user: UserInfo): Store;
   stop(): Promise<void>;
 }
 
@@ -98,6 +105,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const aggregation = new ClusterRoleAggregationController(store, source.clusterRolesInformer);
   await aggregation.start(false);
   const rbac = new RBACAuthorizer(source);
+  const decisions = new DecisionCache(rbac, source);
   const tokens = new ServiceAccountTokens({ keys: opts.serviceAccountKeys, store, issuer: opts.issuer, apiAudiences: opts.apiAudiences, now: opts.now });
   const tokenAuthenticators: TokenAuthenticator[] = [];
   if (opts.tokenFile) tokenAuthenticators.push(StaticTokenAuthenticator.fromFile(opts.tokenFile));
@@ -115,13 +123,14 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const webhooks = on('MutatingAdmissionWebhook') || on('ValidatingAdmissionWebhook') ? new WebhookAdmission(store) : undefined;
   await webhooks?.start();
   // The plugins read informer caches, as kube-apiserver's read their listers.
+  const nodeRestriction = new NodeRestrictionAdmission(store);
   const lookups = new InformerAdmissionLookups(store);
   await lookups.start();
   const plugins: Record<AdmissionPluginName, () => AdmissionChain> = {
     NamespaceLifecycle: () => new NamespaceLifecycleAdmission(store, lookups),
     LimitRanger: () => new LimitRangerAdmission(store, lookups),
     ServiceAccount: () => new ServiceAccountAdmission(store, lookups),
-    NodeRestriction: () => new NodeRestrictionAdmission(store),
+    NodeRestriction: () => nodeRestriction,
     PodSecurity: () => new PodSecurityAdmission(store, opts.podSecurity, lookups),
     Priority: () => new PriorityAdmission(store, lookups),
     DefaultTolerationSeconds: () => new DefaultTolerationSecondsAdmission(),
@@ -177,7 +186,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       anonymous: opts.anonymous ?? true,
       impersonator: new HeaderImpersonator(),
       ...(audit ? { audit } : {}),
-      authorizer: rbac,
+      authorizer: decisions,
       admission,
     },
     rbac,
@@ -193,6 +202,9 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
         maxExpirationSeconds: opts.maxTokenExpirationSeconds,
       });
       return tr.status!.token;
+    },
+    storeFor(user) {
+      return authorizingStore(store, user, decisions, nodeOf(user) && on('NodeRestriction') ? { admission: nodeRestriction } : {});
     },
     async stop() {
       await webhooks?.stop();

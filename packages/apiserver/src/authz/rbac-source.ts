@@ -58,6 +58,11 @@ export class InformerRBACSource implements RBACSource {
     this.clusterRoleBindingsInformer.addIndexers({ [SUBJECT_INDEX]: bindingKeys });
   }
 
+  /** Calls `listener` after any role or binding is added, changed or removed. */
+  onChange(listener: () => void): void {
+    for (const i of this.all()) i.addEventHandler({ onAdd: listener, onUpdate: (a, b) => a !== b && listener(), onDelete: listener });
+  }
+
   private all() {
     return [this.roles, this.clusterRolesInformer, this.roleBindingsInformer, this.clusterRoleBindingsInformer] as SharedInformer[];
   }

@@ -1,0 +1,15 @@
+// The users kube-apiserver knows the cluster's own components as, each bound by the bootstrap policy to
+// its role: the scheduler (system:kube-scheduler), the controller manager (system:kube-controller-manager),
+// kube-proxy (system:kube-proxy, bound to system:node-proxier) and each kubelet (system:node:<name> in
+// group system:nodes, which the Node authorizer and the NodeRestriction admission plugin recognise).
+import { AUTHENTICATED_GROUP, type UserInfo } from '../auth-seams.js';
+
+export const KUBE_SCHEDULER: UserInfo = { name: 'system:kube-scheduler', groups: [AUTHENTICATED_GROUP] };
+export const KUBE_CONTROLLER_MANAGER: UserInfo = { name: 'system:kube-controller-manager', groups: [AUTHENTICATED_GROUP] };
+export const KUBE_PROXY: UserInfo = { name: 'system:kube-proxy', groups: [AUTHENTICATED_GROUP] };
+export const NODES_GROUP = 'system:nodes';
+
+/** A kubelet's user, as its client certificate names it (CN system:node:<name>, O system:nodes). */
+export function nodeUser(nodeName: string): UserInfo {
+  return { name: `system:node:${nodeName}`, groups: [NODES_GROUP, AUTHENTICATED_GROUP] };
+}

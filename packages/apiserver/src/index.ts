@@ -68,5 +68,7 @@ export { userKubeconfig } from './authn/user-kubeconfig.js';
 export { type AuditPolicy, loadAuditPolicy, parseAuditPolicy } from './authn/audit-policy.js';
 export { AuditLogSink } from './authn/audit-log.js';
 export { RBACAuthorizer } from './authz/rbac-authorizer.js';
-export { authorizingStore } from './authz/authorizing-store.js';
+export { authorizingStore, type AuthorizingStoreOptions } from './authz/authorizing-store.js';
+export { KUBE_CONTROLLER_MANAGER, KUBE_PROXY, KUBE_SCHEDULER, nodeUser } from './authz/component-identities.js';
+export { DecisionCache } from './authz/decision-cache.js';
 export { bootstrapClusterRoleBindings, bootstrapClusterRoles, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';

@@ -50,5 +50,33 @@ export function endpointChain(spn: string, protocol: string, endpoint: string): 
   return `KUBE-SEP-${hash16(spn + protocol + endpoint)}`;
 }
 
+/**
+ * nftables mode's per-Service names: the first 8 characters of the base32 SHA-256 of a readable base,
+ * then the base itself ("ULMVA6XW-ns1/svc1/tcp/p80"), cut to fit nft's 256-character limit.
+ */
+function hashAndTruncate(name: string): string {
+  const out = `${base32(createHash('sha256').update(name).digest()).slice(0, 8)}-${name}`;
+  return out.length > 240 ? `${out.slice(0, 237)}...` : out;
+}
+
+/** "ns/name:port" split back into its parts. */
+function spnParts(spn: string): { ns: string; name: string; port: string } {
+  const slash = spn.indexOf('/');
+  const colon = spn.lastIndexOf(':');
+  return { ns: spn.slice(0, slash), name: spn.slice(slash + 1, colon), port: spn.slice(colon + 1) };
+}
+
+/** The base of a service port's nftables chain names: "HASH-ns/name/proto/port". */
+export function nftServiceBase(spn: string, protocol: string): string {
+  const p = spnParts(spn);
+  return hashAndTruncate(`${p.ns}/${p.name}/${protocol}/${p.port}`);
+}
+
+/** The base of an endpoint's chain and affinity set: "HASH-ns/name/proto/port__ip/port" (IPv6 ':' as '.'). */
+export function nftEndpointBase(spn: string, protocol: string, ip: string, port: number): string {
+  const p = spnParts(spn);
+  return hashAndTruncate(`${p.ns}/${p.name}/${protocol}/${p.port}__${ip.replaceAll(':', '.')}/${port}`);
+}
+
 /** Chains kube-proxy made per Service; any of them not in the desired rules is deleted on sync. */
 export const PER_SERVICE_CHAIN = /^KUBE-(SVC|SVL|EXT|SEP|FW)-[A-Z2-7]{16}$/;

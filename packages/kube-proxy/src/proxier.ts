@@ -1,14 +1,21 @@
 // One node's kube-proxy: watches Services and EndpointSlices and keeps the node's rules in step, with
 // changes batched (a sync at most every minSyncPeriod, as --iptables-min-sync-period) and a periodic
-// full sync. Each sync writes the whole rule set and deletes chains of Services that went.
+// full sync. iptables mode writes the whole rule set each sync and deletes chains of Services that went;
+// nftables mode (--proxy-mode=nftables) rewrites only the service ports whose rules changed since the
+// last sync, and everything on the first and each periodic sync.
 import { type EndpointSlice, InformerFactory, type Service, type Store } from '@kemu/core';
 import { buildRules, type NodeContext, restoreInput } from './iptables-rules.js';
+import { buildNftables, listedObjects, NFT_TABLE, type NftNodeContext, type NftRules, nftablesScript } from './nftables-rules.js';
 import type { RuleSink } from './rule-sink.js';
 import { type ServicePortInfo, servicePorts } from './service-ports.js';
 
-export interface ProxierOptions extends NodeContext {
+export type ProxyMode = 'iptables' | 'nftables';
+
+export interface ProxierOptions extends NodeContext, NftNodeContext {
   store: Store;
   sink: RuleSink;
+  /** Upstream's --proxy-mode: iptables (default) or nftables. */
+  mode?: ProxyMode;
   /** Shortest time between two syncs (default 1 s, upstream's --iptables-min-sync-period). */
   minSyncPeriodMs?: number;
   /** A full sync at least this often (default 30 s, upstream's --iptables-sync-period). */
@@ -37,6 +44,8 @@ export class Proxier {
   last?: SyncStats;
   /** UDP service ports as of the last sync: cluster IP and endpoint addresses, for conntrack cleanup. */
   private udp = new Map<string, { clusterIP: string; endpoints: Set<string> }>();
+  /** nftables mode: the rules the last successful sync wrote (null: the next sync is a full one). */
+  private nftWritten: NftRules | null = null;
 
   constructor(private readonly o: ProxierOptions) {
     this.factory = new InformerFactory(o.store);
@@ -52,7 +61,10 @@ export class Proxier {
     this.factory.start();
     await this.factory.waitForCacheSync();
     await this.syncNow();
-    this.periodic = setInterval(() => this.schedule(), this.o.syncPeriodMs ?? 30_000);
+    this.periodic = setInterval(() => {
+      this.nftWritten = null;
+      this.schedule();
+    }, this.o.syncPeriodMs ?? 30_000);
     this.periodic.unref();
   }
 
@@ -95,6 +107,30 @@ export class Proxier {
     this.udp = now;
   }
 
+  private async syncIptables(ports: ServicePortInfo[]): Promise<number> {
+    const rules = buildRules(ports, this.o);
+    await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+    return rules.filter.length + rules.nat.length;
+  }
+
+  private async syncNftables(ports: ServicePortInfo[]): Promise<number> {
+    const nft = this.o.sink.nft;
+    if (!nft) throw new Error('nftables mode: this node\'s rule sink cannot run nft');
+    const rules = buildNftables(ports, this.o);
+    const previous = this.nftWritten;
+    const existing = previous ? undefined : listedObjects(await nft.list('ip', NFT_TABLE));
+    this.nftWritten = null;
+    const script = nftablesScript(rules, previous, existing);
+    if (script) await nft.apply(script);
+    this.nftWritten = rules;
+    let n = 0;
+    for (const s of rules.services.values()) {
+      n += s.elements.length;
+      for (const r of s.chains.values()) n += r.length;
+    }
+    return n;
+  }
+
   /** Writes the node's rules now from the informers' caches. */
   async syncNow(): Promise<void> {
     if (this.running) {
@@ -106,10 +142,9 @@ export class Proxier {
       const start = performance.now();
       try {
         const ports = servicePorts(this.services.indexer.list() as Service[], this.slices.indexer.list() as EndpointSlice[]);
-        const rules = buildRules(ports, this.o);
-        await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+        const count = this.o.mode === 'nftables' ? await this.syncNftables(ports) : await this.syncIptables(ports);
         await this.clearStaleUdp(ports);
-        this.last = { at: Date.now(), durationMs: performance.now() - start, servicePorts: ports.length, rules: rules.filter.length + rules.nat.length };
+        this.last = { at: Date.now(), durationMs: performance.now() - start, servicePorts: ports.length, rules: count };
       } catch (err) {
         this.o.onError?.(err);
       } finally {

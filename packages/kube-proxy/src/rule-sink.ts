@@ -1,5 +1,6 @@
 // Where a node's rules go: a netfilter that reads back its tables (iptables-save) and takes a
-// `--noflush` iptables-restore. One implementation drives the simulated datapath, one real Linux.
+// `--noflush` iptables-restore, and for nftables mode runs `nft -f` transactions and lists a table.
+// One implementation drives the simulated datapath, one real Linux.
 import { spawn } from 'node:child_process';
 
 export interface RuleSink {
@@ -12,6 +13,11 @@ export interface RuleSink {
    * that went (`replySrc`), so they stop following a stale DNAT. Absent where no conntrack tool exists.
    */
   clearUdpConntrack?(f: { origDst?: string; replySrc?: string }): Promise<void>;
+  /** nftables: `nft -f -` (one transaction) and `nft list table FAMILY NAME` ('' when there is none). */
+  nft?: {
+    apply(script: string): Promise<void>;
+    list(family: 'ip' | 'ip6', table: string): Promise<string>;
+  };
 }
 
 /** What the simulated datapath offers (netsim's World). */
@@ -19,6 +25,9 @@ export interface SimNetfilter {
   iptablesSave(ns: string, o?: { table?: 'filter' | 'nat' }): string;
   iptablesRestore(ns: string, text: string, o?: { noflush?: boolean }): void;
   deleteConntrack(ns: string, f: { proto?: 'udp'; origDst?: string; replySrc?: string }): number;
+  nft(ns: string, script: string): void;
+  nftList(ns: string, family: 'ip' | 'ip6', table: string): string;
+  nftTables(ns: string): string[];
 }
 
 export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
@@ -31,6 +40,14 @@ export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
     },
     async clearUdpConntrack(f) {
       world.deleteConntrack(ns, { proto: 'udp', ...f });
+    },
+    nft: {
+      async apply(script) {
+        world.nft(ns, script);
+      },
+      async list(family, table) {
+        return world.nftTables(ns).includes(`${family} ${table}`) ? world.nftList(ns, family, table) : '';
+      },
     },
   };
 }
@@ -64,6 +81,16 @@ export function linuxRuleSink(netnsPath: string): RuleSink {
     },
     async restore(text) {
       await run([ns, '--', 'iptables-restore', '--noflush', '-w', '5'], text);
+    },
+    nft: {
+      async apply(script) {
+        await run([ns, '--', 'nft', '-f', '-'], script);
+      },
+      async list(family, table) {
+        const tables = await run([ns, '--', 'nft', 'list', 'tables', family]);
+        if (!tables.split('\n').includes(`table ${family} ${table}`)) return '';
+        return run([ns, '--', 'nft', 'list', 'table', family, table]);
+      },
     },
   };
 }

@@ -266,6 +266,9 @@ export function nftApply(st: NftState, text: string): void {
   }
 
   function addRule(t: NftTable, ch: NftChain, r: NftRule, at?: number): void {
+    // As nft does, a jump or a set is resolved when the rule is added, not at commit.
+    for (const x of targetsOf(r)) if (!t.chains.has(x)) fail(`Could not process rule: No such file or directory: chain "${x}" does not exist in table ${tableKey(t.family, t.name)}`);
+    for (const x of setsOf(r)) if (!t.sets.has(x)) fail(`Could not process rule: No such file or directory: set "${x}" does not exist in table ${tableKey(t.family, t.name)}`);
     const pos = at ?? ch.rules.length;
     ch.rules.splice(pos, 0, r);
     for (const x of targetsOf(r)) bump(t, x, 1);
@@ -483,6 +486,16 @@ export function nftApply(st: NftState, text: string): void {
       // The block form `nft list` prints.
       const t = tableRef(c, true);
       c.expect('{');
+      // Chains may be named before they are listed (a base chain jumping to a later one): declare them all.
+      for (let k = c.i, depth = 0; k < c.toks.length; k++) {
+        const tok = c.toks[k]!;
+        if (tok.quoted) continue;
+        if (tok.t === '{') depth++;
+        else if (tok.t === '}') {
+          if (depth === 0) break;
+          depth--;
+        } else if (depth === 0 && tok.t === 'chain' && c.toks[k + 1]) declareChain(t, new NftCursor([]), c.toks[k + 1]!.t, false);
+      }
       for (;;) {
         const w = c.next('a table item');
         if (w === '}') return;

@@ -2,8 +2,8 @@
 // connection from one pod to another on a port is allowed. `kemu policy matrix --expect` compares the
 // datapath's verdicts with this, so a disagreement shows a bug in either.
 import { matchLabels, type NetworkPolicy, type NetworkPolicyPeer, type NetworkPolicyPort, type Pod } from '@kemu/core';
-import { parseCidr, parseIP, contains } from '@kemu/ip';
-import type { NamespaceInfo } from './policy-rules.js';
+import { type Family, parseCidr, parseIP, contains, ipFamily } from '@kemu/ip';
+import { type NamespaceInfo, podIPOf } from './policy-rules.js';
 
 export interface Connection {
   from: Pod;
@@ -11,6 +11,8 @@ export interface Connection {
   /** Absent: any protocol and port (an ICMP echo). */
   port?: number;
   protocol?: 'TCP' | 'UDP' | 'SCTP';
+  /** The address family the connection uses (a dual-stack pod has one address of each); default the `to` pod's primary. */
+  family?: Family;
 }
 
 function types(np: NetworkPolicy) {
@@ -24,8 +26,9 @@ function inBlock(ip: string, cidr: string): boolean {
   return !!c && !!a && contains(c, a.family, a.value);
 }
 
-function peerSelects(peer: NetworkPolicyPeer, policyNs: string, other: Pod, namespaces: NamespaceInfo[]): boolean {
-  const ip = other.status?.podIP ?? '';
+function peerSelects(peer: NetworkPolicyPeer, policyNs: string, other: Pod, namespaces: NamespaceInfo[], family: Family): boolean {
+  // An ipBlock holds addresses of one family: it selects the peer only by its address of that family.
+  const ip = podIPOf(other, family) ?? '';
   if (peer.ipBlock) return inBlock(ip, peer.ipBlock.cidr) && !(peer.ipBlock.except ?? []).some((e) => inBlock(ip, e));
   const ns = other.metadata.namespace ?? 'default';
   if (peer.namespaceSelector) {
@@ -54,11 +57,15 @@ function direction(dir: 'ingress' | 'egress', subject: Pod, other: Pod, c: Conne
   return selecting.some((np) =>
     ((dir === 'ingress' ? np.spec.ingress : np.spec.egress) ?? []).some((rule) => {
       const peers = (dir === 'ingress' ? (rule as { from?: NetworkPolicyPeer[] }).from : (rule as { to?: NetworkPolicyPeer[] }).to) ?? [];
-      const peerOk = peers.length === 0 || peers.some((p) => peerSelects(p, ns, other, namespaces));
+      const peerOk = peers.length === 0 || peers.some((p) => peerSelects(p, ns, other, namespaces, familyOf(c)));
       const portOk = !rule.ports?.length || rule.ports.some((p) => portAllows(p, c, c.to));
       return peerOk && portOk;
     }),
   );
+}
+
+function familyOf(c: Connection): Family {
+  return c.family ?? (ipFamily(c.to.status?.podIP ?? '') || 4);
 }
 
 /** Whether the policies allow a new connection `c` (egress of the sender and ingress of the receiver). */

@@ -2,9 +2,12 @@
 // policy agent enforces it: a pod selected by a policy of a type (Ingress, Egress) is isolated for that
 // direction; a packet passes if any rule of any such policy allows it, else it is dropped with a comment
 // naming the policies. Replies of allowed connections pass by conntrack. Rules are checked in the node's
-// FORWARD path, which every pod packet crosses (routed, or bridged with br_netfilter).
+// FORWARD path, which every pod packet crosses (routed, or bridged with br_netfilter). Each address family
+// has its own rule set, as iptables and ip6tables keep separate tables: a dual-stack pod is matched by its
+// address of that family, and an ipBlock only by the family its CIDR is of.
 import { createHash } from 'node:crypto';
 import { matchLabels, type NetworkPolicy, type NetworkPolicyPeer, type NetworkPolicyPort, type Pod } from '@kemu/core';
+import { type Family, ipFamily } from '@kemu/ip';
 
 export interface NamespaceInfo {
   name: string;
@@ -31,11 +34,12 @@ const ALLOW = '0x10000';
 const hash = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 12).toUpperCase();
 const q = (s: string) => `"${s.replace(/(["\\])/g, '\\$1')}"`;
 
-function podIP(p: Pod): string | undefined {
+/** The pod's address of `family` (status.podIPs, or podIP), when it has its own network and still runs. */
+export function podIPOf(p: Pod, family: Family): string | undefined {
   if (p.spec?.hostNetwork) return undefined;
   if (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') return undefined;
-  const ip = p.status?.podIP;
-  return ip && !ip.includes(':') ? ip : undefined;
+  const ips = [...(p.status?.podIPs ?? []).map((x) => x.ip), p.status?.podIP];
+  return ips.find((ip): ip is string => !!ip && ipFamily(ip) === family);
 }
 
 function policyTypes(np: NetworkPolicy): { ingress: boolean; egress: boolean } {
@@ -45,8 +49,12 @@ function policyTypes(np: NetworkPolicy): { ingress: boolean; egress: boolean } {
 }
 
 /** The pod addresses a peer selects, or an ipBlock. */
-function peerMatches(peer: NetworkPolicyPeer, policyNs: string, input: PolicyInput): { ips: string[] } | { cidr: string; except: string[] } {
-  if (peer.ipBlock) return { cidr: peer.ipBlock.cidr, except: peer.ipBlock.except ?? [] };
+function peerMatches(peer: NetworkPolicyPeer, policyNs: string, input: PolicyInput, family: Family): { ips: string[] } | { cidr: string; except: string[] } {
+  if (peer.ipBlock) {
+    // A block of the other family selects nothing here.
+    if (ipFamily(peer.ipBlock.cidr.split('/')[0]!) !== family) return { ips: [] };
+    return { cidr: peer.ipBlock.cidr, except: (peer.ipBlock.except ?? []).filter((e) => ipFamily(e.split('/')[0]!) === family) };
+  }
   const nsOk = (ns: string) => {
     if (!peer.namespaceSelector) return ns === policyNs;
     const info = input.namespaces.find((n) => n.name === ns);
@@ -54,7 +62,7 @@ function peerMatches(peer: NetworkPolicyPeer, policyNs: string, input: PolicyInp
   };
   const ips: string[] = [];
   for (const p of input.pods) {
-    const ip = podIP(p);
+    const ip = podIPOf(p, family);
     if (!ip || !nsOk(p.metadata.namespace ?? 'default')) continue;
     if (peer.podSelector && !matchLabels(peer.podSelector, p.metadata.labels ?? {})) continue;
     ips.push(ip);
@@ -77,7 +85,10 @@ function portMatch(port: NetworkPolicyPort, namedOn: Pod | undefined): string | 
   return `-p ${proto} -m ${proto} --dport ${range}`;
 }
 
-export function buildPolicyRules(input: PolicyInput): PolicyRuleSet {
+/** The filter rules of one address family (4 for iptables, 6 for ip6tables). */
+export function buildPolicyRules(input: PolicyInput, family: Family = 4): PolicyRuleSet {
+  const host = family === 4 ? 32 : 128;
+  const podIP = (p: Pod) => podIPOf(p, family);
   const filter: string[] = [
     `-A ${POLICY_CHAIN} -m conntrack --ctstate RELATED,ESTABLISHED -m comment --comment "replies of allowed connections" -j ACCEPT`,
   ];
@@ -96,7 +107,7 @@ export function buildPolicyRules(input: PolicyInput): PolicyRuleSet {
       if (pols.length === 0) continue;
       const chain = `KEMU-NP-${dir === 'ingress' ? 'I' : 'E'}-${hash(`${ns}/${pod.metadata.name}/${dir}`)}`;
       chains.add(chain);
-      jumps.push(`-A ${POLICY_CHAIN} ${dir === 'ingress' ? '-d' : '-s'} ${ip}/32 -m comment --comment ${q(`${dir} of ${ns}/${pod.metadata.name}`)} -j ${chain}`);
+      jumps.push(`-A ${POLICY_CHAIN} ${dir === 'ingress' ? '-d' : '-s'} ${ip}/${host} -m comment --comment ${q(`${dir} of ${ns}/${pod.metadata.name}`)} -j ${chain}`);
       body.push(`-A ${chain} -j MARK --set-xmark 0x0/${ALLOW}`);
       for (const np of pols) {
         const name = `${ns}/${np.metadata.name}`;
@@ -116,7 +127,7 @@ export function buildPolicyRules(input: PolicyInput): PolicyRuleSet {
             return;
           }
           for (const peer of peers) {
-            const m = peerMatches(peer, ns, input);
+            const m = peerMatches(peer, ns, input, family);
             if ('cidr' in m) {
               const sub = `KEMU-NP-B-${hash(`${chain}/${name}/${i}/${m.cidr}/${m.except.join(',')}`)}`;
               chains.add(sub);
@@ -127,7 +138,7 @@ export function buildPolicyRules(input: PolicyInput): PolicyRuleSet {
             }
             for (const peerIP of m.ips) {
               const server = dir === 'ingress' ? pod : input.pods.find((p) => podIP(p) === peerIP);
-              for (const pm of portsFor(server)) body.push(`-A ${chain} ${side} ${peerIP}/32${pm} ${comment} ${allow}`);
+              for (const pm of portsFor(server)) body.push(`-A ${chain} ${side} ${peerIP}/${host}${pm} ${comment} ${allow}`);
             }
           }
         });

@@ -50,6 +50,7 @@ program
   .addOption(new Option('--nodes <n>', 'number of nodes').default(3).argParser(int('--nodes')))
   .addOption(new Option('--datapath <kind>', 'pod networking datapath (linux: real network namespaces, needs root)').choices(['sim', 'linux']).default('sim'))
   .addOption(new Option('--network <kind>', 'cross-node networking: host-gw routes, a VXLAN overlay, or routes learned over BGP').choices(['bridge', 'vxlan', 'bgp']).default('bridge'))
+  .addOption(new Option('--proxy-mode <mode>', "kube-proxy's mode on every node: iptables chains or nftables verdict maps").choices(['iptables', 'nftables']).default('iptables'))
   .addOption(new Option('--storage <kind>', 'CSI driver backend (default: sim; hostpath with --runtime process or runc)').choices(['sim', 'hostpath']))
   .addOption(new Option('--runtime <kind>', 'CRI runtime backend (runc: real OCI images from registries)').choices(['sim', 'process', 'runc']).default('sim'))
   .addOption(new Option('--store <kind>', 'object store').choices(['memory', 'file', 'etcd']).default('memory'))
@@ -88,6 +89,7 @@ program
       fast: o.fast,
       nodes: o.nodes,
       datapath: o.datapath,
+      proxyMode: o.proxyMode,
       network: o.network,
       storage: o.storage,
       runtime: o.runtime,

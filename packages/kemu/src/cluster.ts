@@ -69,6 +69,8 @@ export interface ClusterOptions {
   store?: StoreKind;
   etcdEndpoints?: string[];
   datapath?: 'sim' | 'linux';
+  /** kube-proxy's --proxy-mode on every node: iptables (default) or nftables. */
+  proxyMode?: 'iptables' | 'nftables';
   network?: 'bridge' | 'vxlan' | 'bgp';
   storage?: 'sim' | 'hostpath';
   runtime?: RuntimeKind;
@@ -553,6 +555,7 @@ export class Cluster {
       nodeName: name,
       podNetwork: this.podNetwork(),
       fast: o.fast ?? false,
+      mode: o.proxyMode,
       onError: (e) => o.onError?.(e, `${name}: kube-proxy`),
     });
     stoppers.push(() => proxy.stop());

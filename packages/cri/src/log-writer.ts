@@ -2,7 +2,8 @@
 // A line longer than the kubelet's 16 KiB limit is split into partial (P) records; the final piece is F.
 import fs from 'node:fs';
 import path from 'node:path';
-import { openFileWithin } from '@kemu/safe-fs';
+import type { FileHandle } from 'node:fs/promises';
+import { openFileWithin, openFileWithinAsync } from '@kemu/safe-fs';
 import { rfc3339Nano } from './time.js';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -21,6 +22,11 @@ export function formatLogRecord(stream: LogStream, tag: 'P' | 'F', text: string 
 export function openLogFile(logPath: string, root: string | undefined): number {
   // A record persisted before log roots were kept names none: its own directory is then the bound.
   return openFileWithin(root ?? path.dirname(logPath), logPath, { mode: 0o640, what: 'container log' }).fd;
+}
+
+/** openLogFile with the directory creation and the open off the event loop, as StartContainer uses it. */
+export async function openLogFileAsync(logPath: string, root: string | undefined): Promise<FileHandle> {
+  return (await openFileWithinAsync(root ?? path.dirname(logPath), logPath, { mode: 0o640, what: 'container log' })).handle;
 }
 
 export class CriLogWriter {

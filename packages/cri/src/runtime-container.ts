@@ -1,6 +1,5 @@
 // Container RPCs: CreateContainer, StartContainer, StopContainer, RemoveContainer, ListContainers,
 // ContainerStatus, UpdateContainerResources, ReopenContainerLog, and the exit a backend reports.
-import fs from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { cri } from '@kemu/proto';
@@ -8,7 +7,7 @@ import { isWithin, UnsafePathError } from '@kemu/safe-fs';
 import { containerStateEnum, toContainer } from './convert.js';
 import { errorMessage, failedPrecondition, invalidArgument, isRpcError, notFound, RpcError } from './errors.js';
 import { newId } from './ids.js';
-import { openLogFile } from './log-writer.js';
+import { openLogFileAsync } from './log-writer.js';
 import { checkContainerMetadata, containerName } from './names.js';
 import { checkMap } from './request-checks.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -107,7 +106,7 @@ export async function startContainer(ctx: RuntimeContext, req: cri.StartContaine
     if (sb.state !== 'ready') throw failedPrecondition(`sandbox ${JSON.stringify(sb.id)} of container ${c.id} is not ready`);
     try {
       // Like containerd, the log file exists once StartContainer returns: kubelet reads it right away.
-      if (c.logPath) createLogFile(ctx, c);
+      if (c.logPath) await createLogFile(c);
       await ctx.backend.startContainer(sb, c);
     } catch (err) {
       // Like containerd: the container ends up exited with the start error recorded in its status.
@@ -131,9 +130,10 @@ export async function startContainer(ctx: RuntimeContext, req: cri.StartContaine
   return {};
 }
 
-function createLogFile(ctx: RuntimeContext, c: ContainerRecord): void {
+async function createLogFile(c: ContainerRecord): Promise<void> {
   try {
-    fs.closeSync(openLogFile(c.logPath, c.logRoot));
+    // Off the event loop: one of these per StartContainer, and a synchronous mkdir/open stalls every RPC in flight.
+    await (await openLogFileAsync(c.logPath, c.logRoot)).close();
   } catch (err) {
     if (err instanceof UnsafePathError) throw invalidArgument(`failed to create container log: ${err.message}`);
     throw err;

@@ -2,7 +2,7 @@
 // (with its FQDN when it has a subdomain), then `spec.hostAliases`. Written once per pod into its directory
 // and bind-mounted into every container that does not mount /etc/hosts itself (not for host-network pods,
 // which see the node's file).
-import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '@kemu/core';
 import type { cri } from '@kemu/proto';
@@ -38,17 +38,18 @@ export function managedHostsFileContent(pod: Pod, podIPs: string[], clusterDomai
 
 /**
  * The /etc/hosts mount for a container, writing the file under `podDir` first; undefined when the pod uses
- * the host network or the container mounts /etc/hosts itself.
+ * the host network or the container mounts /etc/hosts itself. The writes go off the event loop: the
+ * kubelet does this for every container it starts.
  */
-export function hostsFileMount(pod: Pod, c: Container, podDir: string, podIPs: string[], clusterDomain: string): cri.Mount | undefined {
+export async function hostsFileMount(pod: Pod, c: Container, podDir: string, podIPs: string[], clusterDomain: string): Promise<cri.Mount | undefined> {
   if (pod.spec.hostNetwork || !podIPs.length) return undefined;
   if ((c.volumeMounts ?? []).some((m) => path.posix.normalize(m.mountPath) === '/etc/hosts')) return undefined;
   const file = path.join(podDir, 'etc-hosts');
-  fs.mkdirSync(podDir, { recursive: true, mode: 0o750 });
+  await fsp.mkdir(podDir, { recursive: true, mode: 0o750 });
   const content = managedHostsFileContent(pod, podIPs, clusterDomain);
   // Written in place of a previous version with a rename, so a reader never sees half a file.
   const tmp = `${file}.tmp`;
-  fs.writeFileSync(tmp, content, { mode: 0o644 });
-  fs.renameSync(tmp, file);
+  await fsp.writeFile(tmp, content, { mode: 0o644 });
+  await fsp.rename(tmp, file);
   return { containerPath: '/etc/hosts', hostPath: file, readonly: false, selinuxRelabel: false, propagation: 0 };
 }

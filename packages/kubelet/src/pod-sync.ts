@@ -367,7 +367,7 @@ export class PodSyncer {
       cfg = containerConfig(pod, c, attempt, { volumePaths, kind, env, resources: this.d.containerResources });
       if (this.d.volumes.managesDirs) {
         pinSourceSubPaths(pod, c, cfg.mounts ?? [], this.d.volumes.podDir(pod));
-        const hosts = hostsFileMount(pod, c, this.d.volumes.podDir(pod), podIPs, this.d.sandboxCtx.clusterDomain);
+        const hosts = await hostsFileMount(pod, c, this.d.volumes.podDir(pod), podIPs, this.d.sandboxCtx.clusterDomain);
         if (hosts) cfg.mounts = [...(cfg.mounts ?? []), hosts];
       }
     } catch (err) {

@@ -1,6 +1,6 @@
 export { FileTooLargeError, UnsafePathError, type UnsafePathReason } from './errors.js';
 export { mkdirWithin, mkdirWithinAsync } from './mkdir-within.js';
-export { openFileWithin, type OpenedFile } from './open-within.js';
+export { openFileWithin, openFileWithinAsync, type OpenedFile } from './open-within.js';
 export { readFileBounded } from './read-bounded.js';
 export { secureJoin } from './secure-join.js';
 export {

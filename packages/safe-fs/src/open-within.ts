@@ -1,7 +1,8 @@
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { UnsafePathError } from './errors.js';
-import { mkdirWithin } from './mkdir-within.js';
+import { mkdirWithin, mkdirWithinAsync } from './mkdir-within.js';
 
 export interface OpenedFile {
   fd: number;
@@ -34,7 +35,39 @@ export function openFileWithin(
   }
   if (!fs.fstatSync(fd).isFile()) {
     fs.closeSync(fd);
-    throw new UnsafePathError('not-directory', file, `${what} ${JSON.stringify(file)} is not a regular file`);
+    throw notRegular(file, what);
   }
   return { fd, path: real };
+}
+
+const notRegular = (file: string, what: string) => new UnsafePathError('not-directory', file, `${what} ${JSON.stringify(file)} is not a regular file`);
+
+/**
+ * openFileWithin with the directory creation and the open off the event loop (the checks are the same):
+ * for servers that create a file per request (a container log per StartContainer), where synchronous
+ * mkdir and open calls would stall every call in flight.
+ */
+export async function openFileWithinAsync(
+  root: string,
+  file: string,
+  opts: { flags?: number; mode?: number; dirMode?: number; what?: string } = {},
+): Promise<{ handle: fsp.FileHandle; path: string }> {
+  const what = opts.what ?? 'file';
+  const { O_APPEND, O_CREAT, O_WRONLY, O_NOFOLLOW } = fs.constants;
+  const dir = await mkdirWithinAsync(root, path.dirname(path.resolve(file)), opts.dirMode ?? 0o755, what);
+  const real = path.join(dir, path.basename(file));
+  let handle: fsp.FileHandle;
+  try {
+    handle = await fsp.open(real, (opts.flags ?? O_WRONLY | O_APPEND | O_CREAT) | O_NOFOLLOW, opts.mode ?? 0o640);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ELOOP') {
+      throw new UnsafePathError('symlink', file, `${what} ${JSON.stringify(file)} is a symbolic link; refusing to follow it`);
+    }
+    throw e;
+  }
+  if (!(await handle.stat()).isFile()) {
+    await handle.close();
+    throw notRegular(file, what);
+  }
+  return { handle, path: real };
 }

@@ -3,6 +3,7 @@
 import type { Store } from '@kemu/core';
 import { PolicyAgent } from '@kemu/network-policy';
 import type { ClusterNetwork } from './cluster-network.js';
+import { acquireNodeInformers } from './node-informers.js';
 
 export async function startNodePolicyAgent(o: {
   store: Store;
@@ -10,14 +11,28 @@ export async function startNodePolicyAgent(o: {
   nodeName: string;
   fast: boolean;
   onError: (err: unknown) => void;
-}): Promise<PolicyAgent> {
+}): Promise<{ agent: PolicyAgent; stop(): Promise<void> }> {
+  const informers = acquireNodeInformers(o.store);
   const agent = new PolicyAgent({
     store: o.store,
     sink: o.network.ruleSink(o.nodeName),
     nodeName: o.nodeName,
     minSyncPeriodMs: o.fast ? 100 : 1000,
+    informers: informers.factory,
     onError: o.onError,
   });
-  await agent.start();
-  return agent;
+  try {
+    await agent.start();
+  } catch (err) {
+    await agent.stop();
+    await informers.release();
+    throw err;
+  }
+  return {
+    agent,
+    stop: async () => {
+      await agent.stop();
+      await informers.release();
+    },
+  };
 }

@@ -10,6 +10,11 @@ export interface PolicyAgentOptions {
   sink: RuleSink;
   /** Shortest time between two syncs (default 1 s). */
   minSyncPeriodMs?: number;
+  /**
+   * Informers shared with the other agents of this process (one cache of every Pod for all nodes rather
+   * than one per node); their owner starts and stops them. Default: informers of the agent's own.
+   */
+  informers?: InformerFactory;
   onError?: (err: unknown) => void;
 }
 
@@ -21,9 +26,10 @@ export class PolicyAgent {
   private dirty = false;
   private lastRun = 0;
   private stopped = false;
+  private readonly registrations: Array<{ remove(): void }> = [];
 
   constructor(private readonly o: PolicyAgentOptions) {
-    this.factory = new InformerFactory(o.store);
+    this.factory = o.informers ?? new InformerFactory(o.store);
     const onError = (e: unknown) => o.onError?.(e);
     this.informers = {
       policies: this.factory.informer('NetworkPolicy', { onError }),
@@ -31,7 +37,16 @@ export class PolicyAgent {
       namespaces: this.factory.informer('Namespace', { onError }),
     };
     const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
-    for (const i of Object.values(this.informers)) i.addEventHandler(changed);
+    // Pods only shape the rules through the policies selecting them: with no NetworkPolicy in the cluster a
+    // pod change cannot change them (and the first policy's own event syncs with every pod then).
+    const podChanged = () => {
+      if (this.informers.policies.indexer.size > 0) this.schedule();
+    };
+    this.registrations.push(
+      this.informers.policies.addEventHandler(changed),
+      this.informers.namespaces.addEventHandler(changed),
+      this.informers.pods.addEventHandler({ onAdd: podChanged, onUpdate: podChanged, onDelete: podChanged }),
+    );
   }
 
   async start(): Promise<void> {
@@ -43,7 +58,8 @@ export class PolicyAgent {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.factory.stop();
+    for (const r of this.registrations.splice(0)) r.remove();
+    if (!this.o.informers) await this.factory.stop();
     await this.running;
   }
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Job, MemoryStore, type Pod } from '@kemu/core';
 import { ControllerManager } from './controller-manager.js';
 import { formatIndexes, parseIndexes } from './job-indexes.js';
+import { matchSuccessPolicy } from './job-success-policy.js';
 import { fakeKubelet, type FakeKubeletOptions, until } from './test-helpers.js';
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -90,5 +91,47 @@ describe('Job controller policies', () => {
     expect((await store.get('Job', 'default', 'paused')).status?.failed ?? 0).toBe(0);
     await store.patch('Job', 'default', 'paused', { spec: { suspend: false } }, 'merge');
     await until('active again', async () => (await store.get('Job', 'default', 'paused')).status?.active === 2);
+  });
+
+  it('a successPolicy rule on succeededIndexes completes the Job early and deletes the indexes still running', async () => {
+    // Only index 0 finishes; the others would run forever.
+    const store = await cluster({ hold: (p) => p.metadata.annotations?.['batch.kubernetes.io/job-completion-index'] !== '0' });
+    await store.create(job('leader', { completionMode: 'Indexed', completions: 4, parallelism: 4, successPolicy: { rules: [{ succeededIndexes: '0' }] } }));
+    const j = await condition(store, 'leader', 'Complete');
+    const met = j.status?.conditions?.find((c) => c.type === 'SuccessCriteriaMet');
+    expect(met).toMatchObject({ status: 'True', reason: 'SuccessPolicy', message: 'Matched rules at index 0' });
+    expect(j.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ reason: 'SuccessPolicy', message: 'Matched rules at index 0' });
+    expect(j.status).toMatchObject({ succeeded: 1, failed: 0, completedIndexes: '0', active: 0 });
+    await until('the other indexes gone', async () => ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).every((p) => p.status?.phase === 'Succeeded'));
+  });
+
+  it('a succeededCount rule counts succeeded indexes, and a later rule can be the one that matches', async () => {
+    // Indexes 1 and 3 succeed, 0 and 2 stay running.
+    const store = await cluster({ hold: (p) => ['0', '2'].includes(p.metadata.annotations?.['batch.kubernetes.io/job-completion-index'] ?? '') });
+    await store.create(
+      job('pair', {
+        completionMode: 'Indexed',
+        completions: 4,
+        parallelism: 4,
+        successPolicy: { rules: [{ succeededIndexes: '0-2', succeededCount: 3 }, { succeededIndexes: '1-3', succeededCount: 2 }] },
+      }),
+    );
+    const j = await condition(store, 'pair', 'Complete');
+    expect(j.status?.conditions?.find((c) => c.type === 'SuccessCriteriaMet')).toMatchObject({ reason: 'SuccessPolicy', message: 'Matched rules at index 1' });
+    expect(j.status).toMatchObject({ succeeded: 2, failed: 0, completedIndexes: '1,3' });
+  });
+});
+
+describe('matchSuccessPolicy', () => {
+  it('tries the rules in order, as upstream', () => {
+    const rules = (...r: { succeededIndexes?: string; succeededCount?: number }[]) => ({ rules: r });
+    expect(matchSuccessPolicy(rules({ succeededIndexes: '0-2' }), 10, new Set([0, 1, 2, 4]))).toBe('Matched rules at index 0');
+    expect(matchSuccessPolicy(rules({ succeededIndexes: '3' }), 10, new Set([0, 1, 2]))).toBeUndefined();
+    expect(matchSuccessPolicy(rules({ succeededCount: 2 }), 10, new Set([0, 1]))).toBe('Matched rules at index 0');
+    expect(matchSuccessPolicy(rules({ succeededCount: 3 }), 10, new Set([0, 1]))).toBeUndefined();
+    expect(matchSuccessPolicy(rules({ succeededIndexes: '0-4', succeededCount: 2 }, { succeededCount: 1 }), 10, new Set([4, 7]))).toBe('Matched rules at index 1');
+    expect(matchSuccessPolicy(rules({ succeededIndexes: '0-4', succeededCount: 2 }), 10, new Set([3, 4]))).toBe('Matched rules at index 0');
+    expect(matchSuccessPolicy(rules({ succeededCount: 0 }), 10, new Set())).toBeUndefined();
+    expect(matchSuccessPolicy(undefined, 10, new Set([1]))).toBeUndefined();
   });
 });

@@ -3,7 +3,8 @@
 // at most `parallelism` at a time; retries failures with exponential backoff (10 s doubling to 6 min) up to
 // backoffLimit (or per index with backoffLimitPerIndex); applies podFailurePolicy, activeDeadlineSeconds
 // and suspend; and counts finished pods through the `batch.kubernetes.io/job-tracking` finalizer, so a pod
-// deleted after it finished is still counted exactly once. Conditions: SuccessCriteriaMet, Complete,
+// deleted after it finished is still counted exactly once; an Indexed Job's successPolicy may declare it
+// successful early (the remaining pods are then deleted). Conditions: SuccessCriteriaMet, Complete,
 // FailureTarget, Failed, Suspended, with upstream's reasons.
 import {
   Controller,
@@ -20,6 +21,7 @@ import type { ControllerContext } from './controller-context.js';
 import { Expectations } from './expectations.js';
 import { CONTROLLER_UID_INDEX, withOwnerIndexes } from './indexes.js';
 import { formatIndexes, parseIndexes } from './job-indexes.js';
+import { matchSuccessPolicy } from './job-success-policy.js';
 import { isPodReady, isPodTerminal, podFromTemplate, podNamePrefix } from './pod-util.js';
 
 const COMPONENT = 'job-controller';
@@ -228,6 +230,9 @@ export class JobController {
     if (!failJob && !done && indexed && failedIndexes.size > 0 && completed.size + failedIndexes.size >= (completions ?? 0)) {
       failJob = { reason: 'FailedIndexes', message: 'Job has failed indexes' };
     }
+    // A successPolicy rule met counts before the completions do: the rest of the indexes need not run.
+    const policyMet = !failJob && indexed ? matchSuccessPolicy(job.spec.successPolicy, completions ?? 0, completed) : undefined;
+    const success = policyMet ? { reason: 'SuccessPolicy', message: policyMet } : done ? { reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods' } : undefined;
 
     let requeueMs: number | undefined;
     if (failJob) {
@@ -236,10 +241,10 @@ export class JobController {
       setCond(condition('Failed', failJob.reason, failJob.message, stamp));
       st.active = 0;
       this.ctx.event(COMPONENT, job, 'Warning', failJob.reason, failJob.message);
-    } else if (done) {
+    } else if (success) {
       await this.deleteAll(active);
-      setCond(condition('SuccessCriteriaMet', 'CompletionsReached', 'Reached expected number of succeeded pods', stamp));
-      setCond(condition('Complete', 'CompletionsReached', 'Reached expected number of succeeded pods', stamp));
+      setCond(condition('SuccessCriteriaMet', success.reason, success.message, stamp));
+      setCond(condition('Complete', success.reason, success.message, stamp));
       st.completionTime = stamp;
       st.active = 0;
       this.ctx.event(COMPONENT, job, 'Normal', 'Completed', 'Job completed');

@@ -107,6 +107,45 @@ describe('Job and CronJob', () => {
     }
   });
 
+  it('validates a successPolicy as kube-apiserver does, and keeps it immutable', async () => {
+    const indexed = (successPolicy: unknown, extra: Record<string, unknown> = {}) =>
+      obj('Job', 'batch/v1', { completionMode: 'Indexed', completions: 5, parallelism: 5, successPolicy, template: tmpl({}, { restartPolicy: 'Never' }), ...extra });
+    expect(errs(indexed({ rules: [{ succeededIndexes: '0,2-4', succeededCount: 2 }, { succeededCount: 5 }] }))).toEqual([]);
+    expect(errs(obj('Job', 'batch/v1', { completions: 5, successPolicy: { rules: [{ succeededCount: 1 }] }, template: tmpl({}, { restartPolicy: 'Never' }) }))).toEqual([
+      'spec.successPolicy: Invalid value: {"rules":[{"succeededCount":1}]}: requires indexed completion mode',
+    ]);
+    expect(errs(indexed({ rules: [] }))).toEqual(['spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified']);
+    expect(errs(indexed({ rules: Array(21).fill({ succeededCount: 1 }) }))).toEqual(['spec.successPolicy.rules: Too many: 21: must have at most 20 items']);
+    expect(errs(indexed({ rules: [{}] }))).toEqual(['spec.successPolicy.rules[0]: Required value: at least one of succeededCount or succeededIndexes must be specified']);
+    expect(errs(indexed({ rules: [{ succeededIndexes: '0-5' }] }))).toEqual([
+      'spec.successPolicy.rules[0].succeededIndexes: Invalid value: "0-5": error parsing succeededIndexes: too large index: "5"',
+    ]);
+    expect(errs(indexed({ rules: [{ succeededIndexes: '3,1' }] }))).toEqual([
+      'spec.successPolicy.rules[0].succeededIndexes: Invalid value: "3,1": error parsing succeededIndexes: non-increasing order, previous: 3, current: 1',
+    ]);
+    expect(errs(indexed({ rules: [{ succeededIndexes: 'a' }] }))).toEqual([
+      'spec.successPolicy.rules[0].succeededIndexes: Invalid value: "a": error parsing succeededIndexes: cannot convert string to integer for index: "a"',
+    ]);
+    expect(errs(indexed({ rules: [{ succeededIndexes: '1-2-3' }] }))).toEqual([
+      `spec.successPolicy.rules[0].succeededIndexes: Invalid value: "1-2-3": error parsing succeededIndexes: the fragment "1-2-3" violates the requirement that an index interval can have at most two parts separated by '-'`,
+    ]);
+    expect(errs(indexed({ rules: [{ succeededCount: 6 }] }))).toEqual([
+      'spec.successPolicy.rules[0].succeededCount: Invalid value: 6: must be less than or equal to 5 (the number of specified completions)',
+    ]);
+    expect(errs(indexed({ rules: [{ succeededIndexes: '0-1', succeededCount: 3 }] }))).toEqual([
+      'spec.successPolicy.rules[0].succeededCount: Invalid value: 3: must be less than or equal to 2 (the number of indexes in the specified succeededIndexes field)',
+    ]);
+    expect(errs(indexed({ rules: [{ succeededCount: -1 }] }))).toEqual(['spec.successPolicy.rules[0].succeededCount: Invalid value: -1: must be greater than or equal to 0']);
+    const store = await MemoryStore.open();
+    try {
+      const created = await store.create({ ...indexed({ rules: [{ succeededCount: 1 }] }, { suspend: true }), metadata: { name: 'sp', namespace: 'default' } });
+      created.spec.successPolicy = { rules: [{ succeededCount: 2 }] };
+      await expect(store.update(created)).rejects.toThrow('Job.batch "sp" is invalid: spec.successPolicy: Invalid value: {"rules":[{"succeededCount":2}]}: field is immutable');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('requires OnFailure or Never and generates the selector from the uid', async () => {
     expect(errs(obj('Job', 'batch/v1', { template: tmpl({}) }))).toEqual([
       'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"',

@@ -10,6 +10,9 @@ import { validateLabelSelector } from './validation.js';
 const oneOf = (v: unknown, set: readonly string[]) => typeof v === 'string' && set.includes(v);
 const JOB_RESTART = ['OnFailure', 'Never'] as const;
 const ACTIONS = ['Count', 'FailIndex', 'FailJob', 'Ignore'] as const;
+/** Upstream's bounds on a successPolicy: rules, and the length of a rule's succeededIndexes. */
+const MAX_SUCCESS_POLICY_RULES = 20;
+const MAX_SUCCEEDED_INDEXES_LENGTH = 64 * 1024;
 /** A CronJob's name leaves room for the 11-character suffix of the Jobs it creates. */
 const MAX_CRONJOB_NAME = 52;
 
@@ -60,9 +63,68 @@ export function validateJobSpec(e: FieldErrors, path: string, s: JobSpec | undef
       e.notSupported(`${p}.onExitCodes.operator`, r.onExitCodes.operator, ['In', 'NotIn']);
     }
   });
+  if (s.successPolicy !== undefined) {
+    if (s.completionMode !== 'Indexed') e.invalid(`${path}.successPolicy`, s.successPolicy, 'requires indexed completion mode');
+    else validateSuccessPolicy(e, `${path}.successPolicy`, s.successPolicy, s.completions ?? 0);
+  }
   if (s.podFailurePolicy && s.template?.spec?.restartPolicy !== 'Never') {
     e.invalid(`${path}.podFailurePolicy`, null, 'pod failure policy is only supported for pods with restartPolicy=Never');
   }
+}
+
+/**
+ * An interval list of completion indexes (`1,3-5`): each below `completions`, in increasing order. Returns
+ * how many indexes it names, or the reason it is malformed.
+ */
+export function indexesFormat(indexes: string, completions: number): { total: number } | { error: string } {
+  if (!indexes) return { total: 0 };
+  let last: number | undefined;
+  let total = 0;
+  const int = (x: string) => (/^[+-]?\d+$/.test(x) ? Number(x) : undefined);
+  for (const interval of indexes.split(',')) {
+    const parts = interval.split('-');
+    if (parts.length > 2) return { error: `the fragment ${JSON.stringify(interval)} violates the requirement that an index interval can have at most two parts separated by '-'` };
+    const bounds: number[] = [];
+    for (const part of parts) {
+      const x = int(part);
+      if (x === undefined) return { error: `cannot convert string to integer for index: ${JSON.stringify(part)}` };
+      if (x >= completions) return { error: `too large index: ${JSON.stringify(part)}` };
+      bounds.push(x);
+    }
+    const [x, y = x] = bounds;
+    if (parts.length === 2 && x >= y) return { error: `non-increasing order, previous: ${x}, current: ${y}` };
+    if (last !== undefined && last >= x) return { error: `non-increasing order, previous: ${last}, current: ${x}` };
+    total += y - x + 1;
+    last = y;
+  }
+  return { total };
+}
+
+function validateSuccessPolicy(e: FieldErrors, path: string, policy: NonNullable<JobSpec['successPolicy']>, completions: number): void {
+  const rules = policy.rules ?? [];
+  if (!rules.length) e.required(`${path}.rules`, 'at least one rules must be specified when the successPolicy is specified');
+  if (rules.length > MAX_SUCCESS_POLICY_RULES) e.tooMany(`${path}.rules`, rules.length, MAX_SUCCESS_POLICY_RULES);
+  rules.forEach((rule, i) => {
+    const p = `${path}.rules[${i}]`;
+    if (rule?.succeededIndexes === undefined && rule?.succeededCount === undefined) {
+      e.required(p, 'at least one of succeededCount or succeededIndexes must be specified');
+    }
+    let total = 0;
+    if (rule?.succeededIndexes !== undefined) {
+      if (rule.succeededIndexes.length > MAX_SUCCEEDED_INDEXES_LENGTH) e.tooLong(`${p}.succeededIndexes`, MAX_SUCCEEDED_INDEXES_LENGTH);
+      const f = indexesFormat(rule.succeededIndexes, completions);
+      if ('error' in f) e.invalid(`${p}.succeededIndexes`, rule.succeededIndexes, `error parsing succeededIndexes: ${f.error}`);
+      else total = f.total;
+    }
+    if (rule?.succeededCount !== undefined) {
+      const c = rule.succeededCount;
+      nonNegative(e, `${p}.succeededCount`, c);
+      if (c > completions) e.invalid(`${p}.succeededCount`, c, `must be less than or equal to ${completions} (the number of specified completions)`);
+      if (rule.succeededIndexes !== undefined && c > total) {
+        e.invalid(`${p}.succeededCount`, c, `must be less than or equal to ${total} (the number of indexes in the specified succeededIndexes field)`);
+      }
+    }
+  });
 }
 
 export function validateJob(e: FieldErrors, obj: KubeObject): void {
@@ -75,6 +137,7 @@ export function validateJobUpdate(e: FieldErrors, next: KubeObject, prev: KubeOb
   const same = (x: unknown, y: unknown) => JSON.stringify(x ?? null) === JSON.stringify(y ?? null);
   if (!same(a?.selector, b?.selector)) e.invalid('spec.selector', b?.selector, 'field is immutable');
   if (!same(a?.completionMode, b?.completionMode)) e.invalid('spec.completionMode', b?.completionMode, 'field is immutable');
+  if (!same(a?.successPolicy, b?.successPolicy)) e.invalid('spec.successPolicy', b?.successPolicy, 'field is immutable');
   // Completions may change only together with parallelism in Indexed mode (elastic indexed jobs).
   if (!same(a?.completions, b?.completions) && !(b?.completionMode === 'Indexed' && b.completions === b.parallelism)) {
     e.invalid('spec.completions', b?.completions, 'field is immutable');

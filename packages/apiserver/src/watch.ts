@@ -8,6 +8,7 @@ import { InvalidError } from '@kemu/core';
 import { queryBool } from './request-info.js';
 import type { RequestContext } from './request-context.js';
 import { toStatus } from './responses.js';
+import { protobufWatchEncoder } from './watch-protobuf.js';
 
 /** How long a read at a resourceVersion the store has not reached yet waits before the 504 (upstream: 3 s). */
 export const FRESHNESS_WAIT_MS = 3000;
@@ -41,10 +42,13 @@ function invalidListOptions(field: string, value: unknown, message: string): Inv
 export interface WatchEncoder {
   /** One event as the bytes to write (JSON plus newline, or a Table event). */
   encode(ev: WatchEvent): string | Buffer;
+  /** The response's Content-Type (default application/json). */
+  contentType?: string;
 }
 
 export async function serveWatch(ctx: RequestContext, namespace: string | undefined, encoder?: WatchEncoder): Promise<void> {
   const { store, query: q, kind, req, res } = ctx;
+  encoder ??= protobufWatchEncoder(ctx);
   const rv = q.get('resourceVersion');
   const sendInitialEvents = q.get('sendInitialEvents');
   const allowBookmarks = queryBool(q, 'allowWatchBookmarks');
@@ -77,11 +81,12 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
   } catch (err) {
     if (!isGone(err)) throw err;
     // Upstream establishes the watch and reports the expiry as its only event.
-    writeHead(res);
-    res.end(`${JSON.stringify({ type: 'ERROR', object: toStatus(err) })}\n`);
+    writeHead(res, encoder?.contentType);
+    const gone = { type: 'ERROR', object: toStatus(err) } as WatchEvent;
+    res.end(encoder ? encoder.encode(gone) : `${JSON.stringify(gone)}\n`);
     return;
   }
-  writeHead(res);
+  writeHead(res, encoder?.contentType);
   const stop = () => {
     clearTimeout(timer);
     watch.stop();
@@ -118,9 +123,9 @@ export function encodeEvent(ev: WatchEvent): Buffer {
   return line;
 }
 
-function writeHead(res: RequestContext['res']) {
+function writeHead(res: RequestContext['res'], contentType = 'application/json') {
   (res as import('node:http').ServerResponse).writeHead(200, {
-    'content-type': 'application/json',
+    'content-type': contentType,
     'cache-control': 'no-cache, private',
   });
   // The client counts the watch as established once the headers arrive.

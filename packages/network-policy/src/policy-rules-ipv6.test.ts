@@ -2,40 +2,11 @@
 // a pod matched by its address of that family, an ipBlock only by the family of its CIDR; the verdicts equal
 // a pure evaluation of the policies for both families.
 import type { NetworkPolicy } from '@kemu/core';
-import { World } from '@kemu/netsim';
+import type { World } from '@kemu/netsim';
 import { describe, expect, it } from 'vitest';
 import { allowed } from './policy-eval.js';
-import { buildPolicyRules, podIPOf, policyRestoreInput } from './policy-rules.js';
-import { DUAL_STACK_PODS, IPV6_POLICY_SETS, NAMESPACES } from './test-helpers.js';
-
-/** Pods routed through one node namespace, each on its own /24 and /64, listening on 5432 and 8080. */
-function world(policies: NetworkPolicy[]) {
-  const w = new World();
-  w.addNamespace('node');
-  w.setForwarding('node', 4, true);
-  w.setForwarding('node', 6, true);
-  DUAL_STACK_PODS.forEach((p, i) => {
-    const name = p.metadata.name!;
-    const v4 = podIPOf(p, 4)!;
-    const v6 = podIPOf(p, 6)!;
-    w.addNamespace(name);
-    w.addLink('node', { kind: 'veth', name: `np${i}`, peer: { name: 'eth0', ns: name } });
-    w.addAddress('node', `np${i}`, `${v4.replace(/\.2$/, '.1')}/24`);
-    w.addAddress('node', `np${i}`, `${v6.replace(/::2$/, '::1')}/64`);
-    w.setLink('node', `np${i}`, { up: true });
-    w.setLink(name, 'eth0', { up: true });
-    w.setLink(name, 'lo', { up: true });
-    w.addAddress(name, 'eth0', `${v4}/24`);
-    w.addAddress(name, 'eth0', `${v6}/64`);
-    w.addRoute(name, { dst: 'default', via: v4.replace(/\.2$/, '.1') });
-    w.addRoute(name, { dst: '::/0', via: v6.replace(/::2$/, '::1') });
-    for (const port of [5432, 8080]) w.listen(name, { proto: 'tcp', port });
-  });
-  const input = { policies, pods: DUAL_STACK_PODS, namespaces: NAMESPACES, nodeName: 'node' };
-  for (const family of [4, 6] as const)
-    w.iptablesRestore('node', policyRestoreInput(buildPolicyRules(input, family), w.iptablesSave('node', { family, table: 'filter' })), { family, noflush: true });
-  return w;
-}
+import { buildPolicyRules, podIPOf } from './policy-rules.js';
+import { DUAL_STACK_PODS, dualStackWorld as world, IPV6_POLICY_SETS, NAMESPACES } from './test-helpers.js';
 
 const byName = (n: string) => DUAL_STACK_PODS.find((p) => p.metadata.name === n)!;
 const reach = (w: World, from: string, to: string, port: number, family: 4 | 6) =>

@@ -1,6 +1,7 @@
 // Fixtures shared by the dual-stack NetworkPolicy tests (simulated and real kernel); not part of the package.
 import type { NetworkPolicy, Pod } from '@kemu/core';
-import type { NamespaceInfo } from './policy-rules.js';
+import { World } from '@kemu/netsim';
+import { buildPolicyRules, type NamespaceInfo, podIPOf, policyRestoreInput } from './policy-rules.js';
 
 export const pod = (name: string, ns: string, i: number, labels: Record<string, string>, ports: { name: string; containerPort: number }[] = []): Pod => ({
   apiVersion: 'v1',
@@ -42,3 +43,31 @@ export const IPV6_POLICY_SETS: NetworkPolicy[][] = [
   ],
 ];
 
+/** Pods routed through one node namespace, each on its own /24 and /64, listening on 5432 and 8080. */
+export function dualStackWorld(policies: NetworkPolicy[]) {
+  const w = new World();
+  w.addNamespace('node');
+  w.setForwarding('node', 4, true);
+  w.setForwarding('node', 6, true);
+  DUAL_STACK_PODS.forEach((p, i) => {
+    const name = p.metadata.name!;
+    const v4 = podIPOf(p, 4)!;
+    const v6 = podIPOf(p, 6)!;
+    w.addNamespace(name);
+    w.addLink('node', { kind: 'veth', name: `np${i}`, peer: { name: 'eth0', ns: name } });
+    w.addAddress('node', `np${i}`, `${v4.replace(/\.2$/, '.1')}/24`);
+    w.addAddress('node', `np${i}`, `${v6.replace(/::2$/, '::1')}/64`);
+    w.setLink('node', `np${i}`, { up: true });
+    w.setLink(name, 'eth0', { up: true });
+    w.setLink(name, 'lo', { up: true });
+    w.addAddress(name, 'eth0', `${v4}/24`);
+    w.addAddress(name, 'eth0', `${v6}/64`);
+    w.addRoute(name, { dst: 'default', via: v4.replace(/\.2$/, '.1') });
+    w.addRoute(name, { dst: '::/0', via: v6.replace(/::2$/, '::1') });
+    for (const port of [5432, 8080]) w.listen(name, { proto: 'tcp', port });
+  });
+  const input = { policies, pods: DUAL_STACK_PODS, namespaces: NAMESPACES, nodeName: 'node' };
+  for (const family of [4, 6] as const)
+    w.iptablesRestore('node', policyRestoreInput(buildPolicyRules(input, family), w.iptablesSave('node', { family, table: 'filter' })), { family, noflush: true });
+  return w;
+}

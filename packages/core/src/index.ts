@@ -13,6 +13,7 @@ export { SECRET_KIND } from './kinds-secret.js';
 export * from './api-service.js';
 export type * from './api-networking.js';
 export { SERVICE_KINDS } from './kinds-service.js';
+export { DEFAULT_SERVICE_CIDR } from './service-allocation.js';
 export type * from './api-apps.js';
 export type * from './api-batch.js';
 export type * from './api-policy.js';

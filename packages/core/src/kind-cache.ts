@@ -81,7 +81,21 @@ export interface HistoryEntry {
   obj: KubeObject;
   prev: KubeObject | undefined;
   rv: number;
+  /** The event most watchers get for this change ({type, object: obj}), made once and shared by them all. */
+  event?: WatchEvent;
 }
+
+/** The event of `e` for a watcher that matches its new state (and, for MODIFIED, its old one), shared. */
+function sharedEvent(e: HistoryEntry): WatchEvent {
+  return (e.event ??= Object.freeze({ type: e.type, object: e.obj }));
+}
+
+/**
+ * Which of a change's states a watcher's bucket has already matched against its field selector: a bit
+ * set of NEW_MATCHES and OLD_MATCHES, or 0 when nothing is known (evaluate the selector).
+ */
+const NEW_MATCHES = 1;
+const OLD_MATCHES = 2;
 
 /** Undelivered events a watcher may accumulate before it is ended. */
 export const DEFAULT_WATCH_QUEUE_LIMIT = 1_000_000;
@@ -96,6 +110,8 @@ export class WatcherImpl implements Watch<KubeObject> {
   /** Events at or below this resourceVersion are already reflected (a cache may lag its backend). */
   minRv = 0;
   readonly matchFields: (o: KubeObject) => boolean;
+  /** The field selector is one `field=value` term (the watcher's bucket key), so its bucket decides it. */
+  readonly bucketDecidesFields: boolean;
   onStop: (() => void) | undefined;
 
   constructor(
@@ -105,6 +121,8 @@ export class WatcherImpl implements Watch<KubeObject> {
     readonly queueLimit = DEFAULT_WATCH_QUEUE_LIMIT,
   ) {
     this.matchFields = filter.fields.bind(info);
+    const reqs = filter.fields.requirements;
+    this.bucketDecidesFields = reqs.length === 1 && reqs[0].operator === '=';
   }
 
   get stopped(): boolean {
@@ -132,17 +150,25 @@ export class WatcherImpl implements Watch<KubeObject> {
     } else this.queue.push(ev);
   }
 
-  /** Deliver a store event, translating it by how old and new state match this watcher's filter. */
-  deliver(e: HistoryEntry): void {
+  /** Whether `o` passes the namespace and label parts of the filter. */
+  private matchesMeta(o: KubeObject): boolean {
+    if (this.filter.namespace && o.metadata.namespace !== this.filter.namespace) return false;
+    return this.filter.labels.empty() || this.filter.labels.matches(o.metadata.labels);
+  }
+
+  /**
+   * Deliver a store event, translating it by how old and new state match this watcher's filter. `known`
+   * says which states the watcher's bucket has already matched against its field selector.
+   */
+  deliver(e: HistoryEntry, known = 0): void {
     if (e.rv <= this.minRv) return;
-    if (e.type === 'ADDED') {
-      if (this.matches(e.obj)) this.push({ type: 'ADDED', object: e.obj });
-    } else if (e.type === 'DELETED') {
-      if (this.matches(e.obj)) this.push({ type: 'DELETED', object: e.obj });
+    const decided = known !== 0 && this.bucketDecidesFields;
+    const now = this.matchesMeta(e.obj) && (decided ? (known & NEW_MATCHES) !== 0 : this.matchFields(e.obj));
+    if (e.type === 'ADDED' || e.type === 'DELETED') {
+      if (now) this.push(sharedEvent(e));
     } else {
-      const now = this.matches(e.obj);
-      const before = e.prev !== undefined && this.matches(e.prev);
-      if (now && before) this.push({ type: 'MODIFIED', object: e.obj });
+      const before = e.prev !== undefined && this.matchesMeta(e.prev) && (decided ? (known & OLD_MATCHES) !== 0 : this.matchFields(e.prev));
+      if (now && before) this.push(sharedEvent(e));
       else if (now) this.push({ type: 'ADDED', object: e.obj });
       else if (before) {
         // Left the selection: a DELETED carrying the last matching state at the new resourceVersion.
@@ -315,14 +341,16 @@ export class KindCache {
     }
     for (const fb of this.byField.values()) {
       const v = fb.get(e.obj);
+      const pv = e.prev ? fb.get(e.prev) : undefined;
+      // A bucket is keyed by its watchers' `field=value`: whether each state has that value is known here.
       const b = fb.byValue.get(v);
-      if (b) for (const w of b) w.deliver(e);
-      if (e.prev) {
-        const pv = fb.get(e.prev);
-        if (pv !== v) {
-          const pb = fb.byValue.get(pv);
-          if (pb) for (const w of pb) w.deliver(e);
-        }
+      if (b) {
+        const known = NEW_MATCHES | (pv === v ? OLD_MATCHES : 0);
+        for (const w of b) w.deliver(e, known);
+      }
+      if (e.prev && pv !== v) {
+        const pb = fb.byValue.get(pv as string);
+        if (pb) for (const w of pb) w.deliver(e, OLD_MATCHES);
       }
     }
   }

@@ -502,6 +502,26 @@ export function storeContract(backend: string, open: () => Promise<ContractHarne
       unassigned.stop();
     });
 
+    it('a field-selector watch still applies its namespace, labels and other terms', async () => {
+      const ns = await freshNamespace(store);
+      const ns2 = await freshNamespace(store);
+      const rv = await store.resourceVersion();
+      const labelled = await store.watch('ConfigMap', { namespace: ns, fieldSelector: 'metadata.name=a', labelSelector: 'team=x', resourceVersion: rv });
+      const twoTerms = await store.watch('Pod', { fieldSelector: `metadata.name=p,metadata.namespace=${ns}`, resourceVersion: rv });
+      await store.create(cm(ns2, 'a', {}, { team: 'x' }));
+      const a = await store.create(cm(ns, 'a', {}, { team: 'y' }));
+      await store.update({ ...a, metadata: { ...a.metadata, labels: { team: 'x' } } });
+      await store.delete('ConfigMap', ns, 'a');
+      await store.create(pod(ns2, 'p'));
+      await store.create(pod(ns, 'p'));
+      const evs = await take(labelled, 2);
+      expect(evs.map((e) => `${e.type}:${(e.object as KubeObject).metadata.namespace}/${(e.object as KubeObject).metadata.labels?.team}`)).toEqual([`ADDED:${ns}/x`, `DELETED:${ns}/x`]);
+      const [p] = await take(twoTerms, 1);
+      expect(`${p.type}:${(p.object as KubeObject).metadata.namespace}`).toBe(`ADDED:${ns}`);
+      labelled.stop();
+      twoTerms.stop();
+    });
+
     it('label-selector watches translate label changes into ADDED/DELETED', async () => {
       const ns = await freshNamespace(store);
       const w = await store.watch('ConfigMap', { namespace: ns, labelSelector: 'team=a', resourceVersion: await store.resourceVersion() });

@@ -1,7 +1,6 @@
 // NetworkPolicy for dual-stack pods: each family's rules (iptables and ip6tables) on the simulated datapath,
 // a pod matched by its address of that family, an ipBlock only by the family of its CIDR; the verdicts equal
 // a pure evaluation of the policies for both families.
-import type { NetworkPolicy } from '@kemu/core';
 import type { World } from '@kemu/netsim';
 import { describe, expect, it } from 'vitest';
 import { allowed } from './policy-eval.js';

@@ -5,6 +5,7 @@ import os from 'node:os';
 import {
   type Condition,
   isAlreadyExists,
+  isForbidden,
   isNotFound,
   type Lease,
   microTime,
@@ -152,7 +153,8 @@ export class NodeStatusManager {
     try {
       await this.store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: NODE_LEASE_NAMESPACE } });
     } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
+      // A kubelet running as system:node:<name> may not create namespaces: the API server makes this one.
+      if (!isAlreadyExists(err) && !isForbidden(err)) throw err;
     }
     this.runtimeVersion = `${runtimeVersion.runtimeName}://${runtimeVersion.runtimeVersion}`;
     return stored;

@@ -30,7 +30,18 @@ import { ExternalAttacher, ExternalProvisioner } from '@kemu/csi-sidecars';
 import { NodeLifecycleController } from '@kemu/kubelet';
 import { cri, inProcessApi, type PromiseApi } from '@kemu/proto';
 import { Scheduler } from '@kemu/scheduler';
-import { type ApiExtensions, type ApiServer, type ApiServerOptions, type ExecResult, type NodeAddRequest, startApiServer } from '@kemu/apiserver';
+import {
+  type ApiExtensions,
+  type ApiServer,
+  type ApiServerOptions,
+  type ExecResult,
+  KUBE_PROXY,
+  KUBE_SCHEDULER,
+  type NodeAddRequest,
+  nodeUser,
+  startApiServer,
+  type UserInfo,
+} from '@kemu/apiserver';
 import { CsiRouter, type NodeDriver } from './csi-router.js';
 import { nthAddress, nthSubnet } from '@kemu/ip';
 import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js';
@@ -99,6 +110,13 @@ export interface ClusterOptions {
   dnsPort?: number;
   /** More for the API server: HTTPS on a TCP port, auth seams, renderers. */
   apiServer?: ApiServerOptions;
+  /**
+   * How components reach the store as their upstream users (the scheduler as system:kube-scheduler, each
+   * kubelet as system:node:<name>, kube-proxy as system:kube-proxy): called once the store is open, before
+   * any component starts, it returns the store each user gets (`kemu up`: authorized as the API would).
+   * Without it every component uses the store itself.
+   */
+  componentStores?: (store: Store) => Promise<(user: UserInfo) => Store>;
   /**
    * Simulated datapath: route pod CIDRs in the underlay (one route per node) instead of host-gw between
    * every pair of nodes. Default: beyond 255 nodes.
@@ -243,6 +261,8 @@ export class Cluster {
   private nodeChanges: Promise<unknown> = Promise.resolve();
   /** The cluster DNS server (once booted). */
   dns?: DnsServer;
+  /** The store a component running as a user sees (see ClusterOptions.componentStores). */
+  private storeAs: (user: UserInfo) => Store = () => this.store;
   private constructor(
     readonly options: ClusterOptions,
     readonly store: Store,
@@ -286,8 +306,10 @@ export class Cluster {
     const onError = o.onError ?? (() => {});
     const fast = o.fast ?? false;
 
-    for (const ns of ['default', 'kube-system'])
+    // The namespaces kube-apiserver makes at start (kubelets renew their Leases in kube-node-lease).
+    for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
       await ensure(store, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    if (o.componentStores) this.storeAs = await o.componentStores(store);
     if (o.nodeProcesses && !o.apiSocket) throw new Error('node processes need the API socket (apiSocket)');
     // Node processes need the API before they can register; otherwise it opens once the cluster is whole.
     if (o.nodeProcesses) this.api = await startApiServer(store, o.apiSocket!, this.extensions(), o.apiServer);
@@ -331,7 +353,7 @@ export class Cluster {
     const ephemeral = new EphemeralVolumeController({ store });
     await ephemeral.start();
     this.stoppers.push(() => ephemeral.stop());
-    const scheduler = new Scheduler({ store });
+    const scheduler = new Scheduler({ store: this.storeAs(KUBE_SCHEDULER) });
     await scheduler.start();
     this.stoppers.push(() => scheduler.stop());
     const controllers = new ControllerManager({
@@ -507,7 +529,7 @@ export class Cluster {
       name,
       ...this.address(i),
       stateDir: o.stateDir,
-      store: this.store,
+      store: this.storeAs(nodeUser(name)),
       network: this.network,
       runtime: o.runtime ?? 'sim',
       storage: storageKind(o),
@@ -550,7 +572,7 @@ export class Cluster {
   private async startNodeAgents(name: string, stoppers: Array<() => Promise<void>>) {
     const o = this.options;
     const proxy = await startNodeProxy({
-      store: this.store,
+      store: this.storeAs(KUBE_PROXY),
       network: this.network,
       nodeName: name,
       podNetwork: this.podNetwork(),

@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type NetworkPolicy, type Pod, toYaml } from '@kemu/core';
+import { isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type NetworkPolicy, type Pod, type Store, toYaml } from '@kemu/core';
 import { allowed } from '@kemu/network-policy';
 import cliProgress from 'cli-progress';
 import {
@@ -17,6 +17,7 @@ import {
   startClusterAuth,
   userKubeconfig,
   type Kubeconfig,
+  type UserInfo,
   mergeKubeconfig,
   removeFromKubeconfig,
   writeKubeconfigFile,
@@ -120,27 +121,34 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
   }
   const deferred = opts.auth === 'none' ? undefined : deferredClusterAuth();
   const progress = progressReporter(out, 'starting nodes');
+  let auth: ClusterAuth | undefined;
+  // The auth stack starts on the open store before any component, so the scheduler, kubelets and
+  // kube-proxy reach the store as their upstream users, authorized as the API would authorize them.
+  const componentStores = async (store: Store) => {
+    auth = await startClusterAuth({
+      store,
+      caCertPem: creds.ca.certPem,
+      serviceAccountKeys: await ServiceAccountKeys.loadOrCreate(path.join(opts.stateDir, 'pki')),
+      ...(opts.auditLogPath && opts.auditPolicyFile ? { audit: { path: opts.auditLogPath, policyFile: opts.auditPolicyFile } } : {}),
+      onError: (err) => fs.appendFileSync(p.log, `${new Date().toISOString()} auth: ${(err as Error)?.message ?? err}\n`),
+    });
+    deferred!.resolve(auth);
+    return (user: UserInfo) => auth!.storeFor(user);
+  };
   const cluster = await Cluster.start({
     ...opts,
+    ...(deferred ? { componentStores } : {}),
     apiSocket: p.socket,
     // Protobuf request bodies: kubectl sends them for built-in kinds (create role, auth can-i, create token).
     serviceAccountTokens: deferred ? async (pod, audience, seconds) => (await deferred.auth()).podToken(pod, audience, seconds) : undefined,
     apiServer: { ...(deferred?.seams ?? {}), renderers: { protobufDecode: decodeObjectBytes }, tcp: { host: opts.apiAddress ?? '127.0.0.1', port: opts.apiPort ?? 0, tls: creds.serving } },
     onProgress: (s, d, t) => progress.update(s, d, t),
     onError: opts.onError ?? ((err, ctx) => fs.appendFileSync(p.log, `${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}\n`)),
+  }).catch(async (err) => {
+    await auth?.stop();
+    throw err;
   });
   progress.stop();
-  let auth: ClusterAuth | undefined;
-  if (deferred) {
-    auth = await startClusterAuth({
-      store: cluster.store,
-      caCertPem: creds.ca.certPem,
-      serviceAccountKeys: await ServiceAccountKeys.loadOrCreate(path.join(opts.stateDir, 'pki')),
-      ...(opts.auditLogPath && opts.auditPolicyFile ? { audit: { path: opts.auditLogPath, policyFile: opts.auditPolicyFile } } : {}),
-      onError: (err) => fs.appendFileSync(p.log, `${new Date().toISOString()} auth: ${(err as Error)?.message ?? err}\n`),
-    });
-    deferred.resolve(auth);
-  }
   fs.writeFileSync(p.pid, String(process.pid), { mode: 0o600 });
   const kubeconfig = cluster.api?.url ? creds.writeKubeconfig(cluster.api.url) : undefined;
   const merged = kubeconfig && opts.mergeKubeconfig ? mergeInto(opts.mergeKubeconfig, kubeconfig.config) : undefined;

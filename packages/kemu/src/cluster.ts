@@ -52,6 +52,7 @@ import { lookupFromPod, lookupText, type PodLookup } from './pod-dns.js';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { parseTraceTarget } from './trace-target.js';
+import { advertiseAddress, KubernetesServiceReconciler } from './kubernetes-service.js';
 import { linuxUnsupportedReason } from './linux-network.js';
 import { type ClusterNode, isRealRuntime, type RuntimeKind, startNode } from './node.js';
 import type { TokenSource } from '@kemu/kubelet';
@@ -424,6 +425,18 @@ export class Cluster {
     await attacher.start();
     this.stoppers.push(() => attacher.stop());
     if (o.apiSocket && !this.api) this.api = await startApiServer(store, o.apiSocket, this.extensions(), o.apiServer);
+    // The default `kubernetes` Service and its endpoints point at the HTTPS API, as kube-apiserver's own are.
+    if (this.api?.url && o.apiServer?.tcp) {
+      const kubernetes = new KubernetesServiceReconciler({
+        store,
+        address: advertiseAddress(o.apiServer.tcp.host ?? '127.0.0.1', subnet(o.nodeSubnet ?? '172.18.0.0/16', -9, 'node')),
+        port: Number(new URL(this.api.url).port),
+        intervalMs: fast ? 1000 : 10_000,
+        onError: (e) => onError(e, 'kubernetes service'),
+      });
+      await kubernetes.start();
+      this.stoppers.push(() => kubernetes.stop());
+    }
     this.ready = true;
   }
 

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { NetworkPolicy, Pod } from '@kemu/core';
-import { Cluster } from 'kemu';
+import { Cluster, type SimClusterNetwork } from 'kemu';
 import { policyMatrix } from '../../packages/kemu/src/commands.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './util.js';
@@ -61,6 +61,12 @@ describe('NetworkPolicy on the simulated datapath', () => {
       return rows.join(' ');
     };
     await until('the policies in force on both nodes', async () => (await table()) === '-X. .-. ..-');
+    // The agents keep ip6tables in step too: db's node isolates it there as well (its pods have no IPv6
+    // address in this single-stack cluster, so the chain holds only the replies rule and no per-pod jump).
+    const world = (cluster.network as SimClusterNetwork).world;
+    const v6 = world.iptablesSave('/run/kemu/nodes/kemu-node-2', { family: 6, table: 'filter' });
+    expect(v6).toContain('-A FORWARD -m comment --comment "kemu network policy" -j KEMU-POLICY');
+    expect(v6).not.toMatch(/KEMU-NP-I-/);
     const denied = (await cluster.trace('other', 'db')) as { trace: { kind: string; reason?: string }[] };
     expect(denied.trace.filter((h) => h.kind === 'drop').at(-1)?.reason).toBe(
       'dropped: NetworkPolicy default/default-deny, default/db-from-web: no ingress rule allows this',

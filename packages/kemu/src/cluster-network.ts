@@ -5,6 +5,7 @@
 import type { Datapath } from '@kemu/cni';
 import type { NetworkManager } from '@kemu/cri';
 import type { RuleSink } from '@kemu/kube-proxy';
+import type { FilterSink } from '@kemu/network-policy';
 import type { TraceHop } from '@kemu/netsim';
 import type { ClusterBgp } from './bgp-routing.js';
 import { LinuxClusterNetwork } from './linux-network.js';
@@ -78,6 +79,8 @@ export interface ClusterNetwork {
   probe(netns: string, to: string, port?: number): Promise<ProbeResult>;
   /** Where kube-proxy writes the node's rules: its netfilter, simulated or real. */
   ruleSink(nodeName: string): RuleSink;
+  /** The node's ip6tables filter table (save and --noflush restore), where IPv6 policy rules go. */
+  ip6FilterSink?(nodeName: string): FilterSink;
   /**
    * A server socket on the node's address: each UDP datagram to `port` answered with what `answer` returns
    * (with `tcp`, the TCP port accepts too). Only where the network can host one in this process.

@@ -16,6 +16,7 @@ export async function startNodePolicyAgent(o: {
   const agent = new PolicyAgent({
     store: o.store,
     sink: o.network.ruleSink(o.nodeName),
+    sink6: o.network.ip6FilterSink?.(o.nodeName),
     nodeName: o.nodeName,
     minSyncPeriodMs: o.fast ? 100 : 1000,
     informers: informers.factory,

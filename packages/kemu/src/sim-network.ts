@@ -16,6 +16,7 @@ import { loopback } from '@kemu/cni-loopback';
 import { portmap } from '@kemu/cni-portmap';
 import { CniNetwork, type NetworkManager, type PodNetworkRequest, simNetnsHooks } from '@kemu/cri';
 import { type RuleSink, simRuleSink } from '@kemu/kube-proxy';
+import type { FilterSink } from '@kemu/network-policy';
 import { formatTrace, World } from '@kemu/netsim';
 import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult, UdpExchange } from './cluster-network.js';
 
@@ -371,6 +372,16 @@ export class SimClusterNetwork implements ClusterNetwork {
     const r = this.world.udpExchange(netns, to, port, payload);
     const error = r.error ?? (r.icmpError ? { message: `${r.icmpError.message} from ${r.icmpError.from}` } : r.reply ? undefined : { message: 'no reply' });
     return { reply: r.reply?.payload, error, trace: r.trace, text: formatTrace(r.trace) };
+  }
+
+  ip6FilterSink(nodeName: string): FilterSink {
+    const node = this.nodes.get(nodeName);
+    if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
+    const ns = node.hostNamespace;
+    return {
+      save: async () => this.world.iptablesSave(ns, { family: 6, table: 'filter' }),
+      restore: async (text) => this.world.iptablesRestore(ns, text, { family: 6, noflush: true }),
+    };
   }
 
   ruleSink(nodeName: string): RuleSink {

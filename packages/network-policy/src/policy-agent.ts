@@ -8,6 +8,11 @@ export interface PolicyAgentOptions {
   store: Store;
   nodeName: string;
   sink: RuleSink;
+  /**
+   * Where the IPv6 rules go (ip6tables' filter table: save and a --noflush restore). Without it the
+   * node's IPv6 traffic is not policed, as on a single-stack node.
+   */
+  sink6?: FilterSink;
   /** Shortest time between two syncs (default 1 s). */
   minSyncPeriodMs?: number;
   /**
@@ -17,6 +22,9 @@ export interface PolicyAgentOptions {
   informers?: InformerFactory;
   onError?: (err: unknown) => void;
 }
+
+/** A filter table that reads back (iptables-save) and takes iptables-restore --noflush input. */
+export type FilterSink = Pick<RuleSink, 'save' | 'restore'>;
 
 export class PolicyAgent {
   private readonly factory: InformerFactory;
@@ -83,13 +91,14 @@ export class PolicyAgent {
     this.dirty = false;
     this.running = (async () => {
       try {
-        const rules = buildPolicyRules({
+        const input = {
           policies: this.informers.policies.indexer.list() as NetworkPolicy[],
           pods: this.informers.pods.indexer.list() as Pod[],
           namespaces: (this.informers.namespaces.indexer.list() as Namespace[]).map((n) => ({ name: n.metadata.name ?? '', labels: n.metadata.labels ?? {} })),
           nodeName: this.o.nodeName,
-        });
-        await this.o.sink.restore(policyRestoreInput(rules, await this.o.sink.save()));
+        };
+        await this.o.sink.restore(policyRestoreInput(buildPolicyRules(input, 4), await this.o.sink.save()));
+        if (this.o.sink6) await this.o.sink6.restore(policyRestoreInput(buildPolicyRules(input, 6), await this.o.sink6.save()));
       } catch (err) {
         this.o.onError?.(err);
       } finally {

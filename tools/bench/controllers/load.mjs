@@ -15,7 +15,7 @@
 //   flock /tmp/kemu-bench.lock node --conditions=@kemu/source --import tsx tools/bench/controllers/load.mjs \
 //        --nodes 100 --throughput 100 --runs 3        (paced: 100 pods/s)
 //   ... --nodes 100 --throughput 0                      (burst: everything at once)
-//   --no-services: leave out the Service per Deployment (every node's kube-proxy then has next to nothing to
+//   --services no: leave out the Service per Deployment (every node's kube-proxy then has next to nothing to
 //   program; see the README for why the 5,000-node run needs that on two cores)
 //   --state-root DIR: where the nodes' files go (default /dev/shm when it exists: on a VM disk every inode
 //   the kubelet and runtime create per pod costs ~0.8 ms and would be measured instead of the cluster)
@@ -33,7 +33,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '1' },
     'state-root': { type: 'string', default: fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir() },
     seed: { type: 'string', default: '1' },
-    services: { type: 'boolean', default: true },
+    services: { type: 'string', default: 'yes' },
   },
 });
 const nodes = Number(values.nodes);
@@ -61,7 +61,7 @@ function loadShape(nodeCount, perNode) {
     for (const [size, count, replicas] of [['big', big, BIG], ['medium', medium, MEDIUM], ['small', small, SMALL]]) {
       for (let i = 0; i < count; i++) {
         const name = `${size}-deployment-${i}`;
-        if (values.services) services.push(service(ns, name, false));
+        if (values.services !== 'no') services.push(service(ns, name, false));
         workloads.push(deployment(ns, name, replicas));
       }
     }

@@ -3,7 +3,7 @@
 // cluster network can host a server socket (the simulated datapath), the DNS server answers on the first
 // local node's address, as a hostNetwork CoreDNS would, and an EndpointSlice names that address: a pod's
 // query then crosses kube-proxy's DNAT to it as a datagram and the answer comes back un-NATed.
-import { type EndpointSlice, isAlreadyExists, isNotFound, type Service, type Store } from '@kemu/core';
+import { DEFAULT_SERVICE_CIDR, type EndpointSlice, isAlreadyExists, isNotFound, type Service, type Store } from '@kemu/core';
 import { answerMessage, type DnsServer } from '@kemu/dns';
 import { nthAddress } from '@kemu/ip';
 import type { ClusterNetwork } from './cluster-network.js';
@@ -14,11 +14,8 @@ export const DNS_PORT = 53;
 const METRICS_PORT = 9153;
 const MANAGED_BY = 'cluster-dns.kemu.io';
 
-/** The store's Service range when none is given (kube-apiserver's --service-cluster-ip-range default). */
-const SERVICE_CIDR = '10.96.0.0/12';
-
 /** The cluster DNS address kubeadm picks: the tenth of the service CIDR (10.96.0.10 for 10.96.0.0/12). */
-export function clusterDnsIP(serviceCIDR: string = SERVICE_CIDR): string {
+export function clusterDnsIP(serviceCIDR: string = DEFAULT_SERVICE_CIDR): string {
   return nthAddress(serviceCIDR.split(',')[0]!.trim(), 10);
 }
 

@@ -1,8 +1,9 @@
-// Authorization decisions remembered per user and request, as kube-apiserver's webhook authorizer caches
-// them, but exact: the whole cache is dropped whenever a Role, ClusterRole or either kind of binding changes,
+// RBAC decisions remembered per user and request, as kube-apiserver's webhook authorizer caches them, but
+// exact: the whole cache is dropped whenever a Role, ClusterRole or either kind of binding changes,
 // so a cached answer is always the one the authorizer would give now. In-process components (a kubelet
 // updating pod status, the scheduler binding pods) ask the same few questions millions of times.
 import type { AuthorizationAttributes, AuthorizationResult, Authorizer } from '../auth-seams.js';
+import type { RBACAuthorizer } from './rbac-authorizer.js';
 
 /** Something that says when the policy the decisions rest on has changed. */
 export interface PolicyChanges {
@@ -13,41 +14,35 @@ const MAX_ENTRIES = 100_000;
 
 export class DecisionCache implements Authorizer {
   private readonly cache = new Map<string, AuthorizationResult>();
-  /** Bumped on every policy change: a decision begun before one is not kept. */
-  private generation = 0;
 
   constructor(
-    private readonly authorizer: Authorizer,
+    private readonly authorizer: RBACAuthorizer,
     changes: PolicyChanges,
   ) {
-    changes.onChange(() => {
-      this.generation++;
-      this.cache.clear();
-    });
+    changes.onChange(() => this.cache.clear());
   }
 
   async authorize(attrs: AuthorizationAttributes): Promise<AuthorizationResult> {
-    const u = attrs.user;
     // Extra user attributes can matter to an authorizer; such users are not cached.
-    if (u.extra && Object.keys(u.extra).length) return this.authorizer.authorize(attrs);
-    const key = [
-      u.name,
-      u.uid ?? '',
-      u.groups.join(','),
-      attrs.isResourceRequest ? 'r' : 'n',
-      attrs.verb,
-      attrs.apiGroup,
-      attrs.namespace,
-      attrs.resource,
-      attrs.subresource,
-      attrs.name,
-      attrs.isResourceRequest ? '' : attrs.path,
-    ].join('\u0000');
+    if (attrs.user.extra && Object.keys(attrs.user.extra).length) return this.authorizer.authorize(attrs);
+    // A rule that names no objects allows the request whatever object it names: one cached answer then
+    // covers every object of the collection, so a kubelet's or scheduler's calls do not fill the cache.
+    if (attrs.isResourceRequest && attrs.name) {
+      const every = this.cached(attrs, true);
+      if (every.decision === 'allow') return every;
+    }
+    return this.cached(attrs, false);
+  }
+
+  private cached(attrs: AuthorizationAttributes, everyName: boolean): AuthorizationResult {
+    const u = attrs.user;
+    const key = attrs.isResourceRequest
+      ? `${u.name}\0${u.uid ?? ''}\0${u.groups.join(',')}\0r\0${attrs.verb}\0${attrs.apiGroup}\0${attrs.namespace}\0${attrs.resource}\0${attrs.subresource}\0${everyName ? '\0*' : attrs.name}`
+      : `${u.name}\0${u.uid ?? ''}\0${u.groups.join(',')}\0n\0${attrs.verb}\0${attrs.path}`;
     const hit = this.cache.get(key);
     if (hit) return hit;
-    const gen = this.generation;
-    const r = await this.authorizer.authorize(attrs);
-    if (gen !== this.generation) return r;
+    const ns = attrs.isResourceRequest ? attrs.namespace : '';
+    const r = everyName ? this.authorizer.decideForEveryName(attrs.user, ns, attrs) : this.authorizer.decide(attrs.user, ns, attrs);
     if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
     this.cache.set(key, r);
     return r;

@@ -76,6 +76,19 @@ export class RBACAuthorizer implements Authorizer {
     return { decision: 'no-opinion', reason };
   }
 
+  /**
+   * Whether a rule naming no objects allows the request, so that it is allowed for every object name: the
+   * answer one cached decision can stand for, whatever object the request names.
+   */
+  decideForEveryName(user: UserInfo, namespace: string, req: RuleRequest): AuthorizationResult {
+    let allowedBy: AppliedBinding | undefined;
+    this.visit(user, namespace, (a) => {
+      if (a.rules.some((r) => !r.resourceNames?.length && ruleAllows(req, r))) allowedBy = a;
+      return Boolean(allowedBy);
+    });
+    return allowedBy ? { decision: 'allow', reason: `RBAC: allowed by ${describeBinding(allowedBy)}` } : { decision: 'no-opinion', reason: '' };
+  }
+
   async authorize(attrs: AuthorizationAttributes): Promise<AuthorizationResult> {
     return this.decide(attrs.user, attrs.isResourceRequest ? attrs.namespace : '', attrs);
   }

@@ -33,6 +33,7 @@ import { decodeBody, type IncomingRequest, MAX_REQUEST_BODY_BYTES, readBody } fr
 import { pathSegments, queryBool, requestInfo } from './request-info.js';
 import { getObject, listObjects } from './rest-read.js';
 import { createObject, deleteCollection, dryRunOf, deleteObject, patchObject, updateObject } from './rest-write.js';
+import { EVENTS_GROUP, eventsV1Kind, eventsV1Store } from './events-v1.js';
 import { proxyToNode } from './node-proxy.js';
 import { METRICS_GROUP, resourceMetricsDiscovery, serveResourceMetrics } from './resource-metrics-api.js';
 import { type OutgoingResponse, send, sendError, sendText } from './responses.js';
@@ -269,7 +270,7 @@ export class RequestHandler {
       resource: true,
     });
     const ctx: RequestContext = {
-      store: this.store,
+      store: kind.group === EVENTS_GROUP ? eventsV1Store(this.store) : this.store,
       ext: this.ext,
       admission: this.admission,
       renderers: this.renderers,
@@ -471,6 +472,7 @@ function labelsOf(info: RequestInfo) {
 
 /** The kind a resource request addresses; 404 when this server serves no such resource at that group/version. */
 export function resolveKind(info: RequestInfo): KindInfo {
+  if (info.apiGroup === EVENTS_GROUP && info.apiVersion === 'v1' && info.resource === 'events') return eventsV1Kind();
   const kind = kindForResource(info.resource);
   const gv = info.apiGroup ? `${info.apiGroup}/${info.apiVersion}` : info.apiVersion;
   if (!kind || kind.apiVersion !== gv) throw pathNotFound();

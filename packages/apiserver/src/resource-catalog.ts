@@ -4,6 +4,7 @@
 import { type KindInfo, storedKinds } from '@kemu/core';
 import type { AuthEndpoint } from './auth-seams.js';
 import { customResourceScale } from './crd/scale.js';
+import { EVENTS_V1, eventsV1Resource } from './events-v1.js';
 
 export interface SubresourceInfo {
   name: string;
@@ -129,6 +130,8 @@ export function servedGroupVersions(endpoints: readonly AuthEndpoint[] = [], ext
     if (!out.has(gv)) out.set(gv, []);
     out.get(gv)!.push(resourceInfo(info));
   }
+  // events.k8s.io/v1 serves the core Events under the newer group (one storage, as upstream).
+  out.set(EVENTS_V1, [...(out.get(EVENTS_V1) ?? []), eventsV1Resource()]);
   for (const e of endpoints) {
     const gv = e.group ? `${e.group}/${e.version}` : e.version;
     if (!out.has(gv)) out.set(gv, []);

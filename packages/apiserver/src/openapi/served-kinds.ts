@@ -2,6 +2,7 @@
 // the path their group/version is served under (`api/v1`, `apis/storage.k8s.io/v1`).
 import { type KindInfo, lookupKind } from '@kemu/core';
 import { kindSchemas } from '@kemu/core/schema';
+import { EVENTS_V1, eventsV1Kind } from '../events-v1.js';
 
 export interface ServedKind {
   info: KindInfo;
@@ -18,7 +19,8 @@ export function groupVersionPath(group: string, version: string): string {
 export function servedKinds(): Map<string, ServedKind[]> {
   const out = new Map<string, ServedKind[]>();
   for (const k of kindSchemas()) {
-    const info = lookupKind(k.kind);
+    // events.k8s.io/v1 Event is the core kind's storage under another group (events-v1.ts).
+    const info = k.apiVersion === EVENTS_V1 && k.kind === 'Event' ? eventsV1Kind() : lookupKind(k.kind);
     if (!info || info.apiVersion !== k.apiVersion) continue;
     const key = groupVersionPath(info.group, info.version);
     let list = out.get(key);

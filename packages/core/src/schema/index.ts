@@ -18,6 +18,7 @@ import coreV1Volume from './core-v1-volume.js';
 import coreV1Workloads from './core-v1-workloads.js';
 import coreV1 from './core-v1.js';
 import discoveryV1 from './discovery-v1.js';
+import eventsV1 from './events-v1.js';
 import type { SchemaModule } from './dsl.js';
 import metaV1 from './meta-v1.js';
 import networkingV1 from './networking-v1.js';
@@ -50,6 +51,7 @@ export const BUILTIN_MODULES: readonly SchemaModule[] = [
   appsV1,
   batchV1,
   discoveryV1,
+  eventsV1,
   networkingV1,
   policyV1,
   autoscalingV1,

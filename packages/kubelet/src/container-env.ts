@@ -13,8 +13,12 @@ import { type ServiceForEnv, serviceEnvVars, servicesForPod } from './service-en
 export interface EnvObjectSource {
   configMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
   secret(namespace: string, name: string): Promise<Secret | undefined>;
-  /** Every Service of the cluster (or none when the kind is not served). */
-  services(): Promise<ServiceForEnv[]>;
+  /**
+   * The Services a pod of `namespace` can see: that namespace's and `default`'s `kubernetes` (or none when
+   * the kind is not served). Only these shape its variables, and listing every Service of the cluster for
+   * each container made a container start cost as much as the cluster had Services.
+   */
+  services(namespace: string): Promise<ServiceForEnv[]>;
   /** The node's allocatable: what a limit the container does not set stands for. */
   nodeAllocatable(): Promise<ResourceList>;
 }
@@ -46,7 +50,7 @@ export async function makeEnvironmentVariables(
   const ns = pod.metadata.namespace ?? 'default';
   const warnings: ContainerEnv['warnings'] = [];
   const serviceEnv = new Map<string, string>();
-  for (const v of serviceEnvVars(servicesForPod(await src.services(), ns, pod.spec.enableServiceLinks !== false))) {
+  for (const v of serviceEnvVars(servicesForPod(await src.services(ns), ns, pod.spec.enableServiceLinks !== false))) {
     serviceEnv.set(v.name, v.value);
   }
   const configMaps = new Map<string, ConfigMap | undefined>();

@@ -17,11 +17,15 @@ export function storeObjectSource(store: Store, nodeName: string): EnvObjectSour
   return {
     configMap: (ns, name) => getOrUndefined(() => store.get('ConfigMap', ns, name) as Promise<ConfigMap>),
     secret: (ns, name) => getOrUndefined(() => store.get('Secret', ns, name) as Promise<Secret>),
-    async services() {
+    async services(namespace) {
       // Services are served once the workload kinds are registered; before that there are none.
       if (!lookupKind('Service')) return [];
-      const list = await store.list('Service');
-      return list.items as KubeObject[] as ServiceForEnv[];
+      const [list, apiServer] = await Promise.all([
+        store.list('Service', { namespace }),
+        namespace === 'default' ? undefined : getOrUndefined(() => store.get('Service', 'default', 'kubernetes')),
+      ]);
+      const items = list.items as KubeObject[] as ServiceForEnv[];
+      return apiServer ? [...items, apiServer as KubeObject as ServiceForEnv] : items;
     },
     async nodeAllocatable() {
       const node = await getOrUndefined(() => store.get('Node', undefined, nodeName));

@@ -129,4 +129,16 @@ describe('netfilter: nftables tables', () => {
     expect(w.nftList('node1', 'ip', 'kube-proxy')).not.toContain('service-W');
     expect(w.tcpConnect('pod1', '10.96.0.10', 80, { trace: false }).state).not.toBe('established');
   });
+
+  it('lets nodes with the same rules share one table: a change through one is seen by the other', () => {
+    const w = serviceWorld();
+    w.addRoute('node2', { dst: '10.96.0.0/12', dev: 'cni0' });
+    const reason = () => w.tcpConnect('pod2', '10.96.0.11', 80).trace.find((h) => h.kind === 'drop')?.reason;
+    expect(reason()).not.toContain('default/empty:http');
+    w.nftShare('node1', 'node2');
+    expect(reason()).toBe('rejected: default/empty:http (@no-endpoint-services)');
+    w.nft('node1', 'delete element ip kube-proxy no-endpoint-services { 10.96.0.11 . tcp . 80 }');
+    expect(w.nftList('node2', 'ip', 'kube-proxy')).not.toContain('default/empty:http');
+    expect(reason()).not.toContain('default/empty:http');
+  });
 });

@@ -37,8 +37,8 @@ export class Netfilter {
   readonly v4 = new Map<NfTableName, NfTable>();
   readonly v6 = new Map<NfTableName, NfTable>();
   readonly maps = new Map<string, NfMap>();
-  /** The nftables tables (`nft -f`), which run at the same hooks by priority. */
-  readonly nft = new NftState();
+  /** The nftables tables (`nft -f`), which run at the same hooks by priority (shared: see World.nftShare). */
+  nft = new NftState();
   /** The `recent` match's lists: name -> source key -> last seen (virtual us). */
   readonly recent = new Map<string, Map<string, number>>();
   /** Number of rules in all tables: 0 lets the datapath skip netfilter entirely. */

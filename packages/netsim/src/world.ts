@@ -284,6 +284,15 @@ export class World {
     return nftList(nsByName(this.w, nsName).nf.nft, family, table, this.w.clockUs);
   }
 
+  /**
+   * Lets `toNs` use `fromNs`'s nftables tables, as one object: for many nodes whose kube-proxy writes the
+   * same rules, so a rule set of millions of chains is held (and changed) once. Each namespace keeps its
+   * own addresses, routes and conntrack; what one writes (including dynamic set elements) all see.
+   */
+  nftShare(fromNs: string, toNs: string): void {
+    nsByName(this.w, toNs).nf.nft = nsByName(this.w, fromNs).nf.nft;
+  }
+
   /** The nftables tables of a namespace, as "FAMILY NAME" (`nft list tables`). */
   nftTables(nsName: string): string[] {
     return [...nsByName(this.w, nsName).nf.nft.tables.keys()];

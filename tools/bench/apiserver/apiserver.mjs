@@ -54,7 +54,7 @@ function startServer(kind, seed = 0) {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [...opts['server-flags'].split(' ').filter(Boolean), '--conditions=@kemu/source', '--import', 'tsx', '--max-old-space-size=8192', path.join(here, 'server-child.mjs'), kind, String(seed)], {
       cwd: path.join(root, 'packages/apiserver'),
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     });
     let out = '';
     p.stdout.on('data', (d) => {
@@ -63,6 +63,13 @@ function startServer(kind, seed = 0) {
       if (line) resolve({ proc: p, ...JSON.parse(line.slice(6)) });
     });
     p.on('exit', (code) => reject(new Error(`${kind} server exited (${code}) before it was ready`)));
+  });
+}
+/** The server process's CPU time so far (user + system, microseconds), asked over IPC. */
+function serverCpuUs(s) {
+  return new Promise((resolve) => {
+    s.proc.once('message', (m) => resolve(m.user + m.system));
+    s.proc.send('cpu');
   });
 }
 function stop(s) {
@@ -86,6 +93,17 @@ function request(agent, s, method, path, body, headers = {}) {
   });
 }
 
+/**
+ * An HTTP/2 connection with client-go's flow-control windows (Go's transport grants the server 4 MiB per
+ * stream and 1 GiB per connection, not the protocol's 64 KiB defaults, which would make the server wait for
+ * WINDOW_UPDATEs on a busy connection of watches).
+ */
+function h2connect(s) {
+  const session = http2.connect(`https://127.0.0.1:${s.port}`, { ca: s.ca, cert: s.cert, key: s.key, settings: { initialWindowSize: 4 << 20 } });
+  session.once('connect', () => session.setLocalWindowSize(1 << 30));
+  return session;
+}
+
 /** One HTTP/2 request on a session (client-go speaks HTTP/2 to kube-apiserver, many streams per connection). */
 function h2request(session, method, path, body, headers = {}) {
   return new Promise((resolve, reject) => {
@@ -104,13 +122,14 @@ async function creates(kind) {
   const s = await startServer(kind);
   const clients = Number(opts.clients);
   const total = Number(opts.creates);
-  const session = http2.connect(`https://127.0.0.1:${s.port}`, { ca: s.ca, cert: s.cert, key: s.key });
+  const session = h2connect(s);
   const agent = { request: (_a, _s, method, path, body) => h2request(session, method, path, body) };
   const lat = [];
   let next = 0;
   const cm = (i) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `cm-${i}`, labels: { bench: 'yes' } }, data: { key: `value-${i}` } });
   // Warm up the connections and the server's code paths.
   await Promise.all(Array.from({ length: clients }, (_, c) => agent.request(agent, s, 'POST', '/api/v1/namespaces/default/configmaps', cm(`warm-${c}`))));
+  const cpu0 = await serverCpuUs(s);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: clients }, async () => {
@@ -123,9 +142,11 @@ async function creates(kind) {
     }),
   );
   const secs = (performance.now() - t0) / 1000;
+  // The server's own CPU per request: unlike the rate, it hardly moves with what else the machine runs.
+  const cpuUs = ((await serverCpuUs(s)) - cpu0) / total;
   session.close();
   await stop(s);
-  return { perSec: total / secs, p50Ms: pct(lat, 50), p99Ms: pct(lat, 99) };
+  return { perSec: total / secs, p50Ms: pct(lat, 50), p99Ms: pct(lat, 99), cpuUs };
 }
 
 async function list() {
@@ -152,9 +173,7 @@ async function watch() {
   await request(agent, s, 'POST', '/api/v1/namespaces/default/pods', target);
   const watchers = Number(opts.watchers);
   const perSession = 900;
-  const sessions = Array.from({ length: Math.ceil(watchers / perSession) }, () =>
-    http2.connect(`https://127.0.0.1:${s.port}`, { ca: s.ca, cert: s.cert, key: s.key }),
-  );
+  const sessions = Array.from({ length: Math.ceil(watchers / perSession) }, () => h2connect(s));
   const sent = new Map();
   const lat = [];
   let established = 0;
@@ -189,6 +208,7 @@ async function watch() {
     ),
   );
   const watchStartMs = performance.now() - t0;
+  const cpu0 = await serverCpuUs(s);
   for (let u = 0; u < Number(opts.updates); u++) {
     const mark = `m${u}`;
     const before = lat.length;
@@ -198,11 +218,12 @@ async function watch() {
     while (lat.length < before + watchers && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
   }
   const delivered = lat.length;
+  const cpuUs = ((await serverCpuUs(s)) - cpu0) / Math.max(1, delivered);
   for (const st of streams) st.close();
   for (const ss of sessions) ss.close();
   agent.destroy();
   await stop(s);
-  return { watchers: established, watchStartMs, deliveries: delivered, expected: watchers * Number(opts.updates), p50Ms: pct(lat, 50), p99Ms: pct(lat, 99) };
+  return { watchers: established, watchStartMs, deliveries: delivered, expected: watchers * Number(opts.updates), p50Ms: pct(lat, 50), p99Ms: pct(lat, 99), cpuUs };
 }
 
 const results = [];
@@ -211,7 +232,9 @@ for (let r = 0; r < Number(opts.runs); r++) {
   if (parts.has('creates')) {
     res.kemu = await creates('kemu');
     res.bare = await creates('bare');
-    console.error(`run ${r + 1}: creates kemu ${res.kemu.perSec.toFixed(0)}/s p99 ${res.kemu.p99Ms.toFixed(1)} ms; bare ${res.bare.perSec.toFixed(0)}/s p99 ${res.bare.p99Ms.toFixed(1)} ms`);
+    console.error(
+      `run ${r + 1}: creates kemu ${res.kemu.perSec.toFixed(0)}/s p99 ${res.kemu.p99Ms.toFixed(1)} ms (server CPU ${res.kemu.cpuUs.toFixed(1)} us/create); bare ${res.bare.perSec.toFixed(0)}/s p99 ${res.bare.p99Ms.toFixed(1)} ms (${res.bare.cpuUs.toFixed(1)} us)`,
+    );
   }
   if (parts.has('list')) {
     res.list = await list();
@@ -219,7 +242,7 @@ for (let r = 0; r < Number(opts.runs); r++) {
   }
   if (parts.has('watch')) {
     res.watch = await watch();
-    console.error(`run ${r + 1}: ${res.watch.watchers} watchers (started in ${res.watch.watchStartMs.toFixed(0)} ms), ${res.watch.deliveries}/${res.watch.expected} deliveries, p50 ${res.watch.p50Ms.toFixed(1)} ms p99 ${res.watch.p99Ms.toFixed(1)} ms`);
+    console.error(`run ${r + 1}: ${res.watch.watchers} watchers (started in ${res.watch.watchStartMs.toFixed(0)} ms), ${res.watch.deliveries}/${res.watch.expected} deliveries, p50 ${res.watch.p50Ms.toFixed(1)} ms p99 ${res.watch.p99Ms.toFixed(1)} ms (server CPU ${res.watch.cpuUs.toFixed(1)} us/delivery)`);
   }
   results.push(res);
 }
@@ -235,13 +258,15 @@ const summary = {
           kemuP99Ms: m((r) => r.kemu.p99Ms),
           barePerSec: m((r) => r.bare.perSec),
           bareP99Ms: m((r) => r.bare.p99Ms),
+          kemuServerCpuUs: m((r) => r.kemu.cpuUs),
+          bareServerCpuUs: m((r) => r.bare.cpuUs),
           ratio: m((r) => r.kemu.perSec / r.bare.perSec),
         },
       }
     : {}),
   ...(parts.has('list') ? { list: { pods: Number(opts['list-pods']), jsonMs: m((r) => r.list.jsonMs), tableMs: m((r) => r.list.tableMs) } } : {}),
   ...(parts.has('watch')
-    ? { watch: { watchers: Number(opts.watchers), updates: Number(opts.updates), p50Ms: m((r) => r.watch.p50Ms), p99Ms: m((r) => r.watch.p99Ms), lost: Math.max(...results.map((r) => r.watch.expected - r.watch.deliveries)) } }
+    ? { watch: { watchers: Number(opts.watchers), updates: Number(opts.updates), p50Ms: m((r) => r.watch.p50Ms), p99Ms: m((r) => r.watch.p99Ms), serverCpuUsPerDelivery: m((r) => r.watch.cpuUs), lost: Math.max(...results.map((r) => r.watch.expected - r.watch.deliveries)) } }
     : {}),
 };
 console.log(JSON.stringify(summary, null, 2));

@@ -105,3 +105,63 @@ describe('a DaemonSet on the composed cluster', () => {
     await expect(cluster.addNodes(1, { name: 'Bad_Name' })).rejects.toThrow('invalid node name "Bad_Name"');
   }, 240_000);
 });
+
+/** The node a daemon pod is for: bound, or pinned by its node affinity until the scheduler binds it. */
+const targetNode = (p: Pod) =>
+  p.spec.nodeName ?? p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchFields?.[0]?.values?.[0];
+
+describe('a DaemonSet rolling out with maxSurge on the composed cluster', () => {
+  let cluster: Cluster;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-ds-surge-'));
+
+  beforeAll(async () => {
+    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('starts each new pod beside the old one, so no node is ever without a ready daemon pod', async () => {
+    await cluster.store.create({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'proxy', namespace: 'kube-system' },
+      spec: {
+        selector: { matchLabels: { app: 'proxy' } },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+        template: { metadata: { labels: { app: 'proxy' } }, spec: { containers: [{ name: 'proxy', image: 'proxy:1' }] } },
+      },
+    } as DaemonSet);
+    const ready = (p: Pod) => !p.metadata.deletionTimestamp && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+    const pods = async () => (await cluster.store.list('Pod', { namespace: 'kube-system', labelSelector: 'app=proxy' })).items as Pod[];
+    await until('one ready pod per node', async () => (await pods()).filter(ready).length === 2, 60_000);
+    const state = new Map<string, Pod>((await pods()).map((p) => [p.metadata.uid!, p]));
+    const w = await cluster.store.watch('Pod', { namespace: 'kube-system', labelSelector: 'app=proxy' });
+    const gaps: string[] = [];
+    let surged = 0;
+    const watching = (async () => {
+      for await (const ev of w) {
+        const p = ev.object as Pod;
+        if (ev.type === 'DELETED') state.delete(p.metadata.uid!);
+        else state.set(p.metadata.uid!, p);
+        const live = [...state.values()].filter((x) => !x.metadata.deletionTimestamp);
+        for (const n of ['kemu-node-1', 'kemu-node-2']) {
+          const on = live.filter((x) => targetNode(x) === n);
+          if (!on.some(ready)) gaps.push(n);
+          surged = Math.max(surged, on.length);
+        }
+      }
+    })();
+    await cluster.store.patch('DaemonSet', 'kube-system', 'proxy', { spec: { template: { spec: { containers: [{ name: 'proxy', image: 'proxy:2' }] } } } }, 'strategic');
+    await until('rolled out', async () => {
+      const all = (await pods()).filter((p) => !p.metadata.deletionTimestamp);
+      return all.length === 2 && all.every((p) => p.spec.containers[0]!.image === 'proxy:2' && ready(p));
+    }, 90_000);
+    w.stop();
+    await watching;
+    expect(gaps).toEqual([]);
+    expect(surged).toBe(2);
+  }, 150_000);
+});

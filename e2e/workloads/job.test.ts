@@ -50,4 +50,33 @@ describe('an Indexed Job on the composed cluster', () => {
     expect(pods.some((p) => p.metadata.finalizers?.includes('batch.kubernetes.io/job-tracking'))).toBe(false);
     expect(pods.filter((p) => p.status?.phase === 'Succeeded').map((p) => p.spec.hostname).sort()).toEqual(['idx-0', 'idx-1', 'idx-2', 'idx-3', 'idx-4']);
   }, 120_000);
+
+  it('with a successPolicy of 2 succeeded indexes completes early and removes the pods still running', async () => {
+    await cluster.store.create({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'early', namespace: 'default' },
+      spec: {
+        completions: 6,
+        parallelism: 2,
+        completionMode: 'Indexed',
+        successPolicy: { rules: [{ succeededCount: 2 }] },
+        template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox:1.36', command: ['sh', '-c', 'sleep 1; echo done'] }] } },
+      },
+    } as Job);
+    const job = await until('complete', async () => {
+      const j = await cluster.store.get('Job', 'default', 'early');
+      return j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True') && j;
+    }, 60_000);
+    expect(job.status?.conditions?.find((c) => c.type === 'SuccessCriteriaMet')).toMatchObject({ status: 'True', reason: 'SuccessPolicy', message: 'Matched rules at index 0' });
+    expect(job.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ reason: 'SuccessPolicy' });
+    expect(job.status?.failed).toBe(0);
+    expect(job.status?.succeeded).toBeGreaterThanOrEqual(2);
+    expect(job.status?.succeeded).toBeLessThan(6);
+    // Nothing of the Job is left running.
+    await until('no active pods', async () => {
+      const pods = ((await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[]).filter((p) => p.metadata.labels?.['batch.kubernetes.io/job-name'] === 'early');
+      return pods.every((p) => p.status?.phase === 'Succeeded');
+    }, 30_000);
+  }, 90_000);
 });

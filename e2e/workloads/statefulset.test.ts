@@ -96,3 +96,81 @@ describe('a StatefulSet with volumeClaimTemplates on the composed cluster', () =
     }, 180_000);
   }
 });
+
+describe('a StatefulSet rolling out with maxUnavailable 2 on the composed cluster', () => {
+  let cluster: Cluster;
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-sts-mu-'));
+
+  beforeAll(async () => {
+    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
+  }, 90_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    fs.rmSync(stateDir, { recursive: true, force: true });
+  });
+
+  it('replaces two replicas at a time, never more', async () => {
+    const [svc, sts] = parseManifests(`
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  clusterIP: None
+  selector:
+    app: web
+  ports:
+  - port: 80
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  serviceName: web
+  replicas: 4
+  podManagementPolicy: Parallel
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+`);
+    await cluster.store.create(svc!);
+    await cluster.store.create(sts!);
+    const ready = (p?: Pod) => !!p && !p.metadata.deletionTimestamp && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+    const pods = async () => (await cluster.store.list('Pod', { namespace: 'default', labelSelector: 'app=web' })).items as Pod[];
+    await until('4 ready', async () => (await pods()).filter(ready).length === 4, 60_000);
+    const byName = new Map<string, Pod>((await pods()).map((p) => [p.metadata.name!, p]));
+    const w = await cluster.store.watch('Pod', { namespace: 'default', labelSelector: 'app=web' });
+    let most = 0;
+    const watching = (async () => {
+      for await (const ev of w) {
+        const p = ev.object as Pod;
+        if (ev.type === 'DELETED') byName.delete(p.metadata.name!);
+        else byName.set(p.metadata.name!, p);
+        most = Math.max(most, [0, 1, 2, 3].filter((o) => !ready(byName.get(`web-${o}`))).length);
+      }
+    })();
+    const patched = await cluster.store.patch('StatefulSet', 'default', 'web', { spec: { template: { spec: { containers: [{ name: 'web', image: 'nginx:1.28' }] } } } }, 'strategic');
+    await until('rolled out', async () => {
+      const st = (await cluster.store.get('StatefulSet', 'default', 'web')).status;
+      return !!st && st.observedGeneration === patched.metadata.generation && st.updatedReplicas === 4 && st.readyReplicas === 4 && st.currentRevision === st.updateRevision;
+    }, 90_000);
+    w.stop();
+    await watching;
+    expect(most).toBe(2);
+    expect((await pods()).map((p) => p.spec.containers[0]!.image)).toEqual(Array(4).fill('nginx:1.28'));
+  }, 150_000);
+});

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeObjectBytes, encodeObject } from './protobuf/index.js';
 import { runClient, startTestApiServer, type TestApiServer } from './testing.js';
 
 const ok = requirePeers('events.k8s.io/v1 with kubectl', [peers.kubectl]);
@@ -130,5 +131,37 @@ describe.runIf(ok)('events.k8s.io/v1 Event', () => {
     req.destroy();
     const ev = JSON.parse(lines.find((l) => l.includes('late.1'))!);
     expect(ev).toMatchObject({ type: 'ADDED', object: { apiVersion: 'events.k8s.io/v1', kind: 'Event', regarding: { kind: 'Node', name: 'n1' }, note: 'late' } });
+  });
+
+  it('protobuf both ways (what client-go\'s events recorder posts): the group\'s own message numbers', async () => {
+    const send = (method: string, path: string, body: Buffer | undefined, headers: Record<string, string>) =>
+      new Promise<{ code: number; body: Buffer }>((resolve, reject) => {
+        const req = http.request({ socketPath: t.api.socketPath, path, method, headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('end', () => resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const pb = 'application/vnd.kubernetes.protobuf';
+    const event = {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: 'pb.1', namespace: 'default' },
+      eventTime: '2026-11-26T10:00:00.000000Z',
+      reportingController: 'example.com/pb',
+      reportingInstance: 'pb-0',
+      action: 'Binding',
+      reason: 'Scheduled',
+      type: 'Normal',
+      note: 'sent as protobuf',
+      regarding: { kind: 'Pod', name: 'web', namespace: 'default' },
+    };
+    const c = await send('POST', '/apis/events.k8s.io/v1/namespaces/default/events', encodeObject(event), { 'content-type': pb, accept: pb });
+    expect(c.code, c.body.toString()).toBe(201);
+    expect(decodeObjectBytes(c.body)).toMatchObject({ apiVersion: 'events.k8s.io/v1', note: 'sent as protobuf', regarding: { name: 'web' } });
+    const core = await t.store.get('Event', 'default', 'pb.1');
+    expect(core).toMatchObject({ message: 'sent as protobuf', reportingComponent: 'example.com/pb', involvedObject: { kind: 'Pod', name: 'web' } });
   });
 });

@@ -11,7 +11,7 @@ export default schemaModule(
     Event: type('A report of an event somewhere in the cluster (the events.k8s.io form of core/v1 Event).', {
       metadata: f(1, `${META}ObjectMeta`),
       eventTime: f(2, 'microTime', 'When the event was first observed.', { required: true }),
-      series: f(3, 'EventSeries', 'Data about the series this event is part of, if any.'),
+      series: f(3, 'EventSeries', 'Data about the series this event is part of, if any.', { pointer: true }),
       reportingController: f(4, 'string', 'Name of the controller that emitted the event, e.g. kubernetes.io/kubelet.'),
       reportingInstance: f(5, 'string', 'ID of the controller instance, e.g. kubelet-xyzf.'),
       action: f(6, 'string', 'What was done, or failed, regarding the object.'),

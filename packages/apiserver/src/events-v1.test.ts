@@ -2,12 +2,13 @@
 // newer field names, in discovery, with kubectl's Event columns, created, patched, watched and validated as
 // kube-apiserver does for that group.
 import http from 'node:http';
-import { peers, requirePeers } from '@kemu/test-peers';
+import { KUBECTL_OLD, peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeObjectBytes, encodeObject } from './protobuf/index.js';
 import { runClient, startTestApiServer, type TestApiServer } from './testing.js';
 
 const ok = requirePeers('events.k8s.io/v1 with kubectl', [peers.kubectl]);
+const okOld = requirePeers('events.k8s.io/v1 with kubectl v1.20', [peers.kubectl, peers.kubectlOld]);
 
 const v1Event = (name: string, extra = '') => `apiVersion: events.k8s.io/v1
 kind: Event
@@ -56,6 +57,12 @@ describe.runIf(ok)('events.k8s.io/v1 Event', () => {
     const wide = await kubectl(['get', 'events.v1.events.k8s.io', '-o', 'wide']);
     expect(wide.stdout).toMatch(/SUBOBJECT\s+SOURCE\s+MESSAGE\s+FIRST SEEN\s+COUNT\s+NAME/);
     expect(wide.stdout).toMatch(/spec\.containers\{c\}\s+kubelet, node-1\s+Container image.*\s+6\ds\s+2\s+web\.1/);
+  });
+
+  it.runIf(okOld)('kubectl v1.20 lists the group with the same columns', async () => {
+    const g = await runClient(KUBECTL_OLD, ['get', 'events.events.k8s.io'], { kubeconfig: t.kubeconfig });
+    expect(g.code, g.stderr).toBe(0);
+    expect(g.stdout).toMatch(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n\d+s\s+Normal\s+Pulled\s+pod\/web\s+Container image/);
   });
 
   it('reads the stored Event in the events.k8s.io form', async () => {

@@ -6,6 +6,7 @@
 // without usable endpoints are rejected (or dropped) in the filter chains, before DNAT, through the
 // no-endpoint-services / no-endpoint-nodeports maps; cluster-ips-check rejects unused ports of a
 // ClusterIP. The rules of each service port are built separately, so a sync rewrites only what changed.
+import { createHash } from 'node:crypto';
 import { ipFamily } from '@kemu/ip';
 import { nftEndpointBase, nftServiceBase } from './chain-names.js';
 import type { NodeContext } from './iptables-rules.js';
@@ -203,7 +204,8 @@ export function nftServiceRules(sp: ServicePortInfo, node: NftNodeContext, famil
     rules.push(`meta l4proto ${proto} dnat to ${family === 6 ? `[${e.ip}]` : e.ip}:${e.port}`);
     chains.set(chain, rules);
   }
-  const signature = JSON.stringify([[...chains], elements, affinitySets]);
+  // A digest, not the text: a 2.5M-endpoint cluster keeps one per service port.
+  const signature = createHash('sha1').update(JSON.stringify([[...chains], elements, affinitySets])).digest('base64');
   return { chains, elements, affinitySets, signature };
 }
 

@@ -63,14 +63,14 @@ export function dnsEndpointSlice(nodeName: string, nodeIP: string): EndpointSlic
 
 /**
  * Puts the DNS server's answers on `nodeName`'s address in the cluster network (UDP 53 answered by the
- * server's resolver, TCP 53 accepting) and points kube-dns at it. False when the network cannot host a
- * server socket (a real kernel here; pods there keep the kubelets' clusterDNS without an endpoint).
+ * server's resolver, TCP 53 accepting where the network can) and points kube-dns at it. The result stops
+ * the socket; undefined when the node is not in this process's network.
  */
-export async function serveClusterDns(o: { store: Store; network: ClusterNetwork; dns: DnsServer; nodeName: string }): Promise<boolean> {
+export async function serveClusterDns(o: { store: Store; network: ClusterNetwork; dns: DnsServer; nodeName: string }): Promise<(() => Promise<void>) | undefined> {
   const node = o.network.nodes.get(o.nodeName);
-  if (!node || !o.network.serveUdp) return false;
+  if (!node || !o.network.serveUdp) return undefined;
   // The in-cluster socket answers from the cluster's own records only; forwarding waits on the network.
-  await o.network.serveUdp(o.nodeName, DNS_PORT, (query) => answerMessage(o.dns.resolver, query, 'udp'), { tcp: true });
+  const stop = await o.network.serveUdp(o.nodeName, DNS_PORT, (query) => answerMessage(o.dns.resolver, query, 'udp'), { tcp: true });
   const slice = dnsEndpointSlice(o.nodeName, node.nodeIP);
   try {
     const old = await o.store.get('EndpointSlice', KUBE_DNS_NAMESPACE, slice.metadata.name!);
@@ -79,5 +79,5 @@ export async function serveClusterDns(o: { store: Store; network: ClusterNetwork
     if (!isNotFound(err)) throw err;
     await o.store.create(slice);
   }
-  return true;
+  return stop;
 }

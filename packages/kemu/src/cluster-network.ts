@@ -83,9 +83,9 @@ export interface ClusterNetwork {
   ip6FilterSink?(nodeName: string): FilterSink;
   /**
    * A server socket on the node's address: each UDP datagram to `port` answered with what `answer` returns
-   * (with `tcp`, the TCP port accepts too). Only where the network can host one in this process.
+   * (with `tcp`, the TCP port accepts too, where the network can). The result stops serving.
    */
-  serveUdp?(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined, o?: { tcp?: boolean }): Promise<void>;
+  serveUdp?(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined, o?: { tcp?: boolean }): Promise<() => Promise<void>>;
   /** One datagram from the pod namespace `netns` to `to:port` and the reply its socket took, with the path. */
   exchangeUdp?(netns: string, to: string, port: number, payload: Uint8Array): Promise<UdpExchange>;
   /** Keeps what a restart needs (the simulated world, when persistent). */

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { createLinuxDatapath, HOST_NETNS, isDatapathError, type LinuxDatapath } from '@kemu/cni';
 import { ipFamily } from '@kemu/ip';
 import { linuxRuleSink, type RuleSink } from '@kemu/kube-proxy';
-import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult } from './cluster-network.js';
+import type { ClusterNetwork, ClusterNetworkOptions, NodeNetwork, ProbeResult, UdpExchange } from './cluster-network.js';
+import { serveUdpInNetns, udpExchangeInNetns } from './udp-relay.js';
 import {
   CLUSTER_NETWORK,
   addHostGwRoutes,
@@ -117,6 +118,22 @@ export class LinuxClusterNetwork implements ClusterNetwork {
     const node = this.nodes.get(nodeName);
     if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
     return linuxRuleSink(node.netnsPath);
+  }
+
+  /** UDP `port` on the node's address answered by `answer`, through a relay in the node's namespace (UDP only). */
+  async serveUdp(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined): Promise<() => Promise<void>> {
+    const node = this.nodes.get(nodeName);
+    if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
+    const dir = path.join(this.stateDir, 'nodes', nodeName);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return serveUdpInNetns(node.netnsPath, port, path.join(dir, `udp-${port}.sock`), answer);
+  }
+
+  /** A real datagram from the pod's namespace and the reply its connected socket took (no hop trace here). */
+  async exchangeUdp(netns: string, to: string, port: number, payload: Uint8Array): Promise<UdpExchange> {
+    if (!ipFamily(to)) throw new Error(`${JSON.stringify(to)} is not an IP address`);
+    const r = await udpExchangeInNetns(netns, to, port, payload);
+    return { reply: r.reply, error: r.error ? { message: r.error } : undefined, trace: [], text: '' };
   }
 
   /** Nothing to save: the kernel keeps the namespaces. */

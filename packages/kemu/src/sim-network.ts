@@ -352,7 +352,7 @@ export class SimClusterNetwork implements ClusterNetwork {
     };
   }
 
-  async serveUdp(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined, o: { tcp?: boolean } = {}): Promise<void> {
+  async serveUdp(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined, o: { tcp?: boolean } = {}): Promise<() => Promise<void>> {
     const node = this.nodes.get(nodeName);
     if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
     // A saved world keeps the listeners; the answerer is this process's.
@@ -365,6 +365,8 @@ export class SimClusterNetwork implements ClusterNetwork {
     }
     this.world.answerUdp(node.hostNamespace, { port }, answer);
     if (o.tcp) this.world.listen(node.hostNamespace, { proto: 'tcp', port });
+    // Nothing outlives the process: the world goes with it.
+    return async () => {};
   }
 
   async exchangeUdp(netns: string, to: string, port: number, payload: Uint8Array): Promise<UdpExchange> {

@@ -417,7 +417,8 @@ export class Cluster {
     // Routes between nodes exist once the speakers agree; pods scheduled before that could not talk.
     if (bgp) await bgp.start(Math.max(60_000, n * 100));
     // The DNS server's socket on the first node in this process; pods' queries reach it through kube-proxy.
-    if (this.nodes[0]) await serveClusterDns({ store, network: this.network, dns, nodeName: this.nodes[0].name });
+    const dnsOn = this.nodes[0] && (await serveClusterDns({ store, network: this.network, dns, nodeName: this.nodes[0].name }));
+    if (dnsOn) this.stoppers.push(dnsOn);
     await router.rescan();
     this.watchJoinedNodes(drivers);
     await provisioner.start();

@@ -11,7 +11,7 @@ import { type HttpsCluster, startHttpsCluster } from './https-cluster.js';
 const ok = requirePeers('kubectl port-forward through a composed cluster', [peers.kubectl]);
 const okOld = requirePeers('kubectl v1.20 port-forward through a composed cluster', [peers.kubectl, peers.kubectlOld]);
 
-const manifest = (name: string, app: string, port: number) => `apiVersion: v1
+const manifest = (name: string, app: string, port: number, extra = '') => `apiVersion: v1
 kind: Pod
 metadata:
   name: ${name}
@@ -22,7 +22,7 @@ spec:
   - name: c
     image: busybox:1.36
     command: [sleep, infinity]
-    ports: [{containerPort: ${port}}]
+    ports: [{containerPort: ${port}}${extra}]
 `;
 
 const service = `apiVersion: v1
@@ -42,10 +42,13 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts `kubectl port-forward TARGET LOCAL:REMOTE` and resolves once it says it forwards. */
-async function portForward(bin: string, env: Record<string, string>, target: string, remote: number) {
-  const local = await freePort();
-  const child = spawn(bin, ['port-forward', target, `${local}:${remote}`, '--address=127.0.0.1'], { env });
+/** Starts `kubectl port-forward TARGET LOCAL:REMOTE...` and resolves once it says it forwards them all. */
+async function portForward(bin: string, env: Record<string, string>, target: string, remote: number, ...more: number[]) {
+  const remotes = [remote, ...more];
+  const locals: number[] = [];
+  for (let i = 0; i < remotes.length; i++) locals.push(await freePort());
+  const local = locals[0];
+  const child = spawn(bin, ['port-forward', target, ...remotes.map((r, i) => `${locals[i]}:${r}`), '--address=127.0.0.1'], { env });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
@@ -53,7 +56,7 @@ async function portForward(bin: string, env: Record<string, string>, target: str
   await new Promise<void>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`kubectl port-forward did not start: ${out}${err}`)), 30_000);
     const check = () => {
-      if (out.includes(`Forwarding from 127.0.0.1:${local} -> ${remote}`)) {
+      if (remotes.every((r, i) => out.includes(`Forwarding from 127.0.0.1:${locals[i]} -> ${r}`))) {
         clearTimeout(t);
         resolve();
       }
@@ -64,7 +67,7 @@ async function portForward(bin: string, env: Record<string, string>, target: str
       reject(new Error(`kubectl port-forward exited ${code}: ${out}${err}`));
     });
   });
-  return { child, local, stderr: () => err };
+  return { child, local, locals, stderr: () => err };
 }
 
 /** Connects to the forwarded port, sends `send`, and returns everything read until `want` bytes arrived. */
@@ -106,7 +109,7 @@ describe.runIf(ok)('kubectl port-forward through the API server', () => {
   beforeAll(async () => {
     h = await startHttpsCluster('portfwd');
     const apply = await h.kubectl(['apply', '-f', '-'], {
-      stdin: [manifest('web', 'web', 8080), manifest('other', 'other', 9090), service].join('---\n'),
+      stdin: [manifest('web', 'web', 8080, ', {containerPort: 8081}'), manifest('other', 'other', 9090), service].join('---\n'),
     });
     expect(apply.code, apply.stderr).toBe(0);
     const ready = await h.kubectl(['wait', 'pod/web', 'pod/other', '--for=condition=Ready', '--timeout=60s']);
@@ -132,6 +135,16 @@ describe.runIf(ok)('kubectl port-forward through the API server', () => {
       expect(await exchange(other.local, 'x', 'hello from other\n'.length + 1)).toBe('hello from other\nx');
     } finally {
       stop(other.child);
+    }
+  });
+
+  it('several ports of one pod in one command', async () => {
+    const pf = await portForward('kubectl', h.env(), 'pod/web', 8080, 8081);
+    try {
+      expect(await exchange(pf.locals[0], 'a', 'hello from web\n'.length + 1)).toBe('hello from web\na');
+      expect(await exchange(pf.locals[1], 'b', 'hello from web\n'.length + 1)).toBe('hello from web\nb');
+    } finally {
+      stop(pf.child);
     }
   });
 

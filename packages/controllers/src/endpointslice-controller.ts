@@ -13,16 +13,14 @@ import {
   isNotFound,
   type KubeObject,
   MANAGED_BY_LABEL,
-  NAMESPACE_INDEX,
   type Pod,
-  selectorFromSet,
   SERVICE_NAME_LABEL,
   type Service,
   type SharedInformer,
 } from '@kemu/core';
 import type { ControllerContext } from './controller-context.js';
 import { type DesiredEndpoint, desiredEndpoints } from './endpoints-desired.js';
-import { withOwnerIndexes } from './indexes.js';
+import { LABEL_PAIR_INDEX, labelPairIndexFunc, SELECTOR_PAIR_INDEX, selectedByPairs, selectorPairIndexFunc, withOwnerIndexes } from './indexes.js';
 import { controllerRef } from './pod-util.js';
 
 export const ENDPOINTSLICE_CONTROLLER = 'endpointslice-controller.k8s.io';
@@ -59,7 +57,9 @@ export class EndpointSliceController {
     this.maxPerSlice = opts.maxEndpointsPerSlice ?? MAX_ENDPOINTS_PER_SLICE;
     this.withEndpoints = opts.endpoints ?? true;
     this.services = withOwnerIndexes(ctx.informers.informer('Service'));
+    this.services.addIndexers({ [SELECTOR_PAIR_INDEX]: selectorPairIndexFunc });
     this.pods = withOwnerIndexes(ctx.informers.informer('Pod'));
+    this.pods.addIndexers({ [LABEL_PAIR_INDEX]: labelPairIndexFunc });
     this.slices = withOwnerIndexes(ctx.informers.informer('EndpointSlice'));
     this.slices.addIndexers({ [SERVICE_INDEX]: sliceServiceIndex });
     this.nodes = ctx.informers.informer('Node');
@@ -89,9 +89,17 @@ export class EndpointSliceController {
     this.slices.addEventHandler({ onUpdate: (_a, b) => sliceChanged(b), onDelete: sliceChanged });
   }
 
+  /** The Services selecting the pod: only those with a selector pair the pod carries are looked at. */
   private enqueueServicesOf(p: Pod): void {
-    for (const s of this.services.indexer.byIndex(NAMESPACE_INDEX, p.metadata.namespace ?? '') as Service[]) {
-      if (s.spec.selector && Object.keys(s.spec.selector).length && selectorFromSet(s.spec.selector).matches(p.metadata.labels)) this.controller.enqueue(s);
+    const ns = p.metadata.namespace ?? '';
+    const seen = new Set<string>();
+    for (const [k, v] of Object.entries(p.metadata.labels ?? {})) {
+      for (const key of this.services.indexer.indexKeys(SELECTOR_PAIR_INDEX, `${ns}/${k}=${v}`)) {
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const s = this.services.indexer.getByKey(key) as Service | undefined;
+        if (s?.spec.selector && Object.entries(s.spec.selector).every(([sk, sv]) => p.metadata.labels?.[sk] === sv)) this.controller.enqueue(s);
+      }
     }
   }
 
@@ -116,8 +124,7 @@ export class EndpointSliceController {
       return undefined;
     }
     if (!svc.spec.selector || Object.keys(svc.spec.selector).length === 0 || svc.spec.type === 'ExternalName') return undefined;
-    const sel = selectorFromSet(svc.spec.selector);
-    const pods = (this.pods.indexer.byIndex(NAMESPACE_INDEX, ns) as Pod[]).filter((p) => sel.matches(p.metadata.labels));
+    const pods = selectedByPairs<Pod>(this.pods, ns, svc.spec.selector);
     const nodeOf = (n: string) => this.nodes.lister.get(undefined, n);
     const families = (svc.spec.ipFamilies?.length ? svc.spec.ipFamilies : ['IPv4']).map((f) => (f === 'IPv6' ? 6 : 4) as 4 | 6);
     const existing = (this.slices.indexer.byIndex(SERVICE_INDEX, key) as EndpointSlice[]).filter(

@@ -101,6 +101,28 @@ describe('EndpointSlice and Endpoints controllers', () => {
     });
   });
 
+  it('selects exactly the pods carrying every selector pair in the Service\'s namespace, and follows relabelling', async () => {
+    const { store } = await cluster('endpointslice');
+    await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other' } });
+    await store.create({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' }, spec: { selector: { app: 'web', tier: 'fe' }, ports: [{ port: 80 }] } } as Service);
+    const pod = (ns: string, name: string, labels: Record<string, string>) =>
+      store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns, labels }, spec: template(labels).spec } as Pod);
+    await pod('default', 'both', { app: 'web', tier: 'fe' });
+    await pod('default', 'app-only', { app: 'web' });
+    await pod('default', 'tier-only', { tier: 'fe', app: 'db' });
+    await pod('other', 'elsewhere', { app: 'web', tier: 'fe' });
+    const names = async () =>
+      ((await store.list('EndpointSlice', { namespace: 'default' })).items as EndpointSlice[]).flatMap((s) => s.endpoints.map((e) => e.targetRef?.name)).sort();
+    await until('the one selected pod', async () => JSON.stringify(await names()) === JSON.stringify(['both']));
+    const p = (await store.get('Pod', 'default', 'app-only')) as Pod;
+    await store.update({ ...p, metadata: { ...p.metadata, labels: { app: 'web', tier: 'fe' } } });
+    await until('the relabelled pod joins', async () => JSON.stringify(await names()) === JSON.stringify(['app-only', 'both']));
+    const q = (await store.get('Pod', 'default', 'both')) as Pod;
+    await store.update({ ...q, metadata: { ...q.metadata, labels: { app: 'web' } } });
+    await until('the relabelled pod leaves', async () => JSON.stringify(await names()) === JSON.stringify(['app-only']));
+    expect(await names()).toEqual(['app-only']);
+  });
+
   it('puts at most maxEndpointsPerSlice endpoints in a slice', async () => {
     const store = await MemoryStore.open();
     const stop = await fakeKubelet(store);

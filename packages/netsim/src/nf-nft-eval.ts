@@ -125,7 +125,9 @@ export function runNft(w: WorldState, ns: Ns, t: NftTable, base: NftChain, p: Bu
       continue;
     }
     const r: NftRule = top.c.rules[top.i++]!;
-    const where = `${name} ${top.c.name} rule ${top.i}: ${r.text}`;
+    // The hop's text is built only when a trace or a drop needs it (not per rule per packet).
+    const n = top.i;
+    const at = () => `${name} ${top.c.name} rule ${n}: ${r.text}`;
     let verdict: NftVerdict | undefined = r.verdict;
     let matched = true;
     let done: Verdict | undefined;
@@ -156,11 +158,11 @@ export function runNft(w: WorldState, ns: Ns, t: NftTable, base: NftChain, p: Bu
         if (set && key !== undefined) set.elements.set(key, { key, expiresUs: set.timeoutS !== undefined ? w.clockUs + set.timeoutS * 1e6 : undefined });
       } else if (e.kind === 'dnat') {
         if (skb.ct?.conn.dnat) done = 'accept';
-        else done = applyDnat(w, ns, skb, p, family, v, e.addr, e.port, where);
+        else done = applyDnat(w, ns, skb, p, family, v, e.addr, e.port, w.tr ? at() : '');
       } else if (e.kind === 'masquerade') {
-        done = applySnat(w, ns, skb, p, family, null, undefined, where);
+        done = applySnat(w, ns, skb, p, family, null, undefined, at());
       } else if (e.kind === 'reject') {
-        rec(w, 'drop', ns, dev, where, p, family, `rejected: ${via ?? r.comment ?? `${name} ${top.c.name}`}`);
+        rec(w, 'drop', ns, dev, at(), p, family, `rejected: ${via ?? r.comment ?? `${name} ${top.c.name}`}`);
         w.stack.icmpErrorTo(w, ns, p, family, 'port-unreachable');
         return 'drop';
       }
@@ -169,11 +171,11 @@ export function runNft(w: WorldState, ns: Ns, t: NftTable, base: NftChain, p: Bu
     if (!matched) continue;
     if (done) return done;
     if (!verdict) {
-      if (w.tr) rec(w, 'nf', ns, dev, `${where}${note}`, p, family);
+      if (w.tr) rec(w, 'nf', ns, dev, `${at()}${note}`, p, family);
       continue;
     }
-    if (w.tr && verdict.kind !== 'drop') rec(w, 'nf', ns, dev, `${where}${note}`, p, family);
-    const out = follow(verdict, `${where}${note}`);
+    if (w.tr && verdict.kind !== 'drop') rec(w, 'nf', ns, dev, `${at()}${note}`, p, family);
+    const out = follow(verdict, verdict.kind === 'drop' || w.tr ? `${at()}${note}` : '');
     if (out !== 'next') return out;
   }
 }

@@ -269,6 +269,9 @@ export function nftApply(st: NftState, text: string): void {
     // As nft does, a jump or a set is resolved when the rule is added, not at commit.
     for (const x of targetsOf(r)) if (!t.chains.has(x)) fail(`Could not process rule: No such file or directory: chain "${x}" does not exist in table ${tableKey(t.family, t.name)}`);
     for (const x of setsOf(r)) if (!t.sets.has(x)) fail(`Could not process rule: No such file or directory: set "${x}" does not exist in table ${tableKey(t.family, t.name)}`);
+    // Inline map elements name chains by the chain's own string, not a slice of the script.
+    for (const e of r.exprs) if (e.kind === 'vmap' && e.elements) for (const el of e.elements.values()) if (el.verdict && 'chain' in el.verdict) el.verdict.chain = t.chains.get(el.verdict.chain)!.name;
+    if (r.verdict && 'chain' in r.verdict) r.verdict.chain = t.chains.get(r.verdict.chain)!.name;
     const pos = at ?? ch.rules.length;
     ch.rules.splice(pos, 0, r);
     for (const x of targetsOf(r)) bump(t, x, 1);
@@ -292,6 +295,8 @@ export function nftApply(st: NftState, text: string): void {
   }
 
   function putElement(t: NftTable, s: NftSet, el: NftElement, create: boolean): void {
+    if (el.verdict && 'chain' in el.verdict) el.verdict.chain = t.chains.get(el.verdict.chain)?.name ?? el.verdict.chain;
+    if (el.comment !== undefined) el.comment = Buffer.from(el.comment).toString();
     const prev = s.elements.get(el.key);
     if (prev && create) fail(`Could not process rule: File exists: element ${el.key} in set ${s.name}`);
     if (prev?.verdict && 'chain' in prev.verdict) bump(t, prev.verdict.chain, -1);
@@ -331,6 +336,8 @@ export function nftApply(st: NftState, text: string): void {
 
   function declareChain(t: NftTable, c: NftCursor, name: string, create: boolean): NftChain {
     checkChainName(name);
+    // A token is a slice of the script: kept as a chain's name it would keep the whole script alive.
+    if (!t.chains.has(name)) name = Buffer.from(name, 'latin1').toString('latin1');
     let ch = t.chains.get(name);
     if (ch && create) fail(`Could not process rule: File exists: chain "${name}"`);
     if (!ch) {

@@ -1,9 +1,9 @@
 // Protobuf watch streams (Accept: application/vnd.kubernetes.protobuf, what client-go asks for built-in
-// kinds). No client nobody here wrote speaks it on this machine (client-go is not installed; kubectl and the
-// Python and JavaScript clients watch in JSON), so the frames are read two ways: protoc --decode_raw (the
-// protobuf compiler's own reader) shows the wire structure kube-apiserver writes, and the schema codec turns
-// the embedded object back into the pod that was created.
-import { spawnSync } from 'node:child_process';
+// kinds). kubectl v1.32's `events --watch` watches through client-go's typed client, which asks for protobuf
+// and decodes the frames itself; the frames are also read with protoc --decode_raw (the protobuf compiler's
+// own reader), which shows the wire structure kube-apiserver writes, and the schema codec turns the embedded
+// object back into the pod that was created.
+import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { MemoryStore } from '@kemu/core';
 import { peers, requirePeers } from '@kemu/test-peers';
@@ -14,6 +14,7 @@ import { startTestApiServer, type TestApiServer } from './testing.js';
 import { PROTOBUF_WATCH_CONTENT_TYPE } from './watch-protobuf.js';
 
 const ok = requirePeers('protobuf watch frames read by protoc', [peers.protoc]);
+const okKubectl = requirePeers('protobuf watch read by kubectl events --watch', [peers.kubectl]);
 
 /** Opens a watch; resolves with the response once headers arrived. */
 function openWatch(t: TestApiServer, path: string, accept: string): Promise<http.IncomingMessage> {
@@ -111,6 +112,37 @@ describe.runIf(ok)('protobuf watch', () => {
     expect(ev.type).toBe('ERROR');
     const status = decodeObjectBytes(ev.raw) as unknown as { kind: string; code: number; reason: string };
     expect(status).toMatchObject({ kind: 'Status', code: 410, reason: 'Expired' });
+  });
+
+  it.runIf(okKubectl)('kubectl events --watch (client-go\'s typed watch) reads the protobuf stream', async () => {
+    const child = spawn('kubectl', ['events', '--watch', '-v=8'], { env: { PATH: process.env.PATH ?? '', KUBECONFIG: t.kubeconfig, HOME: t.dir } });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    try {
+      const until = async (what: string, cond: () => boolean) => {
+        for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(cond(), `${what}: ${out}${err.slice(-2000)}`).toBe(true);
+      };
+      await until('the watch is open', () => /Content-Type: application\/vnd\.kubernetes\.protobuf;stream=watch/.test(err));
+      await t.store.create({
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { name: 'web.pb', namespace: 'default' },
+        involvedObject: { kind: 'Pod', name: 'web', namespace: 'default' },
+        reason: 'Pulled',
+        message: 'delivered in a protobuf frame',
+        type: 'Normal',
+        firstTimestamp: new Date(Date.now() - 5000).toISOString().replace(/\.\d+Z$/, 'Z'),
+      } as never);
+      await until('the event line', () => out.includes('delivered in a protobuf frame'));
+      expect(out).toMatch(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\n/);
+      expect(out).toMatch(/\d+s\s+Normal\s+Pulled\s+Pod\/web\s+delivered in a protobuf frame\n/);
+      expect(err).toMatch(/GET https:\/\/[^ ]+\/api\/v1\/namespaces\/default\/events\?[^ ]*watch=true/);
+    } finally {
+      child.kill();
+    }
   });
 
   it('JSON still for JSON clients, and for kinds without a protobuf form', async () => {

@@ -1,11 +1,12 @@
 // Nodes in processes of their own (`kemu up --node-processes`): each node's kubelet, runtime and CSI driver
 // run in a `kemu node` process that reaches the control plane over its API socket. Killing a node process
 // and starting it again must find its pods in the runtime's state, not recreate them.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Cluster } from 'kemu';
+import type { NetworkPolicy, Service } from '@kemu/core';
+import { Cluster, type LinuxClusterNetwork } from 'kemu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { linuxDatapathAvailable, pinnedPod, runningPod, until } from './util.js';
 import { peers, requirePeers } from '@kemu/test-peers';
@@ -65,6 +66,20 @@ for (const mode of ['sim', 'linux'] as const) {
       if (mode === 'linux') {
         const t = await cluster.trace('a', 'b');
         expect(t.reachable).toBe(true);
+        // Each node process runs kube-proxy and the policy agent for its own node, as a real node does: a
+        // Service's rules appear in every node's namespace, and a deny-all policy is enforced on b's node.
+        await cluster.store.create<Service>({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-b', namespace: 'default' }, spec: { ports: [{ port: 80 }] } });
+        const net = cluster.network as LinuxClusterNetwork;
+        for (const node of ['kemu-node-1', 'kemu-node-2'])
+          await until(`svc-b programmed on ${node}`, async () => {
+            const saved = spawnSync('nsenter', [`--net=/run/netns/${net.nodeNetnsName(node)}`, '--', 'iptables-save'], { encoding: 'utf8' }).stdout;
+            return saved.includes('default/svc-b');
+          });
+        await cluster.store.create<NetworkPolicy>({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'deny-all', namespace: 'default' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } });
+        await until('b isolated by its node\'s policy agent', async () => !(await cluster.trace('a', 'b')).reachable);
+        await cluster.store.delete('NetworkPolicy', 'default', 'deny-all');
+        await cluster.store.delete('Service', 'default', 'svc-b');
+        await until('b reachable again', async () => (await cluster.trace('a', 'b')).reachable);
       } else {
         await expect(cluster.trace('a', 'b')).rejects.toThrow(/without node processes/);
       }

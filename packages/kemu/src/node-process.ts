@@ -14,6 +14,8 @@ import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nod
 import type { KubeletConfiguration } from '@kemu/kubelet';
 import type { DeviceRequest } from './node-resources.js';
 import { RemoteStore } from '@kemu/apiserver';
+import { startNodePolicyAgent } from './node-policy.js';
+import { startNodeProxy } from './node-proxy.js';
 
 export interface NodeProcessSpec {
   name: string;
@@ -187,9 +189,10 @@ export interface RunningNodeProcess {
 }
 
 /**
- * What `kemu node` runs: the node with its sockets served, its Node annotated with their endpoints, and on
+ * What `kemu node` runs: the node with its sockets served, its Node annotated with their endpoints, on
  * the linux datapath a route to every other node's pod CIDR kept in sync from the Node objects (what a
- * host-gw network daemon does).
+ * host-gw network daemon does), and beside the kubelet, as a real node runs them (the kube-proxy and
+ * policy agent DaemonSets), kube-proxy and the network policy agent programming this node's netfilter.
  */
 export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
   const network = createClusterNetwork({ datapath: o.datapath, stateDir: o.stateDir, overlay: o.network });
@@ -212,7 +215,22 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
     onError: o.onError,
   });
   let informer: SharedInformer<'Node', Node> | undefined;
+  const agents: Array<() => Promise<void>> = [];
+  const stopAgents = async () => {
+    for (const stop of agents.reverse().splice(0)) await stop().catch((err) => o.onError?.(err, `${o.name}: stop`));
+  };
   try {
+    const proxy = await startNodeProxy({
+      store: o.store,
+      network,
+      nodeName: o.name,
+      podNetwork: o.podNetwork ?? '10.244.0.0/16',
+      fast: o.fast,
+      onError: (e) => o.onError?.(e, `${o.name}: kube-proxy`),
+    });
+    agents.push(() => proxy.stop());
+    const policy = await startNodePolicyAgent({ store: o.store, network, nodeName: o.name, fast: o.fast, onError: (e) => o.onError?.(e, `${o.name}: network policy`) });
+    agents.push(() => policy.stop());
     await o.store.patch('Node', '', o.name, {
       metadata: {
         annotations: {
@@ -251,6 +269,8 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
       await informer.waitForSync();
     }
   } catch (err) {
+    informer?.stop();
+    await stopAgents();
     await node.stop();
     throw err;
   }
@@ -258,6 +278,7 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
     node,
     async stop() {
       informer?.stop();
+      await stopAgents();
       await node.stop();
     },
   };

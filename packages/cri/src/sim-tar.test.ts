@@ -151,6 +151,21 @@ describe('tar in a simulated container', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('tar: b: Cannot write: No space left on device\n');
     expect(fs.existsSync(path.join(rootfs, 'tmp', 'b'))).toBe(false);
+    const many = await archive(Array.from({ length: 5 }, (_, i) => ({ name: `m${i}`, body: '' })));
+    const m = await simTar(['xf', '-', '-C', '/tmp'], many, { ...ctx, maxEntries: 3 });
+    expect(m.code).toBe(2);
+    expect(m.stderr).toContain('tar: m3: Cannot create: more than 3 members in one archive\n');
+    expect(fs.existsSync(path.join(rootfs, 'tmp', 'm3'))).toBe(false);
+    // Set-id and sticky bits from an archive never reach the host's files.
+    const suid = tar.pack();
+    suid.entry({ name: 'suid', mode: 0o4755 }, '#!/bin/sh\n');
+    suid.entry({ name: 'sdir', type: 'directory', mode: 0o3777 });
+    suid.finalize();
+    const chunks: Buffer[] = [];
+    for await (const c of suid) chunks.push(c as Buffer);
+    expect((await simTar(['xpf', '-', '-C', '/tmp'], Buffer.concat(chunks))).code).toBe(0);
+    expect(fs.statSync(path.join(rootfs, 'tmp', 'suid')).mode & 0o7777).toBe(0o755);
+    expect(fs.statSync(path.join(rootfs, 'tmp', 'sdir')).mode & 0o7777).toBe(0o777);
     const junk = await simTar(['xf', '-'], Buffer.from('this is not an archive'.repeat(40)));
     expect(junk.code).toBe(2);
     expect(junk.stderr).toContain('tar: This does not look like a tar archive\n');

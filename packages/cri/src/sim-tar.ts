@@ -15,6 +15,8 @@ import type { ContainerRecord } from './types.js';
 
 /** Most bytes one `tar x` writes into a simulated container (its writable layer is host disk). */
 export const SIM_TAR_MAX_BYTES = 256 * 1024 * 1024;
+/** Most members one `tar x` creates (each is an inode on the host). */
+export const SIM_TAR_MAX_ENTRIES = 65_536;
 
 export interface SimTarContext {
   container: ContainerRecord;
@@ -24,6 +26,8 @@ export interface SimTarContext {
   synthetic: Record<string, string>;
   /** Bytes `tar x` may write (default SIM_TAR_MAX_BYTES). */
   maxBytes?: number;
+  /** Members `tar x` may create (default SIM_TAR_MAX_ENTRIES). */
+  maxEntries?: number;
 }
 
 export interface SimTarIO {
@@ -227,6 +231,7 @@ async function extract(cmd: TarCommand, dir: string, ctx: SimTarContext, io: Sim
     input.pipe(ex);
   }
   const limit = ctx.maxBytes ?? SIM_TAR_MAX_BYTES;
+  const maxEntries = ctx.maxEntries ?? SIM_TAR_MAX_ENTRIES;
   let written = 0;
   let entries = 0;
   try {
@@ -245,6 +250,11 @@ async function extract(cmd: TarCommand, dir: string, ctx: SimTarContext, io: Sim
         continue;
       }
       if (cmd.verbose) io.stdout.write(`${h.name}\n`);
+      if (entries > maxEntries) {
+        fail(`${name}: Cannot create: more than ${maxEntries} members in one archive`);
+        entry.resume();
+        continue;
+      }
       const containerPath = path.posix.join(dir, name);
       const loc = locateSimPath(ctx.container, containerPath, ctx.rootfs);
       if (!loc || loc.readOnly || !loc.rel) {
@@ -255,7 +265,8 @@ async function extract(cmd: TarCommand, dir: string, ctx: SimTarContext, io: Sim
       try {
         if (h.type === 'directory') {
           const made = mkdirWithin(loc.root, loc.host, 0o755, 'directory');
-          if (cmd.samePermissions && h.mode !== undefined) fs.chmodSync(made, h.mode & 0o7777);
+          // Permission bits only: no set-id or sticky bits on host files made from request data.
+          if (cmd.samePermissions && h.mode !== undefined) fs.chmodSync(made, h.mode & 0o777);
           entry.resume();
         } else if (h.type === 'symlink') {
           const target = replaceable(loc);
@@ -272,7 +283,7 @@ async function extract(cmd: TarCommand, dir: string, ctx: SimTarContext, io: Sim
           const target = replaceable(loc);
           const fd = fs.openSync(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
           await pipeline(entry, fs.createWriteStream('', { fd }));
-          const mode = (h.mode ?? 0o644) & (cmd.samePermissions ? 0o7777 : 0o755);
+          const mode = (h.mode ?? 0o644) & (cmd.samePermissions ? 0o777 : 0o755);
           fs.chmodSync(target, mode);
           if (cmd.keepMtime && h.mtime) fs.utimesSync(target, h.mtime, h.mtime);
         } else {

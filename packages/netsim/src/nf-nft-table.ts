@@ -272,8 +272,8 @@ export function nftApply(st: NftState, text: string): void {
     // Inline map elements name chains by the chain's own string, not a slice of the script.
     for (const e of r.exprs) if (e.kind === 'vmap' && e.elements) for (const el of e.elements.values()) if (el.verdict && 'chain' in el.verdict) el.verdict.chain = t.chains.get(el.verdict.chain)!.name;
     if (r.verdict && 'chain' in r.verdict) r.verdict.chain = t.chains.get(r.verdict.chain)!.name;
-    const pos = at ?? ch.rules.length;
-    ch.rules.splice(pos, 0, r);
+    if (at === undefined) ch.rules.push(r);
+    else ch.rules.splice(at, 0, r);
     for (const x of targetsOf(r)) bump(t, x, 1);
     added.push({ t, rule: r });
     undo.push(() => {

@@ -91,7 +91,8 @@ const t0 = performance.now();
 const heap0 = heapMiB();
 // The first sync: the fixed part, then the services in transactions of 50 (one 2.5M-endpoint transaction
 // would be a multi-gigabyte string).
-const written = new Map();
+// Like kube-proxy, the programmer keeps each service port's last state (not its rule text) and rebuilds
+// the previous rules from it to diff against.
 const ports = [];
 w.nft('node-0', nftBase(CTX));
 w.nft('node-0', `flush set ip ${NFT_TABLE} cluster-ips\n`);
@@ -103,13 +104,11 @@ for (let i = 0; i < SERVICES; i += 50) {
     ports[k] = sp;
     desired.set(`${sp.name}/tcp`, nftServiceRules(sp, CTX));
   }
-  const prev = new Map();
-  w.nft('node-0', nftablesScript({ family: 4, base: '', services: desired }, { family: 4, base: '', services: prev }));
-  for (const [k, v] of desired) written.set(k, v);
+  w.nft('node-0', nftablesScript({ family: 4, base: '', services: desired }, { family: 4, base: '', services: new Map() }));
   if (!JSON_OUT && i % 2000 === 0 && i) console.error(`  loaded ${i} services, ${((performance.now() - t0) / 1000).toFixed(0)} s, ${heapMiB().toFixed(0)} MiB`);
 }
 const loadS = (performance.now() - t0) / 1000;
-// What the rule set holds: the table, plus what the programmer keeps of the last write to diff against.
+// What the rule set holds: the shared table, plus the service ports' state the programmer keeps.
 const heap1 = heapMiB();
 
 // Changes: a Service's EndpointSlice loses one endpoint and gains another pod (a rolling update's step).
@@ -127,10 +126,10 @@ for (let c = 0; c < CHANGES; c++) {
   const next = { ...sp, endpoints: [...sp.endpoints.slice(1), ep(newPod)] };
   const key = `${sp.name}/tcp`;
   const after = nftServiceRules(next, CTX);
-  const script = nftablesScript({ family: 4, base: '', services: new Map([[key, after]]) }, { family: 4, base: '', services: new Map([[key, written.get(key)]]) });
+  const before = nftServiceRules(sp, CTX);
+  const script = nftablesScript({ family: 4, base: '', services: new Map([[key, after]]) }, { family: 4, base: '', services: new Map([[key, before]]) });
   w.nft('node-0', script);
   lat.push(performance.now() - start);
-  written.set(key, after);
   ports[i] = next;
   // Check it on a node: the changed Service's chain names the new endpoint and no longer the old one.
   if (c % 20 === 0) {

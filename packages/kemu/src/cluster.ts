@@ -258,6 +258,8 @@ export class Cluster {
   private router?: CsiRouter;
   /** The address index the next node gets (node IP and pod CIDR); never reused within a run. */
   private nextNodeIndex = 0;
+  /** Each node's address index; a removed node's name keeps its index, so it comes back with its address. */
+  private readonly nodeIndexes = new Map<string, number>();
   /** Serialises node additions and removals, so two never race for a name or an index. */
   private nodeChanges: Promise<unknown> = Promise.resolve();
   /** The cluster DNS server (once booted). */
@@ -479,7 +481,8 @@ export class Cluster {
           name = `kemu-node-${i}`;
         } else if (taken.has(name)) throw new StatusError('AlreadyExists', 409, `nodes "${name}" already exists`, { name, kind: 'nodes' });
         taken.add(name);
-        const index = this.nextNodeIndex++;
+        // A node removed earlier comes back at its old address, where its network namespace still is.
+        const index = this.nodeIndexes.get(name) ?? this.nextNodeIndex++;
         // The address is checked before anything starts, so a full pod network fails cleanly.
         try {
           this.address(index);
@@ -528,6 +531,7 @@ export class Cluster {
 
   /** Starts node `name` at address index `i`, in this process or its own, and records how to stop it. */
   private async startNodeAt(name: string, i: number, opts: AddNodeOptions) {
+    this.nodeIndexes.set(name, i);
     let stop: () => Promise<void>;
     if (this.options.nodeProcesses) stop = await this.spawnNode(name, i, this.drivers);
     else stop = await this.startLocalNode(name, i, this.drivers, opts);

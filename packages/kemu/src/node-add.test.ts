@@ -56,8 +56,15 @@ describe('adding and removing nodes of a running cluster over its API socket', (
     await nodeRemove('kemu-node-2', { stateDir }, out);
     expect((await api.list<Node>('Node')).items.map((n) => n.metadata.name).sort()).toEqual(['edge-a', 'kemu-node-1', 'kemu-node-3']);
     expect(cluster.node('kemu-node-2')).toBeUndefined();
-    // A later node never reuses a removed node's address.
+    // A later node never reuses a removed node's address; the removed node's name brings its own back.
+    const cidrOf = async (n: string) => (await api.get<Node>('Node', undefined, n)).spec?.podCIDR;
     expect(await nodeAdd({ count: 1, taints: [], stateDir }, out)).toEqual(['kemu-node-5']);
+    expect(nodes.map((n) => n.spec?.podCIDR)).not.toContain(await cidrOf('kemu-node-5'));
+    const before = nodes.find((n) => n.metadata.name === 'kemu-node-2')!;
+    expect(await nodeAdd({ count: 1, name: 'kemu-node-2', taints: [], stateDir }, out)).toEqual(['kemu-node-2']);
+    const again = await api.get<Node>('Node', undefined, 'kemu-node-2');
+    expect(again.spec?.podCIDR).toBe(before.spec?.podCIDR);
+    expect(again.status?.addresses).toEqual(before.status?.addresses);
   }, 60_000);
 
   it('answers bad requests with the status kube-apiserver would use, changing nothing', async () => {

@@ -134,11 +134,14 @@ export class SimBackend implements Backend {
 
   constructor(private readonly opts: SimBackendOptions = {}) {}
 
-  /** The container's writable layer (a directory that may not exist yet). */
-  private rootfs(c: ContainerRecord): string {
-    let base = this.opts.rootfsDir;
-    if (!base) base = this.tmpRootfs ??= fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-sim-rootfs-'));
-    return path.join(base, c.id);
+  /**
+   * The container's writable layer (a directory that may not exist yet). Without a rootfsDir the temporary
+   * home is made only for a write (`forWrite`); before that there is no layer to read.
+   */
+  private rootfs(c: ContainerRecord, forWrite = false): string | undefined {
+    let base = this.opts.rootfsDir ?? this.tmpRootfs;
+    if (!base && forWrite) base = this.tmpRootfs = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-sim-rootfs-'));
+    return base ? path.join(base, c.id) : undefined;
   }
 
   setHost(host: BackendHost): void {
@@ -303,7 +306,8 @@ export class SimBackend implements Backend {
     this.live.delete(c.id);
     this.untrack(c);
     // The layer goes with the container (rm does not follow the links an archive may have placed there).
-    fs.rmSync(this.rootfs(c), { recursive: true, force: true });
+    const layer = this.rootfs(c);
+    if (layer) fs.rmSync(layer, { recursive: true, force: true });
   }
 
   private run(sb: SandboxRecord, c: ContainerRecord, cmd: string[]): { stdout: string; stderr: string; exitCode: number } {
@@ -360,7 +364,7 @@ export class SimBackend implements Backend {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     const synthetic = { '/etc/hostname': `${sb.config.hostname ?? ''}\n`, '/etc/resolv.conf': resolvConf(sb) };
-    const exit = runSimTar(args, { container: c, rootfs: this.rootfs(c), synthetic }, { stdin, stdout, stderr })
+    const exit = runSimTar(args, { container: c, rootfs: this.rootfs(c, true), synthetic }, { stdin, stdout, stderr })
       .catch((err: unknown) => {
         stderr.write(`tar: ${(err as Error).message}\n`);
         return 2;

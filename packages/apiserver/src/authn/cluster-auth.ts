@@ -18,7 +18,8 @@ import { ServiceAccountAdmission } from '../admission/service-account.js';
 import { ValidatingAdmissionPolicyAdmission } from '../admission/validating-admission-policy.js';
 import { localSubjectAccessReview, selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from '../authz/access-reviews.js';
 import { authorizingStore } from '../authz/authorizing-store.js';
-import { ensureBootstrapPolicy } from '../authz/bootstrap-policy.js';
+import { bootstrapControllerRoleBindings, ensureBootstrapPolicy } from '../authz/bootstrap-policy.js';
+import { KUBE_CONTROLLER_MANAGER } from '../authz/component-identities.js';
 import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregation.js';
 import { DecisionCache } from '../authz/decision-cache.js';
 import { RBACEscalationCheck } from '../authz/escalation.js';
@@ -60,6 +61,9 @@ export interface ClusterAuthOptions {
   now?: () => Date;
 }
 
+/** The users of the controllers' ServiceAccounts, whose informers run as the controller manager. */
+const CONTROLLER_USERS = new Set(bootstrapControllerRoleBindings().flatMap((b) => (b.subjects ?? []).map((s) => `system:serviceaccount:${s.namespace}:${s.name}`)));
+
 /** The built-in plugins, in kube-apiserver's recommended order. */
 export const ADMISSION_PLUGINS = [
   'NamespaceLifecycle',
@@ -88,7 +92,8 @@ export interface ClusterAuth {
   podToken(pod: KubeObject, audience: string | undefined, expirationSeconds: number): Promise<string>;
   /**
    * The store as an in-process component running as `user` sees it through the API: every call authorized
-   * (decisions cached until the RBAC policy changes), and a kubelet's writes checked by NodeRestriction.
+   * (decisions cached until the RBAC policy changes), a kubelet's writes checked by NodeRestriction, and a
+   * controller's lists and watches made as system:kube-controller-manager (its informers are the manager's).
    */
   storeFor(user: UserInfo): Store;
   stop(): Promise<void>;
@@ -204,7 +209,10 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       return tr.status!.token;
     },
     storeFor(user) {
-      return authorizingStore(store, user, decisions, nodeOf(user) && on('NodeRestriction') ? { admission: nodeRestriction } : {});
+      return authorizingStore(store, user, decisions, {
+        ...(nodeOf(user) && on('NodeRestriction') ? { admission: nodeRestriction } : {}),
+        ...(CONTROLLER_USERS.has(user.name) ? { listAs: KUBE_CONTROLLER_MANAGER } : {}),
+      });
     },
     async stop() {
       await webhooks?.stop();

@@ -20,13 +20,18 @@ import { authorizationForbidden } from './forbidden.js';
 export interface AuthorizingStoreOptions {
   /** Validating admission for the component's writes (only `validate` is called; nothing is mutated). */
   admission?: AdmissionChain;
+  /**
+   * Lists and watches are authorized as this user instead: a controller's informers are the controller
+   * manager's shared ones, running on the manager's credentials, while its other calls use its own.
+   */
+  listAs?: UserInfo;
 }
 
 export function authorizingStore(store: Store, user: UserInfo, authorizer: Authorizer, opts: AuthorizingStoreOptions = {}): Store {
   const check = async (verb: string, kind: string, namespace: string | undefined, name = '', subresource = '') => {
     const info = kindInfo(kind);
     const attrs: AuthorizationAttributes = {
-      user,
+      user: opts.listAs && (verb === 'list' || verb === 'watch') ? opts.listAs : user,
       isResourceRequest: true,
       path: '',
       verb,

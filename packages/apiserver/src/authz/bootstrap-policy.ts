@@ -205,12 +205,174 @@ export function bootstrapClusterRoleBindings(): ClusterRoleBinding[] {
   ];
 }
 
+const EVENTS_RULE = r(['create', 'update', 'patch'], ['', 'events.k8s.io'], ['events']);
+export const CONTROLLER_ROLE_PREFIX = 'system:controller:';
+
+/**
+ * The roles of kube-controller-manager's controllers, each `system:controller:<name>` bound to the
+ * ServiceAccount kube-system/<name> the controller runs as (--use-service-account-credentials): those of
+ * the controllers kemu runs, with upstream's rules.
+ */
+export function bootstrapControllerRoles(): ClusterRole[] {
+  const c = (name: string, rules: PolicyRule[]) => role(`${CONTROLLER_ROLE_PREFIX}${name}`, rules);
+  const APPS = ['extensions', 'apps'];
+  return [
+    c('attachdetach-controller', [
+      r(['list', 'watch'], [''], ['persistentvolumes', 'persistentvolumeclaims']),
+      r(READ, [''], ['nodes']),
+      r(['patch', 'update'], [''], ['nodes/status']),
+      r(['list', 'watch'], [''], ['pods']),
+      EVENTS_RULE,
+      r(['get', 'create', 'delete', 'list', 'watch'], ['storage.k8s.io'], ['volumeattachments']),
+      r(READ, ['storage.k8s.io'], ['csidrivers']),
+      r(READ, ['storage.k8s.io'], ['csinodes']),
+    ]),
+    c('clusterrole-aggregation-controller', [r(['escalate', 'get', 'list', 'watch', 'update', 'patch'], [RBAC_GROUP], ['clusterroles'])]),
+    c('cronjob-controller', [
+      r(['get', 'list', 'watch', 'update'], ['batch'], ['cronjobs']),
+      r(['get', 'list', 'watch', 'create', 'update', 'delete', 'patch'], ['batch'], ['jobs']),
+      r(['update'], ['batch'], ['cronjobs/status']),
+      r(['update'], ['batch'], ['cronjobs/finalizers']),
+      r(['list', 'watch', 'delete'], [''], ['pods']),
+      EVENTS_RULE,
+    ]),
+    c('daemon-set-controller', [
+      r(READ, APPS, ['daemonsets']),
+      r(['update'], APPS, ['daemonsets/status']),
+      r(['update'], APPS, ['daemonsets/finalizers']),
+      r(['list', 'watch'], [''], ['nodes']),
+      r(['list', 'watch', 'create', 'delete', 'patch'], [''], ['pods']),
+      r(['create'], [''], ['pods/binding']),
+      r(['get', 'list', 'watch', 'create', 'delete', 'update', 'patch'], ['apps'], ['controllerrevisions']),
+      EVENTS_RULE,
+    ]),
+    c('deployment-controller', [
+      r(['get', 'list', 'watch', 'update'], APPS, ['deployments']),
+      r(['update'], APPS, ['deployments/status']),
+      r(['update'], APPS, ['deployments/finalizers']),
+      r(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'], APPS, ['replicasets']),
+      r(['get', 'list', 'watch', 'update'], [''], ['pods']),
+      EVENTS_RULE,
+    ]),
+    c('disruption-controller', [
+      r(READ, APPS, ['deployments']),
+      r(READ, APPS, ['replicasets']),
+      r(READ, [''], ['replicationcontrollers']),
+      r(READ, ['policy'], ['poddisruptionbudgets']),
+      r(READ, ['apps'], ['statefulsets']),
+      r(['update'], ['policy'], ['poddisruptionbudgets/status']),
+      r(['patch', 'update'], [''], ['pods/status']),
+      r(['get'], ['*'], ['*/scale']),
+      EVENTS_RULE,
+    ]),
+    c('endpoint-controller', [
+      r(READ, [''], ['services', 'pods']),
+      r(['get', 'list', 'watch', 'create', 'update', 'delete'], [''], ['endpoints']),
+      r(['create'], [''], ['endpoints/restricted']),
+      EVENTS_RULE,
+    ]),
+    c('endpointslice-controller', [
+      r(READ, [''], ['services', 'pods', 'nodes']),
+      r(['update'], [''], ['services/finalizers']),
+      r(['get', 'list', 'watch', 'create', 'update', 'delete'], ['discovery.k8s.io'], ['endpointslices']),
+      EVENTS_RULE,
+    ]),
+    c('ephemeral-volume-controller', [
+      r(READ, [''], ['pods']),
+      r(['update'], [''], ['pods/finalizers']),
+      r(['get', 'list', 'watch', 'create'], [''], ['persistentvolumeclaims']),
+      EVENTS_RULE,
+    ]),
+    c('generic-garbage-collector', [r(['get', 'list', 'watch', 'patch', 'update', 'delete'], ['*'], ['*']), EVENTS_RULE]),
+    c('horizontal-pod-autoscaler', [
+      r(READ, ['autoscaling'], ['horizontalpodautoscalers']),
+      r(['update'], ['autoscaling'], ['horizontalpodautoscalers/status']),
+      r(['get', 'update'], ['*'], ['*/scale']),
+      r(['list', 'watch'], [''], ['pods']),
+      r(['list', 'watch'], ['metrics.k8s.io'], ['pods']),
+      r(READ, ['custom.metrics.k8s.io'], ['*']),
+      r(READ, ['external.metrics.k8s.io'], ['*']),
+      EVENTS_RULE,
+    ]),
+    c('job-controller', [
+      r(['get', 'list', 'watch', 'update', 'patch'], ['batch'], ['jobs']),
+      r(['update'], ['batch'], ['jobs/status']),
+      r(['update'], ['batch'], ['jobs/finalizers']),
+      r(['list', 'watch', 'create', 'delete', 'patch'], [''], ['pods']),
+      EVENTS_RULE,
+    ]),
+    c('namespace-controller', [
+      r(['get', 'list', 'watch', 'delete'], [''], ['namespaces']),
+      r(['update'], [''], ['namespaces/finalize', 'namespaces/status']),
+      r(['get', 'list', 'watch', 'delete', 'deletecollection'], ['*'], ['*']),
+    ]),
+    c('node-controller', [
+      r(['get', 'list', 'watch', 'update', 'delete', 'patch'], [''], ['nodes']),
+      r(['patch', 'update'], [''], ['nodes/status']),
+      r(['patch', 'update'], [''], ['pods/status']),
+      r(['list', 'watch', 'get', 'delete'], [''], ['pods']),
+      EVENTS_RULE,
+    ]),
+    c('persistent-volume-binder', [
+      r(['get', 'list', 'watch', 'update', 'create', 'delete'], [''], ['persistentvolumes']),
+      r(['update'], [''], ['persistentvolumes/status']),
+      r(['get', 'list', 'watch', 'update'], [''], ['persistentvolumeclaims']),
+      r(['update'], [''], ['persistentvolumeclaims/status']),
+      r(['list', 'watch', 'get', 'create', 'delete'], [''], ['pods']),
+      r(READ, ['storage.k8s.io'], ['storageclasses']),
+      r(['list', 'watch'], [''], ['nodes']),
+      EVENTS_RULE,
+      r(['watch'], [''], ['events']),
+      r(['get'], [''], ['services']),
+    ]),
+    c('pod-garbage-collector', [r(['list', 'watch', 'delete'], [''], ['pods']), r(READ, [''], ['nodes']), r(['patch'], [''], ['pods/status'])]),
+    c('replicaset-controller', [
+      r(['get', 'list', 'watch', 'update'], APPS, ['replicasets']),
+      r(['update'], APPS, ['replicasets/status']),
+      r(['update'], APPS, ['replicasets/finalizers']),
+      r(['list', 'watch', 'patch', 'create', 'delete'], [''], ['pods']),
+      EVENTS_RULE,
+    ]),
+    c('replication-controller', [
+      r(['get', 'list', 'watch', 'update'], [''], ['replicationcontrollers']),
+      r(['update'], [''], ['replicationcontrollers/status']),
+      r(['update'], [''], ['replicationcontrollers/finalizers']),
+      r(['list', 'watch', 'patch', 'create', 'delete'], [''], ['pods']),
+      EVENTS_RULE,
+    ]),
+    c('resourcequota-controller', [r(['list', 'watch'], ['*'], ['*']), r(['update'], [''], ['resourcequotas/status']), EVENTS_RULE]),
+    c('root-ca-cert-publisher', [r(['create', 'update'], [''], ['configmaps']), EVENTS_RULE]),
+    c('service-account-controller', [r(['create'], [''], ['serviceaccounts']), EVENTS_RULE]),
+    c('statefulset-controller', [
+      r(['list', 'watch'], [''], ['pods']),
+      r(READ, ['apps'], ['statefulsets']),
+      r(['update'], ['apps'], ['statefulsets/status']),
+      r(['update'], ['apps'], ['statefulsets/finalizers']),
+      r(['get', 'create', 'delete', 'update', 'patch'], [''], ['pods']),
+      r(['get', 'create', 'delete', 'update', 'patch', 'list', 'watch'], ['apps'], ['controllerrevisions']),
+      r(['get', 'create', 'list', 'watch'], [''], ['persistentvolumeclaims']),
+      r(['update', 'delete'], [''], ['persistentvolumeclaims']),
+      r(['update'], [''], ['pods/finalizers']),
+      EVENTS_RULE,
+    ]),
+    c('ttl-after-finished-controller', [r(['get', 'list', 'watch', 'delete'], ['batch'], ['jobs']), EVENTS_RULE]),
+  ];
+}
+
+/** Each controller role bound to its controller's ServiceAccount in kube-system. */
+export function bootstrapControllerRoleBindings(): ClusterRoleBinding[] {
+  return bootstrapControllerRoles().map((cr) => {
+    const sa = cr.metadata.name!.slice(CONTROLLER_ROLE_PREFIX.length);
+    return binding(cr.metadata.name!, cr.metadata.name!, [{ kind: 'ServiceAccount', name: sa, namespace: 'kube-system' }]);
+  });
+}
+
 /**
  * Creates the default roles and bindings that are missing, as kube-apiserver does at start. Existing ones are
  * left as they are (upstream reconciles those annotated autoupdate; a user's edits to them survive here).
  */
 export async function ensureBootstrapPolicy(store: Store): Promise<void> {
-  for (const obj of [...bootstrapClusterRoles(), ...bootstrapClusterRoleBindings()]) {
+  for (const obj of [...bootstrapClusterRoles(), ...bootstrapControllerRoles(), ...bootstrapClusterRoleBindings(), ...bootstrapControllerRoleBindings()]) {
     try {
       await store.create(obj);
     } catch (err) {

@@ -1,8 +1,10 @@
 // The users kube-apiserver knows the cluster's own components as, each bound by the bootstrap policy to
 // its role: the scheduler (system:kube-scheduler), the controller manager (system:kube-controller-manager),
 // kube-proxy (system:kube-proxy, bound to system:node-proxier) and each kubelet (system:node:<name> in
-// group system:nodes, which the Node authorizer and the NodeRestriction admission plugin recognise).
+// group system:nodes, which the Node authorizer and the NodeRestriction admission plugin recognise); each
+// controller runs as its own ServiceAccount in kube-system, bound to system:controller:<name>.
 import { AUTHENTICATED_GROUP, type UserInfo } from '../auth-seams.js';
+import { serviceAccountGroups, serviceAccountUsername } from './rbac-rules.js';
 
 export const KUBE_SCHEDULER: UserInfo = { name: 'system:kube-scheduler', groups: [AUTHENTICATED_GROUP] };
 export const KUBE_CONTROLLER_MANAGER: UserInfo = { name: 'system:kube-controller-manager', groups: [AUTHENTICATED_GROUP] };
@@ -12,4 +14,9 @@ export const NODES_GROUP = 'system:nodes';
 /** A kubelet's user, as its client certificate names it (CN system:node:<name>, O system:nodes). */
 export function nodeUser(nodeName: string): UserInfo {
   return { name: `system:node:${nodeName}`, groups: [NODES_GROUP, AUTHENTICATED_GROUP] };
+}
+
+/** A controller's user under --use-service-account-credentials: the ServiceAccount kube-system/<name>. */
+export function controllerUser(serviceAccount: string): UserInfo {
+  return { name: serviceAccountUsername('kube-system', serviceAccount), groups: [...serviceAccountGroups('kube-system'), AUTHENTICATED_GROUP] };
 }

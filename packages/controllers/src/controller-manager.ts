@@ -16,6 +16,7 @@ import { ReplicaSetController } from './replica-set-controller.js';
 import { ResourceQuotaController } from './resource-quota-controller.js';
 import { ServiceAccountController } from './service-account-controller.js';
 import { StatefulSetController } from './statefulset-controller.js';
+import { storeByKind } from './store-by-kind.js';
 import { TTLAfterFinishedController } from './ttl-after-finished-controller.js';
 
 interface Runnable {
@@ -42,6 +43,26 @@ const CONTROLLERS: Record<string, Factory> = {
   'ttl-after-finished': (ctx) => new TTLAfterFinishedController(ctx),
 };
 
+/**
+ * The ServiceAccount (in kube-system) each controller runs as under --use-service-account-credentials, as
+ * kube-controller-manager names them; its role is `system:controller:<name>`.
+ */
+export const CONTROLLER_SERVICE_ACCOUNTS: Record<string, string> = {
+  daemonset: 'daemon-set-controller',
+  deployment: 'deployment-controller',
+  disruption: 'disruption-controller',
+  replicaset: 'replicaset-controller',
+  replicationcontroller: 'replication-controller',
+  endpointslice: 'endpointslice-controller',
+  resourcequota: 'resourcequota-controller',
+  serviceaccount: 'service-account-controller',
+  statefulset: 'statefulset-controller',
+  horizontalpodautoscaling: 'horizontal-pod-autoscaler',
+  job: 'job-controller',
+  cronjob: 'cronjob-controller',
+  'ttl-after-finished': 'ttl-after-finished-controller',
+};
+
 /** Names accepted by `--controllers` (`endpoint` is the legacy Endpoints half of `endpointslice`). */
 export const CONTROLLER_NAMES: readonly string[] = [...Object.keys(CONTROLLERS), 'endpoint'].sort();
 
@@ -64,6 +85,12 @@ export interface ControllerManagerOptions {
   /** How often each autoscaler is evaluated (default 15 s, as --horizontal-pod-autoscaler-sync-period). */
   hpaSyncPeriodMs?: number;
   onError?(controller: string, err: unknown): void;
+  /**
+   * The store each controller writes through, by its ServiceAccount name (CONTROLLER_SERVICE_ACCOUNTS), as
+   * --use-service-account-credentials gives each controller a client of its own; the shared informers and
+   * leader election keep using `store` (the manager's own identity). Default: `store` for all.
+   */
+  storeFor?(serviceAccount: string): Store;
 }
 
 /** The set of enabled controller names; throws on an unknown name, as kube-controller-manager refuses to start. */
@@ -136,11 +163,21 @@ export class ControllerManager {
     const list: Runnable[] = [];
     for (const name of this.enabled) {
       const f = CONTROLLERS[name];
-      if (f) list.push(f(this.context, this.options));
+      if (f) list.push(f(this.contextFor(name), this.options));
     }
     this.running = list;
     this.context.informers.start();
     await Promise.all(list.map((c) => c.start()));
+  }
+
+  /** The shared context, or one writing through the controller's own store when `storeFor` is given. */
+  private contextFor(name: string): ControllerContext {
+    const sa = CONTROLLER_SERVICE_ACCOUNTS[name];
+    if (!this.options.storeFor || !sa) return this.context;
+    let store = this.options.storeFor(sa);
+    // Endpoints are upstream's endpoint controller's work, under its own account.
+    if (name === 'endpointslice') store = storeByKind(store, { Endpoints: this.options.storeFor('endpoint-controller') });
+    return new ControllerContext({ ...this.context.options, store, informers: this.context.informers });
   }
 
   private async stopControllers(): Promise<void> {

@@ -236,13 +236,8 @@ export class DeploymentController {
 
   private async setDeploymentRevision(d: Deployment, revision: string): Promise<void> {
     if (d.metadata.annotations?.[REVISION_ANNOTATION] === revision) return;
-    const updated = await this.ctx.store.patch(
-      'Deployment',
-      d.metadata.namespace,
-      d.metadata.name!,
-      { metadata: { annotations: { [REVISION_ANNOTATION]: revision } } },
-      'merge',
-    );
+    // An update, as upstream's controller writes it (its role may update deployments, not patch them).
+    const updated = await this.ctx.store.update({ ...d, metadata: { ...d.metadata, annotations: { ...(d.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision } } });
     d.metadata.annotations = updated.metadata.annotations;
     d.metadata.resourceVersion = updated.metadata.resourceVersion;
   }

@@ -2,7 +2,7 @@
 export { type Clock, realClock, ScaledClock } from './clock.js';
 export { ensureRevision, REVISION_LABEL, revisionTemplate, truncateHistory } from './controller-history.js';
 export { ControllerContext, type ControllerContextOptions } from './controller-context.js';
-export { CONTROLLER_NAMES, ControllerManager, type ControllerManagerOptions, enabledControllers } from './controller-manager.js';
+export { CONTROLLER_NAMES, CONTROLLER_SERVICE_ACCOUNTS, ControllerManager, type ControllerManagerOptions, enabledControllers } from './controller-manager.js';
 export { CronJobController, mostRecentScheduleTime, SCHEDULED_TIMESTAMP_ANNOTATION } from './cronjob-controller.js';
 export { DAEMON_TOLERATIONS, DaemonSetController, shouldRunOn, targetNode } from './daemonset-controller.js';
 export { DeploymentController } from './deployment-controller.js';

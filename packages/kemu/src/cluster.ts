@@ -34,7 +34,9 @@ import {
   type ApiExtensions,
   type ApiServer,
   type ApiServerOptions,
+  controllerUser,
   type ExecResult,
+  KUBE_CONTROLLER_MANAGER,
   KUBE_PROXY,
   KUBE_SCHEDULER,
   type NodeAddRequest,
@@ -347,20 +349,21 @@ export class Cluster {
     } as KubeObject);
 
     // Control plane.
-    const binder = new PersistentVolumeBinder({ store, resyncPeriodMs: fast ? 2000 : 15_000 });
+    const binder = new PersistentVolumeBinder({ store: this.storeAs(controllerUser('persistent-volume-binder')), resyncPeriodMs: fast ? 2000 : 15_000 });
     await binder.start();
     this.stoppers.push(() => binder.stop());
-    const ad = new AttachDetachController({ store, resyncPeriodMs: fast ? 2000 : 10_000 });
+    const ad = new AttachDetachController({ store: this.storeAs(controllerUser('attachdetach-controller')), resyncPeriodMs: fast ? 2000 : 10_000 });
     await ad.start();
     this.stoppers.push(() => ad.stop());
-    const ephemeral = new EphemeralVolumeController({ store });
+    const ephemeral = new EphemeralVolumeController({ store: this.storeAs(controllerUser('ephemeral-volume-controller')) });
     await ephemeral.start();
     this.stoppers.push(() => ephemeral.stop());
     const scheduler = new Scheduler({ store: this.storeAs(KUBE_SCHEDULER) });
     await scheduler.start();
     this.stoppers.push(() => scheduler.stop());
     const controllers = new ControllerManager({
-      store,
+      store: this.storeAs(KUBE_CONTROLLER_MANAGER),
+      storeFor: (sa) => this.storeAs(controllerUser(sa)),
       controllers: o.controllers,
       clock: o.clockSpeed && o.clockSpeed !== 1 ? new ScaledClock(new Date(), o.clockSpeed) : undefined,
       metrics: new RuntimePodMetrics((n) => this.runtimeOf(n)),
@@ -384,7 +387,7 @@ export class Cluster {
     this.stoppers.push(() => dns.stop());
     await ensureKubeDnsService(store, CLUSTER_DNS_IP);
     const nlc = new NodeLifecycleController({
-      store,
+      store: this.storeAs(controllerUser('node-controller')),
       gracePeriodMs: fast ? 4000 : 40_000,
       monitorPeriodMs: fast ? 500 : 5000,
     });

@@ -1,6 +1,7 @@
 // `kemu up` runs its components as their upstream users through RBAC: the scheduler as
 // system:kube-scheduler, so a cluster without that user's binding leaves pods unscheduled (the bind is
-// refused) until the binding is back, as a kube-apiserver cluster would; kubelets as system:node:<name> in
+// refused) until the binding is back, as a kube-apiserver cluster would; each controller as its ServiceAccount
+// in kube-system (system:controller:<name>); kubelets as system:node:<name> in
 // system:nodes, so a node whose group lost its role stops renewing its Lease and goes unready.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -52,6 +53,27 @@ describe('kemu up component identities', () => {
     expect((await api().request('POST', RBAC, { ...rest, metadata: { name: metadata.name } })).code).toBe(201);
     await until('the pod to be bound', async () => Boolean(await nodeName('waits')));
     expect(await nodeName('waits')).toBe('kemu-node-1');
+  }, 60_000);
+
+  it('runs each controller as its own ServiceAccount in kube-system, as --use-service-account-credentials does', async () => {
+    const name = `${RBAC}/system:controller:replicaset-controller`;
+    const binding = (await getJson(name)).body;
+    expect(binding.subjects).toMatchObject([{ kind: 'ServiceAccount', name: 'replicaset-controller', namespace: 'kube-system' }]);
+    expect((await api().request('DELETE', name)).code).toBe(200);
+    const rs = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'rs', namespace: 'default' },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'rs' } }, template: { metadata: { labels: { app: 'rs' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } },
+    };
+    expect((await api().request('POST', '/apis/apps/v1/namespaces/default/replicasets', rs)).code).toBe(201);
+    const pods = async () => (await getJson('/api/v1/namespaces/default/pods?labelSelector=app%3Drs')).body.items.length;
+    // The ReplicaSet controller may not create its pods without its role.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(await pods()).toBe(0);
+    const { metadata, ...rest } = binding;
+    expect((await api().request('POST', RBAC, { ...rest, metadata: { name: metadata.name } })).code).toBe(201);
+    await until('the ReplicaSet to create its pod', async () => (await pods()) === 1);
   }, 60_000);
 
   it('runs the kubelet as system:node:<name> in system:nodes: without that group\'s binding its node goes unready', async () => {

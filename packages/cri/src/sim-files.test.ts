@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readSimFile } from './sim-files.js';
+import { readSimFile, statSimPath } from './sim-files.js';
 import type { ContainerRecord } from './types.js';
 
 let root: string;
@@ -54,5 +54,24 @@ describe('readSimFile', () => {
     fs.writeFileSync(f, 'just me');
     const c = container([{ containerPath: '/etc/app.conf', hostPath: f }]);
     expect(text(readSimFile(c, '/etc/app.conf', {}))).toBe('just me');
+  });
+
+  it('test -d/-f: the layer, the mounts, the synthetic root, and the directories holding mount points', () => {
+    const vol = path.join(root, 'vol');
+    fs.mkdirSync(vol);
+    fs.writeFileSync(path.join(vol, 'f'), 'x');
+    const layer = path.join(root, 'layer');
+    fs.mkdirSync(path.join(layer, 'srv'), { recursive: true });
+    const c = container([{ containerPath: '/var/lib/data', hostPath: vol }]);
+    const syn = { '/etc/hostname': 'h\n' };
+    expect(statSimPath(c, '/var/lib/data/f', syn, layer)).toBe('file');
+    expect(statSimPath(c, '/var/lib/data', syn, layer)).toBe('directory');
+    expect(statSimPath(c, '/var/lib', syn, layer)).toBe('directory');
+    expect(statSimPath(c, '/var', syn, layer)).toBe('directory');
+    expect(statSimPath(c, '/srv', syn, layer)).toBe('directory');
+    expect(statSimPath(c, '/etc', syn, layer)).toBe('directory');
+    expect(statSimPath(c, '/etc/hostname', syn, layer)).toBe('file');
+    expect(statSimPath(c, '/nope', syn, layer)).toBeUndefined();
+    expect(statSimPath(c, '/var/li', syn, layer)).toBeUndefined();
   });
 });

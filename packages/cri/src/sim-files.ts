@@ -104,7 +104,9 @@ export function statSimPath(c: ContainerRecord, file: string, synthetic: Record<
     if (normal === undefined) return undefined;
     if (synthetic[normal] !== undefined) return 'file' as const;
     const dir = normal.endsWith('/') ? normal : `${normal}/`;
-    return normal === '/' || Object.keys(synthetic).some((k) => k.startsWith(dir)) ? ('directory' as const) : undefined;
+    // A directory holding synthetic files or mount points exists in the container even if nothing else is there.
+    const shown = [...Object.keys(synthetic), ...(c.config.mounts ?? []).map((m) => path.posix.normalize(m.containerPath ?? ''))];
+    return normal === '/' || shown.some((k) => k.startsWith(dir)) ? ('directory' as const) : undefined;
   };
   if (!loc) return syntheticKind();
   try {

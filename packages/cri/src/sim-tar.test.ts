@@ -95,6 +95,10 @@ describe('tar in a simulated container', () => {
     expect(fs.readlinkSync(path.join(dest, 'tmp', 'tree', 'alias'))).toBe('blob');
     expect(fs.statSync(path.join(dest, 'tmp', 'tree', 'sub', 'run.sh')).mode & 0o777).toBe(0o755);
 
+    // A directory shows the mounts and synthetic files below it, as in a real container's mount namespace.
+    const etcAll = await simTar(['cf', '-', '-C', '/', 'etc']);
+    expect(etcAll.code, etcAll.stderr).toBe(0);
+    expect(gnuTar(['-tf', '-'], etcAll.stdout).stdout.toString().split('\n').filter(Boolean)).toEqual(['etc/', 'etc/config/', 'etc/config/config', 'etc/hostname']);
     // A synthetic file and a file in a mount archive too; `tar t` lists.
     const etc = await simTar(['-cf', '-', '-C', '/etc', 'hostname']);
     expect(gnuTar(['-xOf', '-'], etc.stdout).stdout.toString()).toBe('box\n');

@@ -175,9 +175,17 @@ async function addPath(pack: tar.Pack, containerPath: string, name: string, ctx:
   }
   if (!st) {
     const text = ctx.synthetic[containerPath];
+    const overlaid = !loc || loc.layer ? overlaidChildren(ctx, containerPath) : [];
     if (text !== undefined && (!loc || loc.layer)) {
       if (cmd.verbose) io.stderr.write(`${name}\n`);
       pack.entry({ name, type: 'file', mode: 0o644, mtime: new Date() }, Buffer.from(text));
+      return;
+    }
+    if (overlaid.length) {
+      // A directory the container shows only because mounts or synthetic files lie below it.
+      if (cmd.verbose) io.stderr.write(`${name}\n`);
+      pack.entry({ name: name ? `${name}/` : './', type: 'directory', mode: 0o755, mtime: new Date() });
+      for (const child of overlaid.sort()) await addPath(pack, path.posix.join(containerPath, child), name ? `${name}/${child}` : child, ctx, cmd, io, fail);
       return;
     }
     fail(`${name || '.'}: Cannot stat: No such file or directory`);
@@ -189,7 +197,8 @@ async function addPath(pack: tar.Pack, containerPath: string, name: string, ctx:
     pack.entry({ ...base, type: 'symlink', linkname: fs.readlinkSync(real) });
   } else if (st.isDirectory()) {
     pack.entry({ ...base, name: name ? `${name}/` : './', type: 'directory' });
-    for (const child of fs.readdirSync(real).sort()) {
+    // What the directory holds, and the mount points and synthetic files the container shows in it.
+    for (const child of [...new Set([...fs.readdirSync(real), ...overlaidChildren(ctx, containerPath)])].sort()) {
       await addPath(pack, path.posix.join(containerPath, child), name ? `${name}/${child}` : child, ctx, cmd, io, fail);
     }
   } else if (st.isFile()) {
@@ -213,6 +222,15 @@ async function addPath(pack: tar.Pack, containerPath: string, name: string, ctx:
   } else {
     fail(`${name}: socket ignored`);
   }
+}
+
+/** Names directly below container directory `dir` that mounts or synthetic files put there. */
+function overlaidChildren(ctx: SimTarContext, dir: string): string[] {
+  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+  const shown = [...(ctx.container.config.mounts ?? []).map((m) => path.posix.normalize(m.containerPath ?? '')), ...Object.keys(ctx.synthetic)];
+  const out = new Set<string>();
+  for (const p of shown) if (p.startsWith(prefix) && p.length > prefix.length) out.add(p.slice(prefix.length).split('/')[0]);
+  return [...out];
 }
 
 /** The real directory holding `loc` (links above it followed, and refused when they leave its root). */

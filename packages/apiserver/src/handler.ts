@@ -30,7 +30,7 @@ import { authorizationForbidden } from './authz/forbidden.js';
 import { ApiMetrics } from './metrics.js';
 import type { Renderers, RequestContext } from './request-context.js';
 import { decodeBody, type IncomingRequest, MAX_REQUEST_BODY_BYTES, readBody } from './request-body.js';
-import { pathSegments, queryBool, requestInfo } from './request-info.js';
+import { parseRequestUrl, pathSegments, queryBool, type RequestUrl, requestInfo } from './request-info.js';
 import { getObject, listObjects } from './rest-read.js';
 import { createObject, deleteCollection, dryRunOf, deleteObject, patchObject, updateObject } from './rest-write.js';
 import { EVENTS_GROUP, eventsV1Kind, eventsV1Store } from './events-v1.js';
@@ -151,7 +151,7 @@ export class RequestHandler {
    * Authentication, audit, impersonation and authorization for a request: the user it runs as and what it
    * is about. Throws the 401/403 Status errors.
    */
-  async admitRequest(req: IncomingRequest, origin: Origin, url: URL, audit: Partial<AuditEvent>): Promise<{ user: UserInfo; info: RequestInfo }> {
+  async admitRequest(req: IncomingRequest, origin: Origin, url: RequestUrl, audit: Partial<AuditEvent>): Promise<{ user: UserInfo; info: RequestInfo }> {
     const authReq: AuthenticationRequest = {
       method: req.method ?? 'GET',
       url: req.url ?? '/',
@@ -221,7 +221,7 @@ export class RequestHandler {
     let info: RequestInfo | undefined;
     let longRunningDone: (() => void) | undefined;
     try {
-      const url = new URL(req.url ?? '/', 'http://kemu');
+      const url = parseRequestUrl(req.url ?? '/');
       const admitted = await this.admitRequest(req, origin, url, audit);
       info = admitted.info;
       if (info.verb === 'watch' || ['log', 'exec', 'attach', 'portforward', 'proxy'].includes(info.subresource))
@@ -245,7 +245,7 @@ export class RequestHandler {
     this.metrics.observe(info ? labelsOf(info) : { verb: 'unknown', group: '', version: '', resource: '', subresource: '', scope: '' }, code, seconds);
   }
 
-  private async route(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin, user: UserInfo, info: RequestInfo): Promise<void> {
+  private async route(req: IncomingRequest, res: OutgoingResponse, url: RequestUrl, origin: Origin, user: UserInfo, info: RequestInfo): Promise<void> {
     const q = url.searchParams;
     if (!info.isResourceRequest) return this.nonResource(req, res, url, origin);
     const endpoint = (this.options.endpoints ?? []).find(
@@ -338,7 +338,7 @@ export class RequestHandler {
       if (['exec', 'attach', 'portforward'].includes(sub))
         throw new StatusError('BadRequest', 400, 'Upgrade request required');
     }
-    if (sub === 'proxy' && kind.kind === 'Node') return proxyToNode(ctx, name, url);
+    if (sub === 'proxy' && kind.kind === 'Node') return proxyToNode(ctx, name, new URL(req.url ?? '/', 'http://kemu'));
     if (sub === 'finalize' && kind.kind === 'Namespace' && info.verb === 'update') return updateObject(ctx, '', name);
     throw pathNotFound();
   }
@@ -363,7 +363,7 @@ export class RequestHandler {
     return bindPod(ctx, namespace, name, body);
   }
 
-  private async nonResource(req: IncomingRequest, res: OutgoingResponse, url: URL, origin: Origin): Promise<void> {
+  private async nonResource(req: IncomingRequest, res: OutgoingResponse, url: RequestUrl, origin: Origin): Promise<void> {
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (path === '/kemu/nodes' || path.startsWith('/kemu/nodes/')) return this.kemuNodes(req, res, path, method);

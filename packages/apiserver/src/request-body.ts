@@ -63,10 +63,11 @@ export function decodeBody(body: Buffer, contentType: string | undefined, opts: 
 
 export function parseJsonBody(body: Buffer): unknown {
   const text = body.toString('utf8');
-  if (!text.trim()) throw new BadRequestError('the request body is empty');
   try {
     return JSON.parse(text);
   } catch (err) {
+    // (Only a failed parse can be an empty body: no trimmed copy of every body.)
+    if (!text.trim()) throw new BadRequestError('the request body is empty');
     throw new BadRequestError(`the request body is not valid JSON: ${(err as Error).message}`);
   }
 }

@@ -30,6 +30,32 @@ function decodeSegment(s: string): string {
   }
 }
 
+/** What the handlers read of a request's URL (a WHATWG URL has all of it). */
+export interface RequestUrl {
+  readonly pathname: string;
+  readonly search: string;
+  readonly searchParams: URLSearchParams;
+}
+
+/** A path WHATWG URL parsing leaves as it is: segments of plain characters, none starting with a dot. */
+const PLAIN_PATH = /^(?:\/(?:[A-Za-z0-9_~:@!$&'()*+,;=-][A-Za-z0-9._~:@!$&'()*+,;=-]*)?)+$/;
+/** A query of printable ASCII URL parsing keeps as it is (no fragment, nothing it would escape). */
+const PLAIN_QUERY = /^[\x21\x24-\x26\x28-\x3b\x3d\x3f-\x7e]*$/;
+
+/**
+ * A request target (path and query) as the handlers read it. The common plain form is split directly;
+ * anything else (dot segments, escapes, other characters) goes through full URL parsing.
+ */
+export function parseRequestUrl(target: string): RequestUrl {
+  const q = target.indexOf('?');
+  const pathname = q < 0 ? target : target.slice(0, q);
+  const query = q < 0 ? '' : target.slice(q + 1);
+  // (A target starting with // names a host to URL parsing.)
+  if (pathname.charCodeAt(1) !== 0x2f && PLAIN_PATH.test(pathname) && PLAIN_QUERY.test(query))
+    return { pathname, search: query ? `?${query}` : '', searchParams: new URLSearchParams(query) };
+  return new URL(target, 'http://kemu');
+}
+
 /** Kubernetes' boolean query conversion: absent is false, "0" and "false" (any case) are false, all else true. */
 export function queryBool(q: URLSearchParams, key: string): boolean {
   const v = q.get(key);

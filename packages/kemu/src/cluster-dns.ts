@@ -27,6 +27,13 @@ const ports = [
 
 /** Creates the kube-dns Service at `ip` unless it exists (a restarted cluster keeps its own). */
 export async function ensureKubeDnsService(store: Store, ip: string): Promise<void> {
+  // Looked up first: a second create would be refused for its address before its name, as upstream does.
+  try {
+    await store.get('Service', KUBE_DNS_NAMESPACE, KUBE_DNS_NAME);
+    return;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
   try {
     await store.create<Service>({
       apiVersion: 'v1',

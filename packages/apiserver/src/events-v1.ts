@@ -2,8 +2,8 @@
 // kube-apiserver serves both from one storage. Requests for the group get this resource's KindInfo and a
 // Store that converts at its edge (regarding ⇄ involvedObject, note ⇄ message, reportingController ⇄
 // reportingComponent, deprecated* ⇄ the legacy fields), so reads, writes, patches (applied to the
-// events.k8s.io form), watches and Tables all go through the generic REST code unchanged. Creates are
-// validated as upstream validates an events.k8s.io/v1 create.
+// events.k8s.io form), watches and Tables all go through the generic REST code unchanged. Creates and
+// updates are validated as upstream validates writes through events.k8s.io/v1 (most fields immutable).
 import {
   type Event,
   InvalidError,
@@ -84,28 +84,73 @@ function fieldSelectorToCore(sel: unknown): unknown {
     .join(',');
 }
 
-/** What upstream requires of an events.k8s.io/v1 create beyond the core kind's checks. */
-function validateCreate(e: KubeObject): void {
-  const o = e as unknown as Record<string, unknown>;
+const unset = (v: unknown) => v === undefined || v === null || v === '' || v === 0 || (typeof v === 'object' && Object.values(v as object).every(unset));
+const invalid = (field: string, value: unknown, detail: string): StatusCause => ({
+  field,
+  type: 'FieldValueInvalid',
+  message: `Invalid value: ${typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value ?? '')}: ${detail}`,
+});
+const required = (field: string): StatusCause => ({ field, type: 'FieldValueRequired', message: 'Required value' });
+
+/**
+ * What upstream checks of an Event written through events.k8s.io/v1 (ValidateEventCreate/Update with that
+ * request version), on the core form and with the core field names in the causes, as upstream reports them.
+ */
+function eventChecks(e: Event): StatusCause[] {
   const causes: StatusCause[] = [];
-  const required = (field: string) => {
-    if (o[field] === undefined || o[field] === null || o[field] === '') causes.push({ field, type: 'FieldValueRequired', message: 'Required value' });
-  };
-  required('eventTime');
-  if (o.type !== 'Normal' && o.type !== 'Warning')
-    causes.push({ field: 'type', type: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(o.type ?? '')}: has invalid value: ${String(o.type ?? '')}` });
-  for (const field of ['deprecatedFirstTimestamp', 'deprecatedLastTimestamp', 'deprecatedCount', 'deprecatedSource']) {
-    const v = o[field];
-    const set = v !== undefined && v !== null && v !== 0 && v !== '' && !(typeof v === 'object' && Object.values(v as object).every((x) => !x));
-    if (set) causes.push({ field, type: 'FieldValueInvalid', message: `Invalid value: ${JSON.stringify(v)}: needs to be unset` });
-  }
-  required('reportingController');
-  required('reportingInstance');
-  required('action');
-  required('reason');
-  if (typeof o.note === 'string' && Buffer.byteLength(o.note) > 1024)
-    causes.push({ field: 'note', type: 'FieldValueTooLong', message: 'Too long: may not be more than 1024 bytes' });
+  const ns = e.metadata?.namespace ?? '';
+  if (!e.involvedObject?.namespace && ns !== 'default' && ns !== 'kube-system')
+    causes.push(invalid('involvedObject.namespace', e.involvedObject?.namespace ?? '', 'does not match event.namespace'));
+  if (!e.reportingComponent) causes.push(required('reportingController'));
+  if (!e.reportingInstance) causes.push(required('reportingInstance'));
+  else if (e.reportingInstance.length > 128) causes.push(invalid('reportingInstance', '', 'can have at most 128 characters'));
+  if (!e.action) causes.push(required('action'));
+  else if (e.action.length > 128) causes.push(invalid('action', '', 'can have at most 128 characters'));
+  if (!e.reason) causes.push(required('reason'));
+  else if (e.reason.length > 128) causes.push(invalid('reason', '', 'can have at most 128 characters'));
+  if ((e.message ?? '').length > 1024) causes.push(invalid('message', '', 'can have at most 1024 characters'));
+  return causes;
+}
+
+function seriesChecks(e: Event): StatusCause[] {
+  const series = (e as { series?: { count?: number; lastObservedTime?: string } }).series;
+  if (!series) return [];
+  const causes: StatusCause[] = [];
+  if ((series.count ?? 0) < 2) causes.push(invalid('series.count', '', 'should be at least 2'));
+  if (!series.lastObservedTime) causes.push(required('series.lastObservedTime'));
+  return causes;
+}
+
+function validateCreate(e: Event): void {
+  const causes = [...eventChecks(e), ...seriesChecks(e)];
+  if (!e.eventTime) causes.push(required('eventTime'));
+  if (e.type !== 'Normal' && e.type !== 'Warning') causes.push(invalid('type', '', `has invalid value: ${e.type ?? ''}`));
+  for (const field of ['firstTimestamp', 'lastTimestamp', 'count', 'source'] as const)
+    if (!unset(e[field])) causes.push(invalid(field, '', 'needs to be unset'));
   if (causes.length) throw new InvalidError('Event', e.metadata?.name ?? '', EVENTS_GROUP, causes);
+}
+
+/** A MicroTime as whole microseconds since the epoch (digits past the sixth are dropped). */
+function microseconds(t: unknown): string {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/.exec(String(t ?? ''));
+  if (!m) return String(t ?? '');
+  return `${Date.parse(`${m[1]}${m[3]}`)}.${(m[2] ?? '').padEnd(6, '0').slice(0, 6)}`;
+}
+
+/** Fields an update through the group may not change (series, and metadata, may). */
+const IMMUTABLE = ['involvedObject', 'reason', 'message', 'source', 'firstTimestamp', 'lastTimestamp', 'count', 'type', 'eventTime', 'action', 'related', 'reportingComponent', 'reportingInstance'] as const;
+
+function validateUpdate(next: Event, old: Event): void {
+  const causes = eventChecks(next);
+  const same = (a: unknown, b: unknown) => (unset(a) && unset(b)) || JSON.stringify(a) === JSON.stringify(b);
+  if (!same((next as { series?: unknown }).series, (old as { series?: unknown }).series)) causes.push(...seriesChecks(next));
+  for (const field of IMMUTABLE) {
+    if (same(next[field as keyof Event], old[field as keyof Event])) continue;
+    // eventTime may differ below the microsecond (clients that truncate, or not).
+    if (field === 'eventTime' && microseconds(next.eventTime) === microseconds(old.eventTime)) continue;
+    causes.push(invalid(field === 'reportingComponent' ? 'reportingController' : field, next[field as keyof Event], 'field is immutable'));
+  }
+  if (causes.length) throw new InvalidError('Event', next.metadata?.name ?? '', EVENTS_GROUP, causes);
 }
 
 function convertWatch(w: Watch): Watch {
@@ -134,13 +179,18 @@ export function eventsV1Store(store: Store): Store {
   };
   const view: Store = {
     create: async (obj, opts) => {
-      validateCreate(obj);
-      return eventToV1(await store.create(eventFromV1(obj), opts)) as never;
+      const core = eventFromV1(obj);
+      validateCreate(core);
+      return eventToV1(await store.create(core, opts)) as never;
     },
     get: async (_kind, namespace, name) => eventToV1(await store.get('Event', namespace, name)) as never,
     list: (async (_kind: string, opts?: Parameters<Store['list']>[1]) => list(opts)) as Store['list'],
-    update: async (obj, opts) => eventToV1(await store.update(eventFromV1(obj), opts)) as never,
-    updateStatus: async (obj, opts) => eventToV1(await store.update(eventFromV1(obj), opts)) as never,
+    update: async (obj, opts) => {
+      const core = eventFromV1(obj);
+      validateUpdate(core, await store.get('Event', core.metadata.namespace, core.metadata.name ?? ''));
+      return eventToV1(await store.update(core, opts)) as never;
+    },
+    updateStatus: (obj, opts) => view.update(obj, opts),
     patch: () => Promise.reject(new Error('events.k8s.io: patches are applied by the REST layer')),
     delete: async (_kind, namespace, name, opts) => eventToV1(await store.delete('Event', namespace, name, opts)) as never,
     watch: (async (_kind: string, opts?: Parameters<Store['watch']>[1]) =>

@@ -15,8 +15,9 @@
 //   flock /tmp/kemu-bench.lock node --conditions=@kemu/source --import tsx tools/bench/controllers/load.mjs \
 //        --nodes 100 --throughput 100 --runs 3        (paced: 100 pods/s)
 //   ... --nodes 100 --throughput 0                      (burst: everything at once)
-//   --services no: leave out the Service per Deployment (every node's kube-proxy then has next to nothing to
-//   program; see the README for why the 5,000-node run needs that on two cores)
+//   --services no: leave out the Services (per Deployment and the StatefulSets' headless ones), so every
+//   node's kube-proxy has next to nothing to program; see the README for why the 5,000-node run needs that
+//   --proxy-mode iptables|nftables: every node's kube-proxy mode (nftables syncs only the changed Services)
 //   --state-root DIR: where the nodes' files go (default /dev/shm when it exists: on a VM disk every inode
 //   the kubelet and runtime create per pod costs ~0.8 ms and would be measured instead of the cluster)
 import fs from 'node:fs';
@@ -34,6 +35,7 @@ const { values } = parseArgs({
     'state-root': { type: 'string', default: fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir() },
     seed: { type: 'string', default: '1' },
     services: { type: 'string', default: 'yes' },
+    'proxy-mode': { type: 'string', default: 'iptables' },
   },
 });
 const nodes = Number(values.nodes);
@@ -66,7 +68,7 @@ function loadShape(nodeCount, perNode) {
       }
     }
     for (const [size, replicas] of [['small', SMALL], ['medium', MEDIUM]]) {
-      services.push(service(ns, `${size}-statefulset-0`, true));
+      if (values.services !== 'no') services.push(service(ns, `${size}-statefulset-0`, true));
       workloads.push(statefulSet(ns, `${size}-statefulset-0`, replicas));
     }
     for (const [size, replicas] of [['small', SMALL], ['medium', MEDIUM], ['big', BIG]]) workloads.push(job(ns, `${size}-job-0`, replicas));
@@ -152,7 +154,7 @@ async function run(index) {
   const shape = loadShape(nodes, podsPerNode);
   const stateDir = fs.mkdtempSync(path.join(values['state-root'], 'kemu-bench-load-'));
   const tBoot = performance.now();
-  const cluster = await Cluster.start({ stateDir, nodes, fast: false, onError: () => {} });
+  const cluster = await Cluster.start({ stateDir, nodes, fast: false, proxyMode: values['proxy-mode'], onError: () => {} });
   const bootSeconds = (performance.now() - tBoot) / 1000;
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 500);
@@ -206,6 +208,11 @@ async function run(index) {
     const plan = shape.workloads.map((w) => ({ w, at: random() * saturationMs })).sort((a, b) => a.at - b.at);
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
+    // Progress on stderr every 30 s, so a long run (5,000 nodes) shows where it is even if cut short.
+    const progress = setInterval(() => {
+      const s = [...startup].sort((a, b) => a - b);
+      console.error(`  ${((performance.now() - t0) / 1000).toFixed(0)} s: ${running}/${shape.pods} pods running, ${readyDeployments.size}/${deploymentCount} Deployments ready, startup p50 ${Math.round(pct(s, 0.5))} ms p99 ${Math.round(pct(s, 0.99))} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`);
+    }, 30_000);
     let firstDeploymentCreated = 0;
     const inflight = new Set();
     for (const { w, at } of plan) {
@@ -221,6 +228,7 @@ async function run(index) {
     await allPods;
     const allRunningSeconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    clearInterval(progress);
     // Deployments report Available after their pods run; give the last statuses a moment to land.
     for (let i = 0; i < 600 && readyDeployments.size < deploymentCount; i++) await new Promise((r) => setTimeout(r, 100));
     pods.stop();
@@ -261,7 +269,7 @@ for (let i = 0; i < Number(values.runs); i++) {
 const keys = Object.keys(results[0]).filter((k) => typeof results[0][k] === 'number');
 console.log(
   JSON.stringify(
-    { throughput: throughput || 'burst', loadavg: os.loadavg().map((l) => Number(l.toFixed(2))), runs: results.length, median: Object.fromEntries(keys.map((k) => [k, median(results.map((r) => r[k]))])) },
+    { throughput: throughput || 'burst', proxyMode: values['proxy-mode'], services: values.services, loadavg: os.loadavg().map((l) => Number(l.toFixed(2))), runs: results.length, median: Object.fromEntries(keys.map((k) => [k, median(results.map((r) => r[k]))])) },
     null,
     2,
   ),

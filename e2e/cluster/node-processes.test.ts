@@ -80,6 +80,12 @@ for (const mode of ['sim', 'linux'] as const) {
         await cluster.store.delete('NetworkPolicy', 'default', 'deny-all');
         await cluster.store.delete('Service', 'default', 'svc-b');
         await until('b reachable again', async () => (await cluster.trace('a', 'b')).reachable);
+        // The cluster DNS answers in the first node's namespace: b, on the other node, resolves through it.
+        const getent = await until('b resolves kube-dns through the cluster DNS', async () => {
+          const r = await cluster.extensions().podExec!('default', 'b', { command: ['getent', 'hosts', 'kube-dns.kube-system'] });
+          return r.exitCode === 0 && r.stdout;
+        });
+        expect(getent.trim().split(/\s+/)).toEqual(['10.96.0.10', 'kube-dns.kube-system.svc.cluster.local']);
       } else {
         await expect(cluster.trace('a', 'b')).rejects.toThrow(/without node processes/);
       }

@@ -71,14 +71,15 @@ export function dnsEndpointSlice(nodeName: string, nodeIP: string): EndpointSlic
 /**
  * Puts the DNS server's answers on `nodeName`'s address in the cluster network (UDP 53 answered by the
  * server's resolver, TCP 53 accepting where the network can) and points kube-dns at it. The result stops
- * the socket; undefined when the node is not in this process's network.
+ * the socket; undefined when the node's namespace is out of this process's reach (a simulated node of
+ * another process).
  */
-export async function serveClusterDns(o: { store: Store; network: ClusterNetwork; dns: DnsServer; nodeName: string }): Promise<(() => Promise<void>) | undefined> {
-  const node = o.network.nodes.get(o.nodeName);
-  if (!node || !o.network.serveUdp) return undefined;
+export async function serveClusterDns(o: { store: Store; network: ClusterNetwork; dns: DnsServer; nodeName: string; nodeIP: string }): Promise<(() => Promise<void>) | undefined> {
+  // A node of another process is reachable only where namespaces are the machine's (the linux datapath).
+  if (!o.network.serveUdp || !(o.network.nodes.has(o.nodeName) || o.network.onMachine)) return undefined;
   // The in-cluster socket answers from the cluster's own records only; forwarding waits on the network.
   const stop = await o.network.serveUdp(o.nodeName, DNS_PORT, (query) => answerMessage(o.dns.resolver, query, 'udp'), { tcp: true });
-  const slice = dnsEndpointSlice(o.nodeName, node.nodeIP);
+  const slice = dnsEndpointSlice(o.nodeName, o.nodeIP);
   try {
     const old = await o.store.get('EndpointSlice', KUBE_DNS_NAMESPACE, slice.metadata.name!);
     await o.store.update<EndpointSlice>({ ...slice, metadata: { ...slice.metadata, resourceVersion: old.metadata.resourceVersion } });

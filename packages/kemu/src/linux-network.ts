@@ -120,13 +120,17 @@ export class LinuxClusterNetwork implements ClusterNetwork {
     return linuxRuleSink(node.netnsPath);
   }
 
-  /** UDP `port` on the node's address answered by `answer`, through a relay in the node's namespace (UDP only). */
+  /**
+   * UDP `port` on the node's address answered by `answer`, through a relay in the node's namespace (UDP
+   * only); the node may be one of a node process.
+   */
   async serveUdp(nodeName: string, port: number, answer: (payload: Buffer) => Uint8Array | undefined): Promise<() => Promise<void>> {
-    const node = this.nodes.get(nodeName);
-    if (!node) throw new Error(`node ${nodeName} is not on this cluster network`);
+    // A node of a node process has its namespace on this machine too, under the cluster's prefix.
+    const netnsPath = this.nodes.get(nodeName)?.netnsPath ?? path.join(NETNS_DIR, this.nodeNetnsName(nodeName));
+    if (!fs.existsSync(netnsPath)) throw new Error(`node ${nodeName} has no network namespace on this machine (${netnsPath})`);
     const dir = path.join(this.stateDir, 'nodes', nodeName);
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return serveUdpInNetns(node.netnsPath, port, path.join(dir, `udp-${port}.sock`), answer);
+    return serveUdpInNetns(netnsPath, port, path.join(dir, `udp-${port}.sock`), answer);
   }
 
   /** A real datagram from the pod's namespace and the reply its connected socket took (no hop trace here). */

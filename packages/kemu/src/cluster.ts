@@ -421,8 +421,9 @@ export class Cluster {
     }
     // Routes between nodes exist once the speakers agree; pods scheduled before that could not talk.
     if (bgp) await bgp.start(Math.max(60_000, n * 100));
-    // The DNS server's socket on the first node in this process; pods' queries reach it through kube-proxy.
-    const dnsOn = this.nodes[0] && (await serveClusterDns({ store, network: this.network, dns, nodeName: this.nodes[0].name }));
+    // The DNS server's socket on the first node; pods' queries reach it through kube-proxy.
+    const first = this.nodes[0] ?? [...this.remoteNodes.values()][0]?.spec;
+    const dnsOn = first && (await serveClusterDns({ store, network: this.network, dns, nodeName: first.name, nodeIP: first.ip }));
     if (dnsOn) this.stoppers.push(dnsOn);
     await router.rescan();
     this.watchJoinedNodes(drivers);

@@ -67,6 +67,10 @@ describe.runIf(ok)('kubectl cp through the API server', () => {
     const down = await run('kubectl', ['cp', 'box:/tmp/x', back]);
     expect(down.code, down.stderr).toBe(0);
     expect(fs.readFileSync(back).equals(bytes)).toBe(true);
+    // --no-preserve runs `tar --no-same-permissions --no-same-owner -xmf -`.
+    const np = await run('kubectl', ['cp', '--no-preserve', src, 'box:/tmp/np']);
+    expect(np.code, np.stderr).toBe(0);
+    expect((await run('kubectl', ['exec', 'box', '--', 'cat', '/tmp/np'])).raw.equals(bytes)).toBe(true);
   });
 
   it('a directory tree into an existing directory of the pod (a mounted volume) and back', async () => {

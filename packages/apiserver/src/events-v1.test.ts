@@ -1,6 +1,7 @@
 // events.k8s.io/v1 Events with real kubectl (v1.32): the same stored objects as core/v1 Events under the
 // newer field names, in discovery, with kubectl's Event columns, created, patched, watched and validated as
 // kube-apiserver does for that group.
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { KUBECTL_OLD, peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,6 +127,20 @@ describe.runIf(ok)('events.k8s.io/v1 Event', () => {
     expect(r.stderr).toContain('* type: Invalid value: "": has invalid value: Info\n');
     expect(r.stderr).toContain('* count: Invalid value: "": needs to be unset');
     expect((await kubectl(['get', 'events', 'bad.1'])).stderr).toContain('not found');
+  });
+
+  it('kubectl get events.events.k8s.io -w prints new Events as rows', async () => {
+    const child = spawn('kubectl', ['get', 'events.events.k8s.io', '-w', '--no-headers'], { env: { PATH: process.env.PATH ?? '', KUBECONFIG: t.kubeconfig, HOME: t.dir } });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    try {
+      for (let i = 0; i < 100 && !out.includes('Pulled'); i++) await new Promise((r) => setTimeout(r, 50));
+      await t.store.create({ apiVersion: 'v1', kind: 'Event', metadata: { name: 'watched.1', namespace: 'default' }, involvedObject: { kind: 'Node', name: 'n2' }, message: 'seen by -w', type: 'Warning', reason: 'Watched', count: 1 } as never);
+      for (let i = 0; i < 100 && !out.includes('seen by -w'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toMatch(/\s+Warning\s+Watched\s+node\/n2\s+seen by -w\n/);
+    } finally {
+      child.kill();
+    }
   });
 
   it('a watch of the group sees core writes in the group\'s form', async () => {

@@ -166,6 +166,9 @@ async function run(index) {
 
     const podSeen = new Map();
     const startup = [];
+    const boundAt = new Map();
+    const toBound = [];
+    const boundToRunning = [];
     const pods = await store.watch('Pod', {});
     let running = 0;
     let resolvePods;
@@ -179,9 +182,16 @@ async function run(index) {
         let t = podSeen.get(uid);
         if (t === undefined) podSeen.set(uid, (t = performance.now()));
         if (t < 0) continue;
+        // The breakdown: creation to bound (scheduler), bound to running (kubelet, runtime, CNI, status).
+        if (p.spec.nodeName && !boundAt.has(uid)) boundAt.set(uid, performance.now());
         const cs = p.status?.containerStatuses ?? [];
         if (cs.length === p.spec.containers.length && cs.every((c) => c.state?.running)) {
-          startup.push(performance.now() - t);
+          const now = performance.now();
+          startup.push(now - t);
+          const b = boundAt.get(uid) ?? now;
+          toBound.push(b - t);
+          boundToRunning.push(now - b);
+          boundAt.delete(uid);
           podSeen.set(uid, -1);
           if (++running === shape.pods) resolvePods();
         }
@@ -211,7 +221,10 @@ async function run(index) {
     // Progress on stderr every 30 s, so a long run (5,000 nodes) shows where it is even if cut short.
     const progress = setInterval(() => {
       const s = [...startup].sort((a, b) => a - b);
-      console.error(`  ${((performance.now() - t0) / 1000).toFixed(0)} s: ${running}/${shape.pods} pods running, ${readyDeployments.size}/${deploymentCount} Deployments ready, startup p50 ${Math.round(pct(s, 0.5))} ms p99 ${Math.round(pct(s, 0.99))} ms, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`);
+      const b = [...toBound].sort((x, y) => x - y);
+      console.error(
+        `  ${((performance.now() - t0) / 1000).toFixed(0)} s: ${running}/${shape.pods} pods running, ${readyDeployments.size}/${deploymentCount} Deployments ready, startup p50 ${Math.round(pct(s, 0.5))} ms p99 ${Math.round(pct(s, 0.99))} ms (to bound p99 ${Math.round(pct(b, 0.99))} ms), cpu ${((process.cpuUsage(cpu0).user + process.cpuUsage(cpu0).system) / 1e6).toFixed(0)} s, rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`,
+      );
     }, 30_000);
     let firstDeploymentCreated = 0;
     const inflight = new Set();
@@ -234,6 +247,8 @@ async function run(index) {
     pods.stop();
     deployments.stop();
     startup.sort((a, b) => a - b);
+    toBound.sort((a, b) => a - b);
+    boundToRunning.sort((a, b) => a - b);
     const deploymentSeconds = (lastDeploymentReady - firstDeploymentCreated) / 1000;
     return {
       nodes,
@@ -250,6 +265,10 @@ async function run(index) {
       startupP50Ms: Math.round(pct(startup, 0.5)),
       startupP90Ms: Math.round(pct(startup, 0.9)),
       startupP99Ms: Math.round(pct(startup, 0.99)),
+      createdToBoundP50Ms: Math.round(pct(toBound, 0.5)),
+      createdToBoundP99Ms: Math.round(pct(toBound, 0.99)),
+      boundToRunningP50Ms: Math.round(pct(boundToRunning, 0.5)),
+      boundToRunningP99Ms: Math.round(pct(boundToRunning, 0.99)),
       cpuMsPerPod: Number(((cpu.user + cpu.system) / 1000 / shape.pods).toFixed(2)),
       peakRssMiB: Math.round(Math.max(peakRss, process.resourceUsage().maxRSS * 1024) / 2 ** 20),
     };

@@ -2,7 +2,7 @@
 // in the FieldsV1 form (`f:<field>` for struct and map members, `k:{"name":"x"}` for an element of a list
 // keyed by a merge key, `.` for the element itself), updated on every write: a manager's Update entry gains
 // the fields it changed, and every other manager loses them.
-import type { KubeObject, ManagedFieldsEntry } from '@kemu/core';
+import { type KubeObject, type ManagedFieldsEntry, rfc3339 } from '@kemu/core';
 
 export type FieldPath = string[];
 type Json = unknown;
@@ -160,19 +160,6 @@ function addField(node: Record<string, unknown>, k: string, v: Json): void {
   node[seg] = {};
 }
 
-let stampMs = 0;
-let stamp = '';
-
-/** The current time as RFC 3339 in whole seconds (managedFields times have no fraction). */
-function nowSeconds(): string {
-  const ms = Date.now();
-  if (ms - stampMs >= 1000 || ms < stampMs) {
-    stampMs = ms - (ms % 1000);
-    stamp = new Date(stampMs).toISOString().replace(/\.\d+Z$/, 'Z');
-  }
-  return stamp;
-}
-
 /**
  * Records an Update by `manager` on `obj` (compared with `old`): the manager's Update entry gains every
  * leaf whose value it set or changed; other managers lose those leaves; leaves that disappeared are dropped.
@@ -185,7 +172,7 @@ export function recordManagedFields(
   apiVersion: string,
   subresource = '',
 ): void {
-  const now = nowSeconds();
+  const now = rfc3339();
   if (!old) {
     // A first write: the manager owns every field it set (the walk below gives the same, at more cost).
     const fieldsV1 = fieldsOf(obj, subresource);

@@ -10,7 +10,7 @@ import {
   type KubeObject,
   StatusError,
 } from '@kemu/core';
-import type { AdmissionAttributes, AdmissionOperation } from './auth-seams.js';
+import { type AdmissionAttributes, type AdmissionOperation, allowAllAdmission } from './auth-seams.js';
 import { APPLY_YAML_TYPE, bodyMediaType, unsupportedMediaType } from './content-negotiation.js';
 import { recordManagedFields } from './managed-fields.js';
 import { checkFields, fieldValidationOf, unknownFieldOutcome } from './field-validation.js';
@@ -48,6 +48,8 @@ export async function admit(
   dryRun: boolean,
   subresource = ctx.info.subresource,
 ): Promise<void> {
+  // Without admission plugins there is nothing to ask (and no attributes to build for it).
+  if (ctx.admission === allowAllAdmission) return;
   const attrs: AdmissionAttributes = {
     operation,
     kind: { group: ctx.kind.group, version: ctx.kind.version, kind: ctx.kind.kind },

@@ -9,15 +9,19 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../packages/kemu/dist/cli.js');
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-node-add-'));
+const procStateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-node-add-proc-'));
 
-function kemu(...args: string[]) {
-  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, KEMU_STATE_DIR: stateDir } });
+function kemuIn(dir: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, KEMU_STATE_DIR: dir } });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
+const kemu = (...args: string[]) => kemuIn(stateDir, ...args);
 
 afterAll(() => {
-  kemu('down');
-  fs.rmSync(stateDir, { recursive: true, force: true });
+  for (const dir of [stateDir, procStateDir]) {
+    kemuIn(dir, 'down');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 describe.runIf(fs.existsSync(cli))('kemu node add and remove', () => {
@@ -56,5 +60,19 @@ describe.runIf(fs.existsSync(cli))('kemu node add and remove', () => {
     expect(kemu('get', 'nodes').out).not.toMatch(/kemu-node-2/);
     const gone = kemu('node', 'remove', 'kemu-node-2');
     expect(gone.err.trim()).toBe('error: Error from server (NotFound): nodes "kemu-node-2" not found');
+  }, 180_000);
+
+  it('adds a node in a process of its own to a cluster run with --node-processes, registered with its taints', () => {
+    const up = kemuIn(procStateDir, 'up', '--nodes', '1', '--node-processes', '--fast', '--detach');
+    expect(up.code, up.err).toBe(0);
+    const added = kemuIn(procStateDir, 'node', 'add', '--name', 'edge-1', '--taint', 'edge=true:NoSchedule');
+    expect(added.code, added.err).toBe(0);
+    const node = JSON.parse(kemuIn(procStateDir, 'get', 'node', 'edge-1', '-o', 'json').out);
+    expect(node.spec.taints).toEqual([{ key: 'edge', value: 'true', effect: 'NoSchedule' }]);
+    expect(node.metadata.annotations['kemu.io/cri-endpoint']).toMatch(/nodes\/edge-1\/cri\.sock$/);
+    expect(kemuIn(procStateDir, 'get', 'nodes').out).toMatch(/^edge-1\s+Ready/m);
+    const removed = kemuIn(procStateDir, 'node', 'remove', 'edge-1');
+    expect(removed.code, removed.err).toBe(0);
+    expect(kemuIn(procStateDir, 'get', 'nodes').out).not.toMatch(/edge-1/);
   }, 180_000);
 });

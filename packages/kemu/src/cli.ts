@@ -7,7 +7,8 @@ import * as cmd from './commands.js';
 import { top } from './top.js';
 import { type DeviceRequest, kubeletConfigFor, parseDeviceRequest, parseKubeletConfigFlags } from './node-resources.js';
 import { registerRolloutCommands } from './rollout-cli.js';
-import { nodeAdd, nodeRemove, parseTaint } from './node-add.js';
+import { nodeAdd, nodeRemove } from './node-add.js';
+import { parseNodeLabels, parseTaint, parseTaintList } from './node-registration.js';
 import { runDemo } from './demo.js';
 import { defaultStateDir } from './state.js';
 
@@ -128,6 +129,26 @@ const nodeCommand = program
   .option('--fast', 'shorter heartbeat, relist and back-off periods (for tests and demos)')
   .addOption(kubeletConfigOpt('KubeletConfiguration file (kubelet.config.k8s.io/v1beta1) for this node'))
   .addOption(deviceOpt())
+  .addOption(
+    new Option('--register-with-taints <taints>', 'taints the node registers with, as the kubelet flag: key=value:Effect,...')
+      .default([] as Taint[])
+      .argParser((v: string, prev: Taint[]) => {
+        try {
+          return [...prev, ...parseTaintList(v)];
+        } catch (err) {
+          throw new InvalidArgumentError((err as Error).message);
+        }
+      }),
+  )
+  .addOption(
+    new Option('--node-labels <labels>', 'labels the node registers with, as the kubelet flag: key=value,...').argParser((v: string, prev?: Record<string, string>) => {
+      try {
+        return { ...(prev ?? {}), ...parseNodeLabels(v) };
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    }),
+  )
   .addOption(stateDirOpt())
   .action(async (o) => {
     for (const [flag, v] of [['--name <name>', o.name], ['--node-ip <ip>', o.nodeIp], ['--pod-cidr <cidr>', o.podCidr]])
@@ -147,6 +168,8 @@ const nodeCommand = program
       fast: !!o.fast,
       kubeletConfig: kubeletConfigFor(kubeletConfigs(o.kubeletConfig), o.name),
       devices: o.device,
+      taints: o.registerWithTaints.length ? o.registerWithTaints : undefined,
+      labels: o.nodeLabels,
       stateDir: o.stateDir,
     });
     await new Promise<void>((resolve) => {

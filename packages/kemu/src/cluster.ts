@@ -471,8 +471,6 @@ export class Cluster {
       if (opts.name !== undefined && count !== 1) throw new StatusError('BadRequest', 400, `a node name names one node, not ${count}`);
       if (opts.name !== undefined && (!NODE_NAME.test(opts.name) || opts.name.length > 253))
         throw new StatusError('BadRequest', 400, `invalid node name ${JSON.stringify(opts.name)}: a lowercase RFC 1123 subdomain (letters, digits, '-' and '.')`);
-      if (opts.taints?.length && this.options.nodeProcesses)
-        throw new StatusError('BadRequest', 400, 'taints on a node added to a cluster with node processes are not supported yet: taint the Node once it has registered');
       const total = this.allNodeNames().length + count;
       if (total > 5000) throw new StatusError('BadRequest', 400, `a cluster holds at most 5000 nodes (this would make ${total})`);
       const taken = new Set([...this.allNodeNames(), ...(await this.store.list('Node')).items.map((x) => x.metadata.name ?? '')]);
@@ -537,7 +535,7 @@ export class Cluster {
   private async startNodeAt(name: string, i: number, opts: AddNodeOptions) {
     this.nodeIndexes.set(name, i);
     let stop: () => Promise<void>;
-    if (this.options.nodeProcesses) stop = await this.spawnNode(name, i, this.drivers);
+    if (this.options.nodeProcesses) stop = await this.spawnNode(name, i, this.drivers, opts);
     else stop = await this.startLocalNode(name, i, this.drivers, opts);
     let stopped: Promise<void> | undefined;
     const once = () => (stopped ??= stop());
@@ -614,7 +612,7 @@ export class Cluster {
   }
 
   /** Starts `kemu node` for this node and waits for it to register; its driver joins the router. */
-  private async spawnNode(name: string, i: number, drivers: Map<string, NodeDriver>): Promise<() => Promise<void>> {
+  private async spawnNode(name: string, i: number, drivers: Map<string, NodeDriver>, opts: AddNodeOptions): Promise<() => Promise<void>> {
     const o = this.options;
     const remote = await spawnNodeProcess({
       name,
@@ -631,6 +629,8 @@ export class Cluster {
       fast: o.fast ?? false,
       kubeletConfigFile: o.kubeletConfigs?.[name] ?? o.kubeletConfigs?.['*'],
       devices: o.devices,
+      taints: opts.taints,
+      labels: opts.labels,
     });
     this.remoteNodes.set(name, remote);
     drivers.set(name, { node: name, controller: remote.csi.controller, identity: remote.csi.identity, nodeService: remote.csi.node });

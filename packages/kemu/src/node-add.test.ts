@@ -5,24 +5,8 @@ import { type Node } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from './api-client.js';
 import { Cluster } from './cluster.js';
-import { nodeAdd, nodeRemove, parseTaint } from './node-add.js';
-
-describe('parseTaint', () => {
-  it('reads taints as kubectl taint writes them', () => {
-    expect(parseTaint('dedicated=db:NoSchedule')).toEqual({ key: 'dedicated', value: 'db', effect: 'NoSchedule' });
-    expect(parseTaint('example.com/gpu:NoExecute')).toEqual({ key: 'example.com/gpu', effect: 'NoExecute' });
-    expect(parseTaint('k=:PreferNoSchedule')).toEqual({ key: 'k', effect: 'PreferNoSchedule' });
-  });
-
-  it('refuses a missing or unknown effect, and keys or values that are no names', () => {
-    expect(() => parseTaint('dedicated=db')).toThrow('invalid taint spec: dedicated=db: want key=value:Effect or key:Effect');
-    expect(() => parseTaint('dedicated=db:Sometimes')).toThrow('invalid taint effect: Sometimes, unsupported taint effect (want NoSchedule, PreferNoSchedule, NoExecute)');
-    expect(() => parseTaint('bad key:NoSchedule')).toThrow('invalid taint key "bad key"');
-    expect(() => parseTaint('=v:NoSchedule')).toThrow('invalid taint key ""');
-    expect(() => parseTaint('Bad.Prefix/k:NoSchedule')).toThrow('invalid taint key "Bad.Prefix/k"');
-    expect(() => parseTaint('k=-v:NoSchedule')).toThrow('invalid taint value "-v"');
-  });
-});
+import { nodeAdd, nodeRemove } from './node-add.js';
+import { parseTaint } from './node-registration.js';
 
 describe('adding and removing nodes of a running cluster over its API socket', () => {
   let cluster: Cluster;

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Node, SharedInformer, type Store } from '@kemu/core';
+import { type Node, SharedInformer, type Store, type Taint } from '@kemu/core';
 import { HOST_NETNS } from '@kemu/cni';
 import { cri, csi, type GrpcChannel, openChannel, type PromiseApi } from '@kemu/proto';
 import { createClusterNetwork } from './cluster-network.js';
@@ -16,6 +16,7 @@ import type { DeviceRequest } from './node-resources.js';
 import { RemoteStore } from '@kemu/apiserver';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
+import { formatTaint } from './node-registration.js';
 
 export interface NodeProcessSpec {
   name: string;
@@ -34,6 +35,9 @@ export interface NodeProcessSpec {
   kubeletConfigFile?: string;
   /** Simulated devices, passed on as --device. */
   devices?: DeviceRequest[];
+  /** Taints and labels the node registers with, passed on as --register-with-taints and --node-labels. */
+  taints?: Taint[];
+  labels?: Record<string, string>;
   /** The control plane's store, to wait for the node's registration. */
   store: Store;
 }
@@ -68,6 +72,8 @@ export function nodeArgs(s: Omit<NodeProcessSpec, 'store'>): string[] {
     ...(s.fast ? ['--fast'] : []),
     ...(s.kubeletConfigFile ? ['--kubelet-config', s.kubeletConfigFile] : []),
     ...(s.devices ?? []).flatMap((d) => ['--device', `${d.resource}=${d.count}${d.model ? `:${d.model}` : ''}`]),
+    ...(s.taints?.length ? ['--register-with-taints', s.taints.map(formatTaint).join(',')] : []),
+    ...(s.labels && Object.keys(s.labels).length ? ['--node-labels', Object.entries(s.labels).map(([k, v]) => `${k}=${v}`).join(',')] : []),
   ];
 }
 
@@ -180,6 +186,8 @@ export interface RunNodeOptions {
   store: Store;
   kubeletConfig?: KubeletConfiguration;
   devices?: DeviceRequest[];
+  taints?: Taint[];
+  labels?: Record<string, string>;
   onError?: (err: unknown, context: string) => void;
 }
 
@@ -211,6 +219,8 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
     podNetwork: o.podNetwork,
     kubeletConfig: o.kubeletConfig,
     devices: o.devices,
+    taints: o.taints,
+    labels: o.labels,
     kubeletServer: true,
     onError: o.onError,
   });

@@ -1,56 +1,68 @@
-// The agent keeps both families' rules in step with the store: dual-stack pods get IPv4 chains through the
-// iptables sink and IPv6 chains through the ip6tables one, and a removed policy takes both away.
-import { createMemoryStore, type NetworkPolicy, type Store } from '@kemu/core';
-import { simRuleSink } from '@kemu/kube-proxy';
-import { World } from '@kemu/netsim';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMemoryStore, InformerFactory, type NetworkPolicy, type Pod, type Store } from '@kemu/core';
+import type { RuleSink } from '@kemu/kube-proxy';
+import { afterEach, describe, expect, it } from 'vitest';
 import { PolicyAgent } from './policy-agent.js';
-import { DUAL_STACK_PODS, IPV6_POLICY_SETS } from './test-helpers.js';
 
-describe('policy agent with IPv4 and IPv6 sinks', () => {
-  let store: Store;
-  let agent: PolicyAgent;
-  const w = new World();
-  w.addNamespace('node');
-  const v6 = () => w.iptablesSave('node', { family: 6, table: 'filter' });
-  const v4 = () => w.iptablesSave('node', { family: 4, table: 'filter' });
+/** A sink that keeps the last restore input, as one node's filter table would hold it. */
+function recordingSink() {
+  const sink = { restores: 0, last: '', async save() { return ''; }, async restore(text: string) { sink.restores++; sink.last = text; } };
+  return sink as RuleSink & { restores: number; last: string };
+}
 
-  beforeEach(async () => {
-    store = await createMemoryStore();
-    for (const ns of ['shop', 'ops']) await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    // Status is the kubelet's to write, as on a real API server.
-    for (const p of DUAL_STACK_PODS) {
-      const made = await store.create(p);
-      await store.updateStatus({ ...made, status: p.status });
-    }
-    agent = new PolicyAgent({
-      store,
-      nodeName: 'node',
-      sink: simRuleSink(w, 'node'),
-      sink6: {
-        save: async () => v6(),
-        restore: async (text) => w.iptablesRestore('node', text, { family: 6, noflush: true }),
-      },
-      minSyncPeriodMs: 0,
-    });
-    await agent.start();
-  });
+const pod = (name: string, node: string, ip: string, labels: Record<string, string>): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'shop', labels },
+  spec: { nodeName: node, containers: [{ name: 'c', image: 'x' }] },
+});
+const denyWeb: NetworkPolicy = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'deny-web', namespace: 'shop' }, spec: { podSelector: { matchLabels: { app: 'web' } }, policyTypes: ['Ingress'] } };
 
-  afterEach(async () => {
-    await agent.stop();
-  });
+async function running(store: Store, p: Pod, ip: string) {
+  const created = await store.create(p);
+  await store.updateStatus({ ...created, status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } });
+}
 
-  it('writes the IPv6 chains with /128 pod addresses and IPv6 blocks, and removes them with the policy', async () => {
-    const np = IPV6_POLICY_SETS[2]![0]!;
-    await store.create<NetworkPolicy>(np);
-    await agent.syncNow();
-    expect(v6()).toContain('-A KEMU-POLICY -d fd00:10:244:2::2/128 -m comment --comment "ingress of shop/db"');
-    expect(v6()).toContain('-s fd00:10:244:4::/64 -p tcp -m tcp --dport 8080');
-    expect(v4()).toContain('-A KEMU-POLICY -d 10.244.2.2/32 -m comment --comment "ingress of shop/db"');
-    expect(v4()).not.toContain('fd00');
-    await store.delete('NetworkPolicy', 'shop', np.metadata.name!);
-    await agent.syncNow();
-    expect(v6()).not.toMatch(/KEMU-NP-/);
-    expect(v4()).not.toMatch(/KEMU-NP-/);
+async function until(what: string, fn: () => boolean) {
+  const end = Date.now() + 5000;
+  while (!fn()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+let stops: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const s of stops.reverse()) await s();
+  stops = [];
+});
+
+describe('PolicyAgent on shared informers', () => {
+  it('each node programs its own pods from one shared cache, pods alone wake no agent, and one agent stopping leaves the others working', async () => {
+    const store = await createMemoryStore();
+    await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } });
+    const informers = new InformerFactory(store);
+    stops.push(() => informers.stop());
+    const sinkA = recordingSink();
+    const sinkB = recordingSink();
+    const a = new PolicyAgent({ store, nodeName: 'node-a', sink: sinkA, minSyncPeriodMs: 10, informers });
+    const b = new PolicyAgent({ store, nodeName: 'node-b', sink: sinkB, minSyncPeriodMs: 10, informers });
+    await a.start();
+    await b.start();
+    stops.push(() => b.stop());
+    // Without any NetworkPolicy a pod cannot change the rules: no sync follows its changes.
+    const before = sinkA.restores;
+    await running(store, pod('web-a', 'node-a', '10.244.1.2', { app: 'web' }), '10.244.1.2');
+    await running(store, pod('web-b', 'node-b', '10.244.2.2', { app: 'web' }), '10.244.2.2');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sinkA.restores).toBe(before);
+    // The first policy syncs with every pod: each node jumps to a chain for its own web pod only.
+    await store.create(denyWeb);
+    await until('both nodes programmed', () => sinkA.last.includes('-d 10.244.1.2/32') && sinkB.last.includes('-d 10.244.2.2/32'));
+    expect(sinkA.last).not.toContain('10.244.2.2/32');
+    expect(sinkB.last).not.toContain('10.244.1.2/32');
+    // node-a's agent goes; the shared cache keeps serving node-b's.
+    await a.stop();
+    await running(store, pod('web-b2', 'node-b', '10.244.2.3', { app: 'web' }), '10.244.2.3');
+    await until('node-b programs its new pod', () => sinkB.last.includes('-d 10.244.2.3/32'));
   });
 });

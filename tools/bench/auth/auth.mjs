@@ -12,13 +12,14 @@
 //            concurrent POSTs of Pods on one HTTP/2 connection as user `bench` (client certificate, RBAC
 //            through a RoleBinding to `edit`, and every admission plugin: NamespaceLifecycle, LimitRanger,
 //            ServiceAccount, PodSecurity, Priority, DefaultTolerationSeconds, VAP, webhooks, ResourceQuota).
-//            Reported: creates/s and p99 of each, auth/open and rbac/open.
+//            Reported: creates/s and p99 of each, auth/open and rbac/open, and the server process's CPU time
+//            per create (from /proc, so a shared machine's load bends it less than the wall-clock rates).
 //   authz:   the RBAC authorizer in process, over informer caches holding N bindings for other subjects:
 //            decisions/s for an allowed and a denied request, for each N, and the ratio to the smallest N.
 // Medians over the runs.
 import { spawn } from 'node:child_process';
 import http2 from 'node:http2';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -62,6 +63,12 @@ function startServer(mode) {
     p.on('exit', (code) => reject(new Error(`${mode} server exited (${code}) before it was ready`)));
   });
 }
+/** CPU time (user + system) a process has used, in microseconds (Linux; clock ticks of 10 ms). */
+function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 const stop = (s) => {
   s.proc.kill('SIGTERM');
   return new Promise((r) => s.proc.once('exit', r));
@@ -98,6 +105,7 @@ async function creates(mode) {
   let next = 0;
   await Promise.all(Array.from({ length: clients }, (_, c) => post(session, '/api/v1/namespaces/bench/pods', pod(`warm-${c}`))));
   const t0 = performance.now();
+  const cpu0 = cpuMicros(s.proc.pid);
   await Promise.all(
     Array.from({ length: clients }, async () => {
       while (next < total) {
@@ -109,9 +117,10 @@ async function creates(mode) {
     }),
   );
   const secs = (performance.now() - t0) / 1000;
+  const cpuUs = (cpuMicros(s.proc.pid) - cpu0) / total;
   session.close();
   await stop(s);
-  return { perSec: total / secs, p99Ms: pct(lat, 99) };
+  return { perSec: total / secs, p99Ms: pct(lat, 99), cpuUs };
 }
 
 /** The authorizer in a child process too (tsx loads the TypeScript sources). */
@@ -136,7 +145,8 @@ for (let r = 0; r < Number(opts.runs); r++) {
     res.auth = await creates('auth');
     console.error(
       `run ${r + 1}: pod creates open ${res.open.perSec.toFixed(0)}/s p99 ${res.open.p99Ms.toFixed(1)} ms; authn+RBAC ${res.rbac.perSec.toFixed(0)}/s; ` +
-        `auth ${res.auth.perSec.toFixed(0)}/s p99 ${res.auth.p99Ms.toFixed(1)} ms; ratio ${(res.auth.perSec / res.open.perSec).toFixed(2)}`,
+        `auth ${res.auth.perSec.toFixed(0)}/s p99 ${res.auth.p99Ms.toFixed(1)} ms; ratio ${(res.auth.perSec / res.open.perSec).toFixed(2)}; ` +
+        `server CPU per create open ${res.open.cpuUs.toFixed(0)} us, rbac ${res.rbac.cpuUs.toFixed(0)} us, auth ${res.auth.cpuUs.toFixed(0)} us`,
     );
   }
   if (parts.has('authz')) {
@@ -159,6 +169,9 @@ if (parts.has('creates')) {
     authPerSec: m((r) => r.auth.perSec),
     authP99Ms: m((r) => r.auth.p99Ms),
     ratio: m((r) => r.auth.perSec / r.open.perSec),
+    serverCpuUsPerCreate: { open: m((r) => r.open.cpuUs), rbac: m((r) => r.rbac.cpuUs), auth: m((r) => r.auth.cpuUs) },
+    /** open's server CPU per create over auth's: the throughput ratio a server with a core to itself would see. */
+    cpuRatio: m((r) => r.open.cpuUs / r.auth.cpuUs),
   };
 }
 if (parts.has('authz')) {

@@ -74,4 +74,28 @@ describe('readSimFile', () => {
     expect(statSimPath(c, '/nope', syn, layer)).toBeUndefined();
     expect(statSimPath(c, '/var/li', syn, layer)).toBeUndefined();
   });
+
+  it('resolves links as the container sees them: targets are container paths, looked up through the mounts', () => {
+    const vol = path.join(root, 'vol');
+    fs.mkdirSync(vol);
+    fs.writeFileSync(path.join(vol, 'x'), 'in the volume');
+    fs.writeFileSync(path.join(root, 'host-only'), 'host');
+    const layer = path.join(root, 'layer');
+    fs.mkdirSync(path.join(layer, 'srv'), { recursive: true });
+    fs.symlinkSync('/etc/hostname', path.join(layer, 'srv', 'name'));
+    fs.symlinkSync('/data', path.join(layer, 'srv', 'data'));
+    fs.symlinkSync('../../../../../../..', path.join(layer, 'srv', 'up'));
+    fs.symlinkSync(path.join(root, 'host-only'), path.join(layer, 'srv', 'host'));
+    fs.symlinkSync('loop-b', path.join(layer, 'srv', 'loop-a'));
+    fs.symlinkSync('loop-a', path.join(layer, 'srv', 'loop-b'));
+    const c = container([{ containerPath: '/data', hostPath: vol }]);
+    const syn = { '/etc/hostname': 'pod-1\n' };
+    expect(text(readSimFile(c, '/srv/name', syn, layer))).toBe('pod-1\n');
+    expect(text(readSimFile(c, '/srv/data/x', syn, layer))).toBe('in the volume');
+    // `..` stops at the container's root; a host path in a link means nothing inside the container.
+    expect(text(readSimFile(c, '/srv/up/etc/hostname', syn, layer))).toBe('pod-1\n');
+    expect(text(readSimFile(c, '/srv/host', syn, layer))).toBe('error: No such file or directory');
+    expect(text(readSimFile(c, '/srv/loop-a', syn, layer))).toBe('error: Too many levels of symbolic links');
+    expect(statSimPath(c, '/srv/data', syn, layer)).toBe('directory');
+  });
 });

@@ -3,8 +3,9 @@
 // as a real container writes to its root file system's upper layer) and a small synthetic root
 // (/etc/hostname, /etc/resolv.conf). What `cat FILE`, `test` and `tar` in ExecSync, exec or `kemu exec`
 // answer from. A path is looked up in the mount that holds it (the longest matching container path), else in
-// the writable layer, and must stay inside that directory once links are followed, as it would inside a
-// real container's mount namespace; reads are bounded.
+// the writable layer; links are resolved as the container's processes see them (a target is a path in the
+// container, looked up again through its mounts), and what is read must still lie inside the directory
+// found, checked on the host as well; reads are bounded.
 import fs from 'node:fs';
 import path from 'node:path';
 import { FileTooLargeError, readFileBounded, resolveWithin, UnsafePathError } from '@kemu/safe-fs';
@@ -48,6 +49,46 @@ export function locateSimPath(c: ContainerRecord, file: string, rootfs?: string)
   return { root: at.hostPath, host: rel ? path.join(at.hostPath, ...rel.split('/')) : at.hostPath, rel, readOnly: at.readOnly, layer: !best };
 }
 
+/** As many links as Linux follows in one lookup before ELOOP. */
+const MAX_LINKS = 40;
+
+/**
+ * `file` with the container's symbolic links resolved as its processes see them: a link's target is a path
+ * in the container (an absolute one starts again at the container's root, `..` stops there), looked up again
+ * through the mounts and the writable layer. Each component is lstat'ed, never followed on the host.
+ */
+export function resolveSimLinks(c: ContainerRecord, file: string, rootfs?: string): string {
+  const parts = file.split('/');
+  const done: string[] = [];
+  let links = 0;
+  while (parts.length) {
+    const part = parts.shift()!;
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      done.pop();
+      continue;
+    }
+    const at = `/${[...done, part].join('/')}`;
+    const loc = locateSimPath(c, at, rootfs);
+    // A mount's own root is what the runtime mounted there, whatever it is on the host.
+    let st: fs.Stats | undefined;
+    try {
+      st = loc?.rel ? fs.lstatSync(loc.host, { throwIfNoEntry: false }) : undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') throw err;
+    }
+    if (!st?.isSymbolicLink()) {
+      done.push(part);
+      continue;
+    }
+    if (++links > MAX_LINKS) throw Object.assign(new Error(`${file}: too many levels of symbolic links`), { code: 'ELOOP' });
+    const target = fs.readlinkSync(loc!.host);
+    if (target.startsWith('/')) done.length = 0;
+    parts.unshift(...target.split('/'));
+  }
+  return `/${done.join('/')}`;
+}
+
 /** The real path of `loc` with every link followed, refused (UnsafePathError) when a link leads out of its root. */
 export function realSimPath(loc: SimLocation): string {
   // A file mount (subPath of a file) is its own root; a directory mount holds the file below it.
@@ -80,6 +121,12 @@ export function simFsError(err: unknown): string {
 /** Reads `file` as the container would see it; `synthetic` holds files of the container's own root. */
 export function readSimFile(c: ContainerRecord, file: string, synthetic: Record<string, string>, rootfs?: string): SimFileResult {
   const missing: SimFileResult = { ok: false, error: 'No such file or directory' };
+  if (!file.startsWith('/') || file.includes('\0')) return missing;
+  try {
+    file = resolveSimLinks(c, file, rootfs);
+  } catch (err) {
+    return { ok: false, error: simFsError(err) };
+  }
   const loc = locateSimPath(c, file, rootfs);
   const fromSynthetic = (): SimFileResult => {
     const s = synthetic[path.posix.normalize(file)];
@@ -98,6 +145,12 @@ export function readSimFile(c: ContainerRecord, file: string, synthetic: Record<
 
 /** What `file` is in the container (links followed), or undefined when it does not exist. */
 export function statSimPath(c: ContainerRecord, file: string, synthetic: Record<string, string>, rootfs?: string): 'file' | 'directory' | 'other' | undefined {
+  if (!file.startsWith('/') || file.includes('\0')) return undefined;
+  try {
+    file = resolveSimLinks(c, file, rootfs);
+  } catch {
+    return undefined;
+  }
   const loc = locateSimPath(c, file, rootfs);
   const normal = file.startsWith('/') ? path.posix.normalize(file) : undefined;
   const syntheticKind = () => {

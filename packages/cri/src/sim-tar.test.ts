@@ -138,6 +138,12 @@ describe('tar in a simulated container', () => {
     expect(fs.readdirSync(outside)).toEqual([]);
     expect(fs.readFileSync(path.join(rootfs, 'tmp', 'abs'), 'utf8')).toBe('stripped');
     expect(fs.readFileSync(path.join(rootfs, 'tmp', 'kept'), 'utf8')).toBe('yes');
+    // Links above a member lead where they lead in the container: here into the /data mount.
+    fs.symlinkSync('/data', path.join(rootfs, 'tmp', 'to-data'));
+    fs.writeFileSync(path.join(vol, 'v.txt'), 'via the link');
+    const via = await simTar(['cf', '-', '/tmp/to-data/v.txt']);
+    expect(via.code, via.stderr).toBe(0);
+    expect(gnuTar(['-xOf', '-'], via.stdout).stdout.toString()).toBe('via the link');
     // A link archived out of the container stays a link; it is not followed to the host.
     const c = await simTar(['cf', '-', '-C', '/tmp', 'out']);
     expect(gnuTar(['-tvf', '-'], c.stdout).stdout.toString()).toContain(`out -> ${outside}`);

@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable, Writable } from 'node:stream';
 import { mkdirWithin, resolveWithin } from '@kemu/safe-fs';
 import tar from 'tar-stream';
-import { locateSimPath, type SimLocation, simFsError } from './sim-files.js';
+import { locateSimPath, resolveSimLinks, type SimLocation, simFsError } from './sim-files.js';
 import type { ContainerRecord } from './types.js';
 
 /** Most bytes one `tar x` writes into a simulated container (its writable layer is host disk). */
@@ -159,11 +159,15 @@ async function create(cmd: TarCommand, dir: string, ctx: SimTarContext, io: SimT
   await done;
 }
 
-async function addPath(pack: tar.Pack, containerPath: string, name: string, ctx: SimTarContext, cmd: TarCommand, io: SimTarIO, fail: (l: string) => void) {
-  const loc = locateSimPath(ctx.container, containerPath, ctx.rootfs);
+async function addPath(pack: tar.Pack, asGiven: string, name: string, ctx: SimTarContext, cmd: TarCommand, io: SimTarIO, fail: (l: string) => void) {
+  let containerPath = asGiven;
+  let loc: SimLocation | undefined;
   let st: fs.Stats | undefined;
   let real = '';
   try {
+    // The links above the member are followed as the container sees them; the member itself is not.
+    if (asGiven !== '/') containerPath = path.posix.join(resolveSimLinks(ctx.container, path.posix.dirname(asGiven), ctx.rootfs), path.posix.basename(asGiven));
+    loc = locateSimPath(ctx.container, containerPath, ctx.rootfs);
     if (loc) {
       // The member itself is archived as what it is (a link stays a link); the links above it are followed.
       real = loc.rel ? path.join(parentOf(loc), path.basename(loc.host)) : loc.host;

@@ -71,4 +71,4 @@ export { RBACAuthorizer } from './authz/rbac-authorizer.js';
 export { authorizingStore, type AuthorizingStoreOptions } from './authz/authorizing-store.js';
 export { controllerUser, KUBE_CONTROLLER_MANAGER, KUBE_PROXY, KUBE_SCHEDULER, nodeUser } from './authz/component-identities.js';
 export { DecisionCache } from './authz/decision-cache.js';
-export { bootstrapClusterRoleBindings, bootstrapClusterRoles, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';
+export { bootstrapClusterRoleBindings, bootstrapClusterRoles, controllerServiceAccountNames, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';

@@ -2,15 +2,17 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type NetworkPolicy, type Pod, type Store, toYaml } from '@kemu/core';
+import { isAlreadyExists, isNotFound, isStatusError, type KubeObject, kindInfo, parseManifests, parseManifestsEach, type NetworkPolicy, type Pod, type Store, toYaml } from '@kemu/core';
 import { allowed } from '@kemu/network-policy';
 import cliProgress from 'cli-progress';
 import {
   clusterCredentials,
   type ClusterAuth,
+  controllerServiceAccountNames,
   contextName,
   decodeObjectBytes,
   defaultKubeconfigPath,
+  KUBE_CONTROLLER_MANAGER,
   deferredClusterAuth,
   loadAuditPolicy,
   ServiceAccountKeys,
@@ -133,6 +135,13 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
       onError: (err) => fs.appendFileSync(p.log, `${new Date().toISOString()} auth: ${(err as Error)?.message ?? err}\n`),
     });
     deferred!.resolve(auth);
+    // kube-controller-manager makes the ServiceAccount each controller runs as, under its own identity.
+    const manager = auth.storeFor(KUBE_CONTROLLER_MANAGER);
+    for (const name of controllerServiceAccountNames()) {
+      await manager.create({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace: 'kube-system' } }).catch((err) => {
+        if (!isAlreadyExists(err)) throw err;
+      });
+    }
     return (user: UserInfo) => auth!.storeFor(user);
   };
   const cluster = await Cluster.start({

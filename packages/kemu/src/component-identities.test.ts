@@ -59,6 +59,7 @@ describe('kemu up component identities', () => {
     const name = `${RBAC}/system:controller:replicaset-controller`;
     const binding = (await getJson(name)).body;
     expect(binding.subjects).toMatchObject([{ kind: 'ServiceAccount', name: 'replicaset-controller', namespace: 'kube-system' }]);
+    expect((await getJson('/api/v1/namespaces/kube-system/serviceaccounts/replicaset-controller')).code).toBe(200);
     expect((await api().request('DELETE', name)).code).toBe(200);
     const rs = {
       apiVersion: 'apps/v1',

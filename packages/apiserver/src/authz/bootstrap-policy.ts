@@ -359,6 +359,11 @@ export function bootstrapControllerRoles(): ClusterRole[] {
   ];
 }
 
+/** The ServiceAccounts (all in kube-system) the controllers run as, by name. */
+export function controllerServiceAccountNames(): string[] {
+  return bootstrapControllerRoles().map((cr) => cr.metadata.name!.slice(CONTROLLER_ROLE_PREFIX.length));
+}
+
 /** Each controller role bound to its controller's ServiceAccount in kube-system. */
 export function bootstrapControllerRoleBindings(): ClusterRoleBinding[] {
   return bootstrapControllerRoles().map((cr) => {

@@ -77,57 +77,74 @@ function cmp(e: Extract<NftExpr, { kind: 'cmp' }>, ns: Ns, p: Buffer, family: Fa
   return hit !== e.neg;
 }
 
+/** What one packet's walk through a base chain carries (module-level helpers, no closures per packet). */
+interface Walk {
+  w: WorldState;
+  ns: Ns;
+  t: NftTable;
+  base: NftChain;
+  p: Buffer;
+  family: Family;
+  dev: Skb['inDev'];
+  frames: { c: NftChain; i: number }[];
+  /** The comment of the last map element the packet went through (the Service it was sent for). */
+  via?: string;
+}
+
+const hop = (k: Walk, c: NftChain, n: number, r: NftRule) => `nft ${k.t.family} ${k.t.name} ${c.name} rule ${n}: ${r.text}`;
+
+function policy(k: Walk): Verdict {
+  if (k.base.base!.policy === 'drop') {
+    const where = `nft ${k.t.family} ${k.t.name} ${k.base.name} policy drop`;
+    rec(k.w, 'drop', k.ns, k.dev, where, k.p, k.family, where);
+    return 'drop';
+  }
+  return 'accept';
+}
+
+/** Applies a verdict: 'next' when evaluation goes on (a jump, a goto, a return to the caller). */
+function follow(k: Walk, vd: NftVerdict, where: string): Verdict | 'next' {
+  switch (vd.kind) {
+    case 'accept':
+      return 'accept';
+    case 'drop':
+      rec(k.w, 'drop', k.ns, k.dev, where, k.p, k.family, k.via ? `dropped: ${k.via}` : `dropped by ${where}`);
+      return 'drop';
+    case 'return':
+      if (k.frames.length === 1) return policy(k);
+      k.frames.pop();
+      return 'next';
+    default: {
+      const c = k.t.chains.get(vd.chain);
+      if (!c) {
+        rec(k.w, 'drop', k.ns, k.dev, where, k.p, k.family, `jump to missing chain ${vd.chain}`);
+        return 'drop';
+      }
+      if (vd.kind === 'goto') k.frames[k.frames.length - 1] = { c, i: 0 };
+      else if (k.frames.length >= MAX_DEPTH) {
+        rec(k.w, 'drop', k.ns, k.dev, where, k.p, k.family, 'too many levels of jumps');
+        return 'drop';
+      } else k.frames.push({ c, i: 0 });
+      return 'next';
+    }
+  }
+}
+
 export function runNft(w: WorldState, ns: Ns, t: NftTable, base: NftChain, p: Buffer, family: Family, skb: Skb): Verdict {
   const v = view(p, family);
-  const dev = skb.outDev ?? skb.inDev;
-  const frames: { c: NftChain; i: number }[] = [{ c: base, i: 0 }];
-  const name = `nft ${t.family} ${t.name}`;
-  // The comment of the last map element a packet went through (the Service it was sent for).
-  let via: string | undefined;
-  const policy = (): Verdict => {
-    if (base.base!.policy === 'drop') {
-      rec(w, 'drop', ns, dev, `${name} ${base.name} policy drop`, p, family, `${name} ${base.name} policy drop`);
-      return 'drop';
-    }
-    return 'accept';
-  };
-  const follow = (vd: NftVerdict, where: string): Verdict | 'next' => {
-    switch (vd.kind) {
-      case 'accept':
-        return 'accept';
-      case 'drop':
-        rec(w, 'drop', ns, dev, where, p, family, via ? `dropped: ${via}` : `dropped by ${where}`);
-        return 'drop';
-      case 'return':
-        if (frames.length === 1) return policy();
-        frames.pop();
-        return 'next';
-      default: {
-        const c = t.chains.get(vd.chain);
-        if (!c) {
-          rec(w, 'drop', ns, dev, where, p, family, `jump to missing chain ${vd.chain}`);
-          return 'drop';
-        }
-        if (vd.kind === 'goto') frames[frames.length - 1] = { c, i: 0 };
-        else if (frames.length >= MAX_DEPTH) {
-          rec(w, 'drop', ns, dev, where, p, family, 'too many levels of jumps');
-          return 'drop';
-        } else frames.push({ c, i: 0 });
-        return 'next';
-      }
-    }
-  };
+  const k: Walk = { w, ns, t, base, p, family, dev: skb.outDev ?? skb.inDev, frames: [{ c: base, i: 0 }] };
+  const frames = k.frames;
   for (;;) {
     const top = frames[frames.length - 1]!;
     if (top.i >= top.c.rules.length) {
-      if (frames.length === 1) return policy();
+      if (frames.length === 1) return policy(k);
       frames.pop();
       continue;
     }
-    const r: NftRule = top.c.rules[top.i++]!;
+    const c = top.c;
+    const r: NftRule = c.rules[top.i++]!;
     // The hop's text is built only when a trace or a drop needs it (not per rule per packet).
     const n = top.i;
-    const at = () => `${name} ${top.c.name} rule ${n}: ${r.text}`;
     let verdict: NftVerdict | undefined = r.verdict;
     let matched = true;
     let done: Verdict | undefined;
@@ -146,23 +163,23 @@ export function runNft(w: WorldState, ns: Ns, t: NftTable, base: NftChain, p: Bu
         if (!el?.verdict) matched = false;
         else {
           verdict = el.verdict;
-          if (el.comment !== undefined) via = `${el.comment} (@${e.map ?? 'anonymous'})`;
-          note = `: ${key} -> ${verdictText(el.verdict)}`;
+          if (el.comment !== undefined) k.via = `${el.comment} (@${e.map ?? 'anonymous'})`;
+          if (w.tr) note = `: ${key} -> ${verdictText(el.verdict)}`;
         }
       } else if (e.kind === 'mark-set') {
         skb.mark = (e.op === '|' ? skb.mark | e.value : e.op === '^' ? skb.mark ^ e.value : e.op === '&' ? skb.mark & e.value : e.value) >>> 0;
-        note = ` (mark now 0x${skb.mark.toString(16)})`;
+        if (w.tr) note = ` (mark now 0x${skb.mark.toString(16)})`;
       } else if (e.kind === 'update') {
         const set = t.sets.get(e.set);
         const key = keyOf(e.fields, ns, p, family, v, skb);
         if (set && key !== undefined) set.elements.set(key, { key, expiresUs: set.timeoutS !== undefined ? w.clockUs + set.timeoutS * 1e6 : undefined });
       } else if (e.kind === 'dnat') {
         if (skb.ct?.conn.dnat) done = 'accept';
-        else done = applyDnat(w, ns, skb, p, family, v, e.addr, e.port, w.tr ? at() : '');
+        else done = applyDnat(w, ns, skb, p, family, v, e.addr, e.port, w.tr ? hop(k, c, n, r) : '');
       } else if (e.kind === 'masquerade') {
-        done = applySnat(w, ns, skb, p, family, null, undefined, at());
+        done = applySnat(w, ns, skb, p, family, null, undefined, hop(k, c, n, r));
       } else if (e.kind === 'reject') {
-        rec(w, 'drop', ns, dev, at(), p, family, `rejected: ${via ?? r.comment ?? `${name} ${top.c.name}`}`);
+        rec(w, 'drop', ns, k.dev, hop(k, c, n, r), p, family, `rejected: ${k.via ?? r.comment ?? `nft ${t.family} ${t.name} ${c.name}`}`);
         w.stack.icmpErrorTo(w, ns, p, family, 'port-unreachable');
         return 'drop';
       }
@@ -171,11 +188,11 @@ export function runNft(w: WorldState, ns: Ns, t: NftTable, base: NftChain, p: Bu
     if (!matched) continue;
     if (done) return done;
     if (!verdict) {
-      if (w.tr) rec(w, 'nf', ns, dev, `${at()}${note}`, p, family);
+      if (w.tr) rec(w, 'nf', ns, k.dev, `${hop(k, c, n, r)}${note}`, p, family);
       continue;
     }
-    if (w.tr && verdict.kind !== 'drop') rec(w, 'nf', ns, dev, `${at()}${note}`, p, family);
-    const out = follow(verdict, verdict.kind === 'drop' || w.tr ? `${at()}${note}` : '');
+    if (w.tr && verdict.kind !== 'drop') rec(w, 'nf', ns, k.dev, `${hop(k, c, n, r)}${note}`, p, family);
+    const out = follow(k, verdict, verdict.kind === 'drop' || w.tr ? `${hop(k, c, n, r)}${note}` : '');
     if (out !== 'next') return out;
   }
 }

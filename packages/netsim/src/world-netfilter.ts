@@ -223,6 +223,7 @@ function runChain(
 
 const nfOn = (ns: Ns) => ns.nf.ruleCount > 0 || ns.nf.nft.ruleCount > 0;
 const tracked = (ns: Ns) => ns.nat.length > 0 || ns.ct.size > 0 || nfOn(ns);
+const HOOK_NAME: Record<Hook, string> = { PREROUTING: 'prerouting', INPUT: 'input', FORWARD: 'forward', OUTPUT: 'output', POSTROUTING: 'postrouting' };
 const isNew = (skb: Skb) => !!skb.ct && skb.ct.isNew && !skb.ct.conn.confirmed;
 
 /** The iptables tables of a hook after conntrack, with their priorities (NF_IP_PRI_*). */
@@ -240,24 +241,24 @@ const STAGES: Record<Hook, [number, NfTableName][]> = {
  * the nat stage is past (the simple NAT rules of the older API).
  */
 function runStages(w: WorldState, ns: Ns, hook: Hook, p: Buffer, family: Family, skb: Skb, afterNat?: () => void): Verdict {
-  const nft = ns.nf.nft.ruleCount > 0 ? ns.nf.nft.hooks.get(`${family === 4 ? 'ip' : 'ip6'} ${hook.toLowerCase()}`) : undefined;
+  const nft = ns.nf.nft.ruleCount > 0 ? ns.nf.nft.hooks.get(`${family === 4 ? 'ip' : 'ip6'} ${HOOK_NAME[hook]}`) : undefined;
   let j = 0;
-  const nftUpTo = (prio: number): Verdict => {
-    while (nft && j < nft.length && nft[j]!.chain.base!.priority < prio) {
-      const e = nft[j++]!;
-      if (e.chain.base!.type === 'nat' && !isNew(skb)) continue;
-      if (runNft(w, ns, e.table, e.chain, p, family, skb) === 'drop') return 'drop';
-    }
-    return 'accept';
-  };
   for (const [prio, table] of STAGES[hook]) {
-    if (nftUpTo(prio) === 'drop') return 'drop';
+    // nftables base chains of a lower priority than this table run first.
+    for (; nft && j < nft.length && nft[j]!.chain.base!.priority < prio; j++) {
+      const e = nft[j]!;
+      if ((e.chain.base!.type !== 'nat' || isNew(skb)) && runNft(w, ns, e.table, e.chain, p, family, skb) === 'drop') return 'drop';
+    }
     if (table === 'nat') {
       if (isNew(skb) && ns.nf.ruleCount > 0 && runChain(w, ns, table, hook, p, family, skb) === 'drop') return 'drop';
       afterNat?.();
     } else if (ns.nf.ruleCount > 0 && runChain(w, ns, table, hook, p, family, skb) === 'drop') return 'drop';
   }
-  return nftUpTo(Infinity);
+  for (; nft && j < nft.length; j++) {
+    const e = nft[j]!;
+    if ((e.chain.base!.type !== 'nat' || isNew(skb)) && runNft(w, ns, e.table, e.chain, p, family, skb) === 'drop') return 'drop';
+  }
+  return 'accept';
 }
 
 /** NF_INET_PRE_ROUTING: raw, conntrack (established NAT applied), mangle, then nat for a new connection. */

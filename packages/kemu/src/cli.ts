@@ -195,10 +195,19 @@ nodeCommand
         }
       }),
   )
+  .addOption(
+    new Option('--label <key=value>', 'a label the node registers with, as the kubelet\'s --node-labels; repeatable').argParser((v: string, prev?: Record<string, string>) => {
+      try {
+        return { ...(prev ?? {}), ...parseNodeLabels(v) };
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    }),
+  )
   .addOption(stateDirOpt())
   .action(async (o) => {
     if (o.count < 1) throw new cmd.UsageError('--count must be at least 1');
-    await nodeAdd({ count: o.count, name: o.name, taints: o.taint, stateDir: o.stateDir }, cmd.stdio);
+    await nodeAdd({ count: o.count, name: o.name, taints: o.taint, labels: o.label, stateDir: o.stateDir }, cmd.stdio);
   });
 
 nodeCommand

@@ -12,7 +12,9 @@ import {
   isAlreadyExists,
   isNotFound,
   type KubeObject,
+  labelValue,
   type Node,
+  qualifiedName,
   SharedInformer,
   type Pod,
   StatusError,
@@ -149,12 +151,20 @@ function nodeAddOptions(req: NodeAddRequest): AddNodeOptions {
   if (req.taints !== undefined && !Array.isArray(req.taints)) throw bad('taints must be a list');
   const taints = (req.taints ?? []).map((t, i) => {
     if (!t || typeof t.key !== 'string' || !t.key) throw bad(`taints[${i}].key: Required value`);
+    const keyErr = qualifiedName(t.key)[0];
+    if (keyErr) throw bad(`taints[${i}].key: Invalid value: ${JSON.stringify(t.key)}: ${keyErr}`);
     if (t.value !== undefined && typeof t.value !== 'string') throw bad(`taints[${i}].value must be a string`);
+    const valueErr = t.value ? labelValue(t.value)[0] : undefined;
+    if (valueErr) throw bad(`taints[${i}].value: Invalid value: ${JSON.stringify(t.value)}: ${valueErr}`);
     if (!TAINT_EFFECTS.includes(t.effect)) throw bad(`taints[${i}].effect: Unsupported value: ${JSON.stringify(t.effect)}: supported values: "${TAINT_EFFECTS.join('", "')}"`);
     return { key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect } as Taint;
   });
-  if (req.labels !== undefined && (typeof req.labels !== 'object' || Object.values(req.labels).some((v) => typeof v !== 'string')))
+  if (req.labels !== undefined && (!req.labels || typeof req.labels !== 'object' || Object.values(req.labels).some((v) => typeof v !== 'string')))
     throw bad('labels must map strings to strings');
+  for (const [k, v] of Object.entries(req.labels ?? {})) {
+    const err = qualifiedName(k)[0] ?? labelValue(v)[0];
+    if (err) throw bad(`labels: Invalid value: ${JSON.stringify(`${k}=${v}`)}: ${err}`);
+  }
   return { name: req.name, taints: taints.length ? taints : undefined, labels: req.labels };
 }
 

@@ -27,12 +27,13 @@ describe('adding and removing nodes of a running cluster over its API socket', (
 
   it('adds numbered and named nodes, registered with their taints, and removes one', async () => {
     expect(await nodeAdd({ count: 2, taints: [], stateDir }, out)).toEqual(['kemu-node-2', 'kemu-node-3']);
-    await nodeAdd({ count: 1, name: 'edge-a', taints: [parseTaint('zone=edge:NoExecute')], stateDir }, out);
+    await nodeAdd({ count: 1, name: 'edge-a', taints: [parseTaint('zone=edge:NoExecute')], labels: { 'topology.kubernetes.io/zone': 'edge' }, stateDir }, out);
     expect(lines).toEqual(['node/kemu-node-2 added', 'node/kemu-node-3 added', 'node/edge-a added']);
     const nodes = (await api.list<Node>('Node')).items;
     expect(nodes.map((n) => n.metadata.name).sort()).toEqual(['edge-a', 'kemu-node-1', 'kemu-node-2', 'kemu-node-3']);
     const edge = nodes.find((n) => n.metadata.name === 'edge-a')!;
     expect(edge.spec?.taints).toEqual([{ key: 'zone', value: 'edge', effect: 'NoExecute' }]);
+    expect(edge.metadata.labels).toMatchObject({ 'topology.kubernetes.io/zone': 'edge', 'kubernetes.io/hostname': 'edge-a' });
     // Each node has an address and pod CIDR of its own.
     expect(new Set(nodes.map((n) => n.spec?.podCIDR)).size).toBe(4);
     expect(new Set(nodes.map((n) => n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address)).size).toBe(4);
@@ -61,6 +62,8 @@ describe('adding and removing nodes of a running cluster over its API socket', (
       code: 400,
       message: 'taints[0].effect: Unsupported value: "Never": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
     });
+    await expect(api.addNodes({ taints: [{ key: 'bad key', effect: 'NoSchedule' }] })).rejects.toMatchObject({ code: 400, message: expect.stringMatching(/^taints\[0\]\.key: Invalid value: "bad key": name part must consist of/) });
+    await expect(api.addNodes({ labels: { zone: '-edge' } })).rejects.toMatchObject({ code: 400, message: expect.stringMatching(/^labels: Invalid value: "zone=-edge": a valid label must be/) });
     const raw = await api.request('POST', '/kemu/nodes', [1, 2]);
     expect(raw.code).toBe(400);
     expect(JSON.parse(raw.text).message).toBe('the request body must be a JSON object');

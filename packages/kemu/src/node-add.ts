@@ -8,12 +8,13 @@ export interface NodeAddOptions {
   count: number;
   name?: string;
   taints: Taint[];
+  labels?: Record<string, string>;
   stateDir?: string;
 }
 
 /** `kemu node add`: prints the names of the nodes added once each has registered. */
 export async function nodeAdd(o: NodeAddOptions, out: Out): Promise<string[]> {
-  const { names } = await client(o.stateDir).addNodes({ count: o.count, name: o.name, taints: o.taints.length ? o.taints : undefined });
+  const { names } = await client(o.stateDir).addNodes({ count: o.count, name: o.name, taints: o.taints.length ? o.taints : undefined, labels: o.labels });
   for (const n of names) out.log(`node/${n} added`);
   return names;
 }

@@ -27,7 +27,8 @@ describe('the kubelet registration flags', () => {
     ]);
     expect(() => parseTaintList('a=b:NoSchedule,c')).toThrow('invalid taint spec: c');
     expect(parseNodeLabels('topology.kubernetes.io/zone=z1,gpu=')).toEqual({ 'topology.kubernetes.io/zone': 'z1', gpu: '' });
-    expect(() => parseNodeLabels('zone')).toThrow('invalid node label "zone"');
+    expect(() => parseNodeLabels('zone')).toThrow('invalid node label "zone": want key=value');
+    expect(() => parseNodeLabels('bad key=x')).toThrow('invalid node label key "bad key": name part must consist of alphanumeric characters');
     expect(() => parseNodeLabels('zone=-x')).toThrow('invalid node label value "-x"');
     for (const s of ['a=b:NoSchedule', 'example.com/k:NoExecute']) expect(formatTaint(parseTaint(s))).toBe(s);
   });

@@ -1,19 +1,9 @@
 // What a node registers its Node with, as the kubelet's flags give it: taints as kubectl taint and
 // --register-with-taints write them (`key=value:Effect` or `key:Effect`, several separated by commas for the
 // flag) and labels as --node-labels does (`key=value,...`).
-import type { Taint, TaintEffect } from '@kemu/core';
+import { labelValue, qualifiedName, type Taint, type TaintEffect } from '@kemu/core';
 
 const EFFECTS: TaintEffect[] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
-// A qualified name (optional DNS-subdomain prefix and '/'), and a label value, as kubectl taint checks them.
-const NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const PREFIX = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
-function qualifiedName(key: string): boolean {
-  const slash = key.lastIndexOf('/');
-  const [prefix, name] = slash >= 0 ? [key.slice(0, slash), key.slice(slash + 1)] : [undefined, key];
-  if (prefix !== undefined && (!prefix || prefix.length > 253 || !PREFIX.test(prefix))) return false;
-  return name.length <= 63 && NAME_PART.test(name);
-}
 
 /** A taint as kubectl taint writes one: `key=value:Effect` or `key:Effect`. */
 export function parseTaint(spec: string): Taint {
@@ -26,9 +16,10 @@ export function parseTaint(spec: string): Taint {
   const value = eq < 0 ? undefined : kv.slice(eq + 1);
   if (!EFFECTS.includes(effect as TaintEffect))
     throw new Error(`invalid taint effect: ${effect}, unsupported taint effect (want ${EFFECTS.join(', ')})`);
-  if (!qualifiedName(key)) throw new Error(`invalid taint key ${JSON.stringify(key)}: a qualified name (letters, digits, '-', '_', '.', with an optional DNS prefix and '/')`);
-  if (value !== undefined && value !== '' && (value.length > 63 || !NAME_PART.test(value)))
-    throw new Error(`invalid taint value ${JSON.stringify(value)}: at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit`);
+  const keyErr = qualifiedName(key)[0];
+  if (keyErr) throw new Error(`invalid taint key ${JSON.stringify(key)}: ${keyErr}`);
+  const valueErr = value ? labelValue(value)[0] : undefined;
+  if (valueErr) throw new Error(`invalid taint value ${JSON.stringify(value)}: ${valueErr}`);
   return { key, ...(value ? { value } : {}), effect: effect as TaintEffect };
 }
 
@@ -49,8 +40,11 @@ export function parseNodeLabels(list: string): Record<string, string> {
     const eq = pair.indexOf('=');
     const key = eq < 0 ? pair : pair.slice(0, eq);
     const value = eq < 0 ? '' : pair.slice(eq + 1);
-    if (eq < 0 || !qualifiedName(key)) throw new Error(`invalid node label ${JSON.stringify(pair)}: want key=value with a qualified name as key`);
-    if (value !== '' && (value.length > 63 || !NAME_PART.test(value))) throw new Error(`invalid node label value ${JSON.stringify(value)}: at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit`);
+    if (eq < 0) throw new Error(`invalid node label ${JSON.stringify(pair)}: want key=value`);
+    const keyErr = qualifiedName(key)[0];
+    if (keyErr) throw new Error(`invalid node label key ${JSON.stringify(key)}: ${keyErr}`);
+    const valueErr = labelValue(value)[0];
+    if (valueErr) throw new Error(`invalid node label value ${JSON.stringify(value)}: ${valueErr}`);
     out[key] = value;
   }
   return out;

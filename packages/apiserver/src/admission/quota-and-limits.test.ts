@@ -1,4 +1,4 @@
-import { createMemoryStore, type KubeObject, type Store } from '@kemu/core';
+import { createMemoryStore, type KubeObject, SharedInformer, type Store } from '@kemu/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AdmissionAttributes } from '../auth-seams.js';
 import { LimitRangerAdmission } from './limit-ranger.js';
@@ -92,6 +92,23 @@ describe.each(['store', 'informer'] as const)('ResourceQuota admission reading q
     const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason.message);
     expect(refused).toEqual(['c5', 'c6', 'c7'].map((n) => `pods "${n}" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=5, limited: pods=5`));
     expect(await used()).toEqual({ pods: '5' });
+  });
+});
+
+describe('ResourceQuota admission behind its informer', () => {
+  it('admits once a quota the informer still holds is gone, reading the quotas again', async () => {
+    const store = await createMemoryStore();
+    await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'q' } });
+    const q = await store.create({ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'gone', namespace: 'q' }, spec: { hard: { pods: '1' } } });
+    await store.updateStatus({ ...q, status: { hard: { pods: '1' }, used: { pods: '0' } } });
+    // An informer that stopped before the delete: its cache still holds the full quota.
+    const stale = new SharedInformer<string>(store, 'ResourceQuota');
+    stale.start();
+    await stale.waitForSync();
+    await stale.stop();
+    await store.delete('ResourceQuota', 'q', 'gone');
+    const quota = new ResourceQuotaAdmission(store, stale);
+    await expect(quota.validate(attrs(pod('p1', '100m')))).resolves.toBeUndefined();
   });
 });
 

@@ -3,7 +3,7 @@
 // is raised at once (as upstream's plugin does), so the next request sees it. Writes are serialised per
 // namespace so two racing creates cannot both take the last unit. `ResourceQuotaStatusController`
 // recomputes status.used from the objects themselves (after deletes, and for a new quota).
-import { deepCopy, isConflict, type KubeObject, lookupKind, parseQuantity, type Quantity, SharedInformer, type Store } from '@kemu/core';
+import { deepCopy, isConflict, isNotFound, type KubeObject, lookupKind, parseQuantity, type Quantity, SharedInformer, type Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
 import { kindsForQuotaResource, missingComputeResources, objectUsage, type Usage, usageDelta } from './quota-usage.js';
@@ -144,7 +144,8 @@ export class ResourceQuotaAdmission implements AdmissionChain {
       try {
         for (const i of changed) await this.writeStatus(quotas[i]);
       } catch (err) {
-        if (!isConflict(err)) throw err;
+        // A quota changed or deleted since the informer saw it: read them again, live.
+        if (!isConflict(err) && !isNotFound(err)) throw err;
         continue;
       }
       batch.forEach((w, i) => (outcomes[i] === undefined ? w.resolve() : w.reject(outcomes[i])));

@@ -64,5 +64,12 @@ describe('PolicyAgent on shared informers', () => {
     await a.stop();
     await running(store, pod('web-b2', 'node-b', '10.244.2.3', { app: 'web' }), '10.244.2.3');
     await until('node-b programs its new pod', () => sinkB.last.includes('-d 10.244.2.3/32'));
+    // The last policy gone: its chains go, and pods stop waking the agent again.
+    await store.delete('NetworkPolicy', 'shop', 'deny-web');
+    await until('node-b drops the chains', () => !sinkB.last.includes('10.244.2.'));
+    const after = sinkB.restores;
+    await running(store, pod('web-b3', 'node-b', '10.244.2.4', { app: 'web' }), '10.244.2.4');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(sinkB.restores).toBe(after);
   });
 });

@@ -35,6 +35,7 @@ export class PolicyAgent {
   private lastRun = 0;
   private stopped = false;
   private readonly registrations: Array<{ remove(): void }> = [];
+  private podHandler?: { remove(): void };
 
   constructor(private readonly o: PolicyAgentOptions) {
     this.factory = o.informers ?? new InformerFactory(o.store);
@@ -45,16 +46,28 @@ export class PolicyAgent {
       namespaces: this.factory.informer('Namespace', { onError }),
     };
     const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
-    // Pods only shape the rules through the policies selecting them: with no NetworkPolicy in the cluster a
-    // pod change cannot change them (and the first policy's own event syncs with every pod then).
-    const podChanged = () => {
-      if (this.informers.policies.indexer.size > 0) this.schedule();
+    const policyChanged = () => {
+      this.followPods();
+      this.schedule();
     };
     this.registrations.push(
-      this.informers.policies.addEventHandler(changed),
+      this.informers.policies.addEventHandler({ onAdd: policyChanged, onUpdate: policyChanged, onDelete: policyChanged }),
       this.informers.namespaces.addEventHandler(changed),
-      this.informers.pods.addEventHandler({ onAdd: podChanged, onUpdate: podChanged, onDelete: podChanged }),
     );
+  }
+
+  /**
+   * Pods only shape the rules through the policies selecting them, so the agent listens to Pod changes only
+   * while a NetworkPolicy exists (the first policy's own event syncs with every pod then). With a cache
+   * shared by every node, a handler per node would otherwise run for each Pod event on each node.
+   */
+  private followPods(): void {
+    const want = !this.stopped && this.informers.policies.indexer.size > 0;
+    if (want && !this.podHandler) this.podHandler = this.informers.pods.addEventHandler({ onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() });
+    else if (!want && this.podHandler) {
+      this.podHandler.remove();
+      this.podHandler = undefined;
+    }
   }
 
   async start(): Promise<void> {
@@ -67,6 +80,7 @@ export class PolicyAgent {
     this.stopped = true;
     clearTimeout(this.timer);
     for (const r of this.registrations.splice(0)) r.remove();
+    this.followPods();
     if (!this.o.informers) await this.factory.stop();
     await this.running;
   }

@@ -65,6 +65,19 @@ describe('cached RBAC decisions', () => {
     expect((await cache.authorize(get('a'))).decision).toBe('allow');
   });
 
+  it('keeps apart users whose groups only differ in where a comma falls', async () => {
+    await store.create({
+      apiVersion: `${G}/v1`,
+      kind: 'RoleBinding',
+      metadata: { name: 'split', namespace: 'dev' },
+      roleRef: { apiGroup: G, kind: 'Role', name: 'one' },
+      subjects: [{ kind: 'Group', apiGroup: G, name: 'a' }],
+    });
+    await until(async () => (await rbac.authorize({ ...get('x', 'secrets'), user: { name: 'carol', groups: ['a', 'b'] } })).decision === 'allow');
+    expect((await cache.authorize({ ...get('x', 'secrets'), user: { name: 'carol', groups: ['a', 'b'] } })).decision).toBe('allow');
+    expect((await cache.authorize({ ...get('x', 'secrets'), user: { name: 'carol', groups: ['a,b'] } })).decision).toBe('no-opinion');
+  });
+
   it('forgets its answers when the policy changes', async () => {
     expect((await cache.authorize(get('x', 'secrets'))).decision).toBe('allow');
     await store.delete('RoleBinding', 'dev', 'bob');

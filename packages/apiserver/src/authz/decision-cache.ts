@@ -36,9 +36,10 @@ export class DecisionCache implements Authorizer {
 
   private cached(attrs: AuthorizationAttributes, everyName: boolean): AuthorizationResult {
     const u = attrs.user;
+    // JSON keeps the parts apart whatever characters names and groups hold (a group may contain a comma).
     const key = attrs.isResourceRequest
-      ? `${u.name}\0${u.uid ?? ''}\0${u.groups.join(',')}\0r\0${attrs.verb}\0${attrs.apiGroup}\0${attrs.namespace}\0${attrs.resource}\0${attrs.subresource}\0${everyName ? '\0*' : attrs.name}`
-      : `${u.name}\0${u.uid ?? ''}\0${u.groups.join(',')}\0n\0${attrs.verb}\0${attrs.path}`;
+      ? JSON.stringify([u.name, u.uid ?? '', u.groups, attrs.verb, attrs.apiGroup, attrs.namespace, attrs.resource, attrs.subresource, everyName ? 0 : attrs.name])
+      : JSON.stringify([u.name, u.uid ?? '', u.groups, attrs.verb, attrs.path]);
     const hit = this.cache.get(key);
     if (hit) return hit;
     const ns = attrs.isResourceRequest ? attrs.namespace : '';

@@ -102,7 +102,8 @@ export async function createObject(ctx: RequestContext, namespace: string): Prom
   validateFields(ctx, obj);
   recordManagedFields(obj, undefined, manager, 'Update', ctx.kind.apiVersion);
   await admit(ctx, 'CREATE', namespace, obj.metadata.name ?? '', obj, undefined, dryRun);
-  const created = await ctx.store.create(obj, { dryRun });
+  // The response only renders what was stored: no private copy of it.
+  const created = await ctx.store.create(obj, { dryRun, readOnlyResult: true });
   render(ctx, 201, created, false);
 }
 
@@ -117,12 +118,13 @@ export async function updateObject(ctx: RequestContext, namespace: string, name:
   render(ctx, 200, await writeExisting(ctx, obj, dryRun), false);
 }
 
-/** Store an updated object through the part the URL names: the main resource, status or a pod's ephemeralcontainers. */
+/** Store an updated object through the part the URL names (main resource, status, a pod's ephemeralcontainers); the result is read-only. */
 export function writeExisting(ctx: RequestContext, obj: KubeObject, dryRun: boolean): Promise<KubeObject> {
   const sub = ctx.info.subresource;
-  if (sub === 'status') return ctx.store.updateStatus(obj, { dryRun });
-  if (sub === 'ephemeralcontainers') return ctx.store.update(obj, { dryRun, subresource: 'ephemeralcontainers' });
-  return ctx.store.update(obj, { dryRun });
+  // Every caller only renders the result: no private copy of it.
+  if (sub === 'status') return ctx.store.updateStatus(obj, { dryRun, readOnlyResult: true });
+  if (sub === 'ephemeralcontainers') return ctx.store.update(obj, { dryRun, subresource: 'ephemeralcontainers', readOnlyResult: true });
+  return ctx.store.update(obj, { dryRun, readOnlyResult: true });
 }
 
 const PATCH_TYPES: Record<string, 'json' | 'merge' | 'strategic'> = {

@@ -306,7 +306,7 @@ export abstract class BaseStore implements Store {
         try {
           const stored = await this.rawCreate(info, storageKey(m.namespace, m.name!), obj, guard);
           effect?.commit?.();
-          return clone(stored) as Stored<T>;
+          return (opts.readOnlyResult ? stored : clone(stored)) as Stored<T>;
         } catch (e) {
           if (!(e instanceof StaleAdmissionError) || live) throw e;
         }
@@ -464,7 +464,7 @@ export abstract class BaseStore implements Store {
       throw e;
     }
     effect?.commit?.();
-    return clone(stored);
+    return opts.readOnlyResult ? stored : clone(stored);
   }
 
   private gracefulPending(info: KindInfo, obj: KubeObject): boolean {

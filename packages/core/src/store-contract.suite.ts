@@ -502,6 +502,18 @@ export function storeContract(backend: string, open: () => Promise<ContractHarne
       unassigned.stop();
     });
 
+    it('create and update with readOnlyResult return what was stored; without it a private copy', async () => {
+      const ns = await freshNamespace(store);
+      const a = await store.create(cm(ns, 'ro', { k: 'a' }), { readOnlyResult: true });
+      expect(a).toEqual(await store.get('ConfigMap', ns, 'ro'));
+      const b = await store.update({ ...(await store.get('ConfigMap', ns, 'ro')), data: { k: 'b' } }, { readOnlyResult: true });
+      expect(b).toEqual(await store.get('ConfigMap', ns, 'ro'));
+      expect(b.data).toEqual({ k: 'b' });
+      const c = await store.create(cm(ns, 'rw'));
+      c.metadata.labels = { changed: 'here' };
+      expect((await store.get('ConfigMap', ns, 'rw')).metadata.labels).toBeUndefined();
+    });
+
     it('a field-selector watch still applies its namespace, labels and other terms', async () => {
       const ns = await freshNamespace(store);
       const ns2 = await freshNamespace(store);

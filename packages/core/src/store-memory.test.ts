@@ -47,3 +47,15 @@ describe('MemoryStore specifics', () => {
     await store.close();
   });
 });
+
+describe('memory store readOnlyResult', () => {
+  it('returns the stored, frozen object itself (no copy), and a writable copy without the option', async () => {
+    const store = await MemoryStore.open();
+    const ro = await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ro', namespace: 'default' }, data: { k: 'v' } }, { readOnlyResult: true });
+    expect(Object.isFrozen(ro) && Object.isFrozen(ro.metadata)).toBe(true);
+    expect((await store.list('ConfigMap', { namespace: 'default' })).items).toContain(ro);
+    const rw = await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'rw', namespace: 'default' } });
+    expect(Object.isFrozen(rw)).toBe(false);
+    await store.close();
+  });
+});

@@ -67,6 +67,11 @@ export type PatchType =
 export interface WriteOptions {
   /** Validate and default, report the result, persist nothing. */
   dryRun?: boolean;
+  /**
+   * Return the stored object itself (read-only, shared with lists and watchers) rather than a private copy,
+   * for a caller that only reads the result (an API server rendering it). Backends may still copy.
+   */
+  readOnlyResult?: boolean;
 }
 
 export interface UpdateOptions extends WriteOptions {

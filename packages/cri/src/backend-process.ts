@@ -347,7 +347,7 @@ export class ProcessBackend implements Backend {
       l.log = undefined;
       const exitCode = spawned.killedBySigkill() && code === 1 ? 137 : exitCodeOf(code, signal);
       const oom = cgroup?.oomKilled() ?? false;
-      cgroup?.remove();
+      void cgroup?.remove();
       l.markExited();
       this.host.containerExited(c.id, {
         exitCode,
@@ -536,8 +536,8 @@ export class ProcessBackend implements Backend {
     const l = this.live.get(c.id);
     if (l?.poll) clearInterval(l.poll);
     l?.log?.close();
-    l?.cgroup?.remove();
     this.live.delete(c.id);
+    await l?.cgroup?.remove();
   }
 
   private execArgs(c: ContainerRecord, cmd: string[]): string[] {

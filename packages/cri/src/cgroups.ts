@@ -157,12 +157,22 @@ export class ContainerCgroup {
     return false;
   }
 
-  remove(): void {
+  /**
+   * Removes the container's cgroups. A killed container's last tasks leave their cgroup a moment after its
+   * init is reaped, so a busy cgroup is tried again for up to `graceMs` before it is left to a later removal.
+   */
+  async remove(graceMs = 5000): Promise<void> {
+    const deadline = Date.now() + graceMs;
     for (const d of this.dirs) {
-      try {
-        fs.rmdirSync(d);
-      } catch {
-        // still has processes (recovered container) or already gone
+      for (;;) {
+        try {
+          fs.rmdirSync(d);
+          break;
+        } catch (e) {
+          // already gone, or still holding processes past the grace (a recovered container)
+          if ((e as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() >= deadline) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
       }
     }
   }

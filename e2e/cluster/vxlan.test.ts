@@ -71,9 +71,16 @@ for (const datapath of ['sim', 'linux'] as const) {
         capture.stdout.on('data', (c) => (out += c));
         capture.stderr.on('data', (c) => (err += c));
         await until('tshark capturing', async () => err.includes('Capturing on'), 40_000);
-        const t = await cluster.trace('a', 'b');
-        expect(t.reachable).toBe(true);
-        await new Promise((r) => capture.once('exit', r));
+        // "Capturing on" can come before the capture filter is attached on a busy machine: keep the pods
+        // talking until tshark has its two frames (or gives up at its own 40 s), not just once.
+        const exited = new Promise((r) => capture.once('exit', r));
+        let done = false;
+        void exited.then(() => (done = true));
+        while (!done) {
+          const t = await cluster.trace('a', 'b');
+          expect(t.reachable).toBe(true);
+          await Promise.race([exited, new Promise((r) => setTimeout(r, 500))]);
+        }
         const frames = out.trim().split('\n').filter(Boolean).map((l) => l.split('\t'));
         expect(frames.length).toBeGreaterThanOrEqual(1);
         for (const [vni, outer] of frames) {

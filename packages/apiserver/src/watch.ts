@@ -99,61 +99,12 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
   try {
     for await (const ev of watch) {
       if (res.writableEnded || res.destroyed) break;
-      const slot = writeSlot();
-      if (slot) await slot;
-      if (res.writableEnded || res.destroyed) break;
       if (!(res as import('node:http').ServerResponse).write(encode(ev))) await new Promise((r) => (res as NodeJS.EventEmitter).once('drain', r));
     }
   } finally {
     stop();
     if (!res.writableEnded) res.end();
   }
-}
-
-/**
- * Watch writes per turn of the event loop. One change can wake thousands of watchers at once; writing all
- * their events in one turn holds every byte back until the last is written (HTTP/2 and TLS send what was
- * written when the turn ends). Past this many, writers wait for the next turn, in the order they came, so
- * the first events are on the wire (and being read) while later ones are still being written.
- */
-export const WATCH_WRITES_PER_TURN = 256;
-let writeBudget = WATCH_WRITES_PER_TURN;
-let refillScheduled = false;
-const waitingWriters: (() => void)[] = [];
-let nextWaiting = 0;
-
-function scheduleRefill(): void {
-  if (refillScheduled) return;
-  refillScheduled = true;
-  setImmediate(refill);
-}
-
-function refill(): void {
-  refillScheduled = false;
-  writeBudget = WATCH_WRITES_PER_TURN;
-  while (writeBudget > 0 && nextWaiting < waitingWriters.length) {
-    writeBudget--;
-    const wake = waitingWriters[nextWaiting];
-    waitingWriters[nextWaiting++] = undefined as never;
-    wake();
-  }
-  if (nextWaiting === waitingWriters.length || (nextWaiting > 1024 && nextWaiting * 2 > waitingWriters.length)) {
-    waitingWriters.splice(0, nextWaiting);
-    nextWaiting = 0;
-  }
-  // Budget spent this turn (or writers still waiting): the next turn refills it.
-  if (writeBudget < WATCH_WRITES_PER_TURN) scheduleRefill();
-}
-
-/** Undefined when this turn may take one more watch write; else a promise of a later turn's slot. */
-function writeSlot(): Promise<void> | undefined {
-  if (writeBudget > 0 && nextWaiting === waitingWriters.length) {
-    writeBudget--;
-    scheduleRefill();
-    return undefined;
-  }
-  scheduleRefill();
-  return new Promise((resolve) => waitingWriters.push(resolve));
 }
 
 /**

@@ -22,6 +22,20 @@ function int(name: string) {
   };
 }
 
+/**
+ * A repeatable option's parser: each value goes through `parse` and is merged into what came before; a
+ * value `parse` refuses becomes commander's one-line usage error rather than a stack trace.
+ */
+function repeatable<T, A>(parse: (v: string) => T, merge: (prev: A, next: T) => A, initial: A) {
+  return (v: string, prev: A | undefined) => {
+    try {
+      return merge(prev ?? initial, parse(v));
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  };
+}
+
 const program = new Command('kemu')
   .description('Kubernetes node-interface emulators composed into a cluster you can run on one machine')
   .version(VERSION)
@@ -36,13 +50,7 @@ const kubeletConfigOpt = (help: string) =>
 const deviceOpt = () =>
   new Option('--device <resource=count[:model]>', 'simulated devices on each node, served by a device plugin beside its kubelet, e.g. nvidia.com/gpu=8; repeatable')
     .default([] as DeviceRequest[])
-    .argParser((v: string, prev: DeviceRequest[]) => {
-      try {
-        return [...prev, parseDeviceRequest(v)];
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    });
+    .argParser(repeatable(parseDeviceRequest, (prev: DeviceRequest[], d) => [...prev, d], []));
 const kubeletConfigs = (values: string[]) => (values.length ? parseKubeletConfigFlags(values) : undefined);
 
 program
@@ -132,22 +140,10 @@ const nodeCommand = program
   .addOption(
     new Option('--register-with-taints <taints>', 'taints the node registers with, as the kubelet flag: key=value:Effect,...')
       .default([] as Taint[])
-      .argParser((v: string, prev: Taint[]) => {
-        try {
-          return [...prev, ...parseTaintList(v)];
-        } catch (err) {
-          throw new InvalidArgumentError((err as Error).message);
-        }
-      }),
+      .argParser(repeatable(parseTaintList, (prev: Taint[], t) => [...prev, ...t], [])),
   )
   .addOption(
-    new Option('--node-labels <labels>', 'labels the node registers with, as the kubelet flag: key=value,...').argParser((v: string, prev?: Record<string, string>) => {
-      try {
-        return { ...(prev ?? {}), ...parseNodeLabels(v) };
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    }),
+    new Option('--node-labels <labels>', 'labels the node registers with, as the kubelet flag: key=value,...').argParser(repeatable(parseNodeLabels, (prev: Record<string, string>, l) => ({ ...prev, ...l }), {})),
   )
   .addOption(stateDirOpt())
   .action(async (o) => {
@@ -187,22 +183,10 @@ nodeCommand
   .addOption(
     new Option('--taint <key=value:Effect>', 'a taint the node registers with, as kubectl taint writes it; repeatable')
       .default([] as Taint[])
-      .argParser((v: string, prev: Taint[]) => {
-        try {
-          return [...prev, parseTaint(v)];
-        } catch (err) {
-          throw new InvalidArgumentError((err as Error).message);
-        }
-      }),
+      .argParser(repeatable(parseTaint, (prev: Taint[], t) => [...prev, t], [])),
   )
   .addOption(
-    new Option('--label <key=value>', 'a label the node registers with, as the kubelet\'s --node-labels; repeatable').argParser((v: string, prev?: Record<string, string>) => {
-      try {
-        return { ...(prev ?? {}), ...parseNodeLabels(v) };
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    }),
+    new Option('--label <key=value>', 'a label the node registers with, as the kubelet\'s --node-labels; repeatable').argParser(repeatable(parseNodeLabels, (prev: Record<string, string>, l) => ({ ...prev, ...l }), {})),
   )
   .addOption(stateDirOpt())
   .action(async (o) => {

@@ -1,27 +1,16 @@
 // A CronJob every minute with concurrencyPolicy Forbid on the composed cluster under a sped-up clock
 // (`kemu up --clock-speed`): each scheduled minute creates one Job (named by its minute), whose pod the
 // kubelet runs to completion, and no two of its Jobs ever run at once.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { CronJob, Job } from '@kemu/core';
 import { Cluster } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 describe('a CronJob under a sped-up cluster clock', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-cron-'));
-
-  beforeAll(async () => {
-    // One cluster minute per real second.
-    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true, clockSpeed: 60 });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  // One cluster minute per real second.
+  composedCluster('kemu-e2e-cron-', { nodes: 2, fast: true, clockSpeed: 60 }, (c) => (cluster = c));
 
   it('creates one Job per minute with Forbid, each run to completion, never two at once', async () => {
     const created: Job[] = [];

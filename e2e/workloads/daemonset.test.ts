@@ -1,26 +1,15 @@
 // A DaemonSet on the composed cluster: the controller makes one pod per eligible node, the scheduler binds
 // each to its node through the node-name affinity, the kubelets run them; a node tainted NoSchedule gets
 // none until the taint goes.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { DaemonSet, Pod } from '@kemu/core';
 import { Cluster } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 describe('a DaemonSet on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-ds-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 3, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-ds-', { nodes: 3, fast: true }, (c) => (cluster = c));
 
   it('runs on every node but the tainted one, and covers it once the taint is removed', async () => {
     await cluster.store.patch('Node', undefined, 'kemu-node-3', { spec: { taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] } }, 'merge');
@@ -112,16 +101,7 @@ const targetNode = (p: Pod) =>
 
 describe('a DaemonSet rolling out with maxSurge on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-ds-surge-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-ds-surge-', { nodes: 2, fast: true }, (c) => (cluster = c));
 
   it('starts each new pod beside the old one, so no node is ever without a ready daemon pod', async () => {
     await cluster.store.create({

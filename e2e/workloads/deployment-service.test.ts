@@ -2,12 +2,10 @@
 // controllers make ReplicaSets and pods, the scheduler places them, kubelets run them, and the Service
 // gets an EndpointSlice of the ready pods. Then a rollout of a new image with maxSurge 1 / maxUnavailable 0,
 // history and undo through `kemu rollout`, foreground deletion, and namespace deletion of every kind.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { type Deployment, type EndpointSlice, type KubeObject, parseManifests, type Pod, type ReplicaSet } from '@kemu/core';
 import { Cluster } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 const MANIFEST = `
@@ -61,16 +59,7 @@ const complete = (d: Deployment, revision: string) =>
 
 describe('an nginx Deployment and Service on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-workloads-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 3, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-workloads-', { nodes: 3, fast: true }, (c) => (cluster = c));
 
   it('becomes three Running pods spread by the scheduler and an EndpointSlice of their IPs', async () => {
     for (const obj of parseManifests(MANIFEST)) await cluster.store.create(obj);

@@ -1,26 +1,15 @@
 // The horizontal pod autoscaler on the composed cluster: pods whose simulated containers burn 200m of CPU
 // against a 100m request (annotation kemu.io/sim-cpu-millicores) run at 200% of request; with a 50% target
 // the autoscaler, reading usage from the nodes' CRI runtimes, scales the Deployment up to maxReplicas.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Deployment, HorizontalPodAutoscaler } from '@kemu/core';
 import { Cluster } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 describe('the horizontal pod autoscaler on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-hpa-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-hpa-', { nodes: 2, fast: true }, (c) => (cluster = c));
 
   it('scales a busy Deployment up to maxReplicas from the CPU its pods use', async () => {
     await cluster.store.create({

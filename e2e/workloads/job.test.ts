@@ -1,26 +1,15 @@
 // An Indexed Job of 5 completions with parallelism 2 on the composed cluster, with one failure injected
 // (a running pod of index 2 is deleted): the Job recreates that index after its backoff, completes within
 // backoffLimit, and counts every finished pod exactly once through its tracking finalizer.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Job, Pod } from '@kemu/core';
 import { Cluster } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 describe('an Indexed Job on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-job-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-job-', { nodes: 2, fast: true }, (c) => (cluster = c));
 
   it('completes 5 indexes, 2 at a time, despite one injected failure', async () => {
     await cluster.store.create({

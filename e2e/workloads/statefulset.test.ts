@@ -1,12 +1,10 @@
 // A StatefulSet of 3 with volumeClaimTemplates on the composed cluster: pods start in ordinal order, each
 // replica's claim is provisioned by the CSI driver and bound, and scaling down keeps the claims (Retain) or
 // deletes them (Delete) per persistentVolumeClaimRetentionPolicy.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { type PersistentVolumeClaim, type Pod, parseManifests } from '@kemu/core';
 import { Cluster } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 const manifest = (name: string, whenScaled: 'Retain' | 'Delete') => `
@@ -56,16 +54,7 @@ spec:
 
 describe('a StatefulSet with volumeClaimTemplates on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-sts-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 3, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-sts-', { nodes: 3, fast: true }, (c) => (cluster = c));
 
   for (const whenScaled of ['Retain', 'Delete'] as const) {
     it(`starts in order with a bound claim per replica; scale-down ${whenScaled === 'Retain' ? 'keeps' : 'deletes'} the claims`, async () => {
@@ -99,16 +88,7 @@ describe('a StatefulSet with volumeClaimTemplates on the composed cluster', () =
 
 describe('a StatefulSet rolling out with maxUnavailable 2 on the composed cluster', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-sts-mu-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
-  }, 90_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-sts-mu-', { nodes: 2, fast: true }, (c) => (cluster = c));
 
   it('replaces two replicas at a time, never more', async () => {
     const [svc, sts] = parseManifests(`

@@ -2,27 +2,17 @@
 // the demo app on three nodes, a cross-node trace, cleanup with nothing left behind, and the failure
 // behaviours a user of a real cluster relies on.
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { type KubeObject, parseManifests, type Pod } from '@kemu/core';
 import { Kubelet } from '@kemu/kubelet';
 import { Cluster, demoManifestPath, leftovers } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from './util.js';
 
 const inCidr = (ip: string, cidr: string) => ip.startsWith(cidr.split('.').slice(0, 3).join('.'));
 
 let cluster: Cluster;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-'));
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ stateDir, nodes: 3, fast: true });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  fs.rmSync(stateDir, { recursive: true, force: true });
-});
+composedCluster('kemu-e2e-', { nodes: 3, fast: true }, (c) => (cluster = c));
 
 const pods = async (ns = 'default') => (await cluster.store.list('Pod', { namespace: ns })).items as Pod[];
 

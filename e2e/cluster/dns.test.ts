@@ -5,28 +5,17 @@
 // node's kube-proxy rules to the DNS server's socket on a node, answered by the cluster's resolver and
 // un-NATed on the way back.
 import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { type EndpointSlice, type Pod, type Service, parseManifests } from '@kemu/core';
 import { peers, requirePeers } from '@kemu/test-peers';
 import { Cluster, type SimClusterNetwork } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from './util.js';
 
 const run = promisify(execFile);
 let cluster: Cluster;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-dns-'));
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ stateDir, nodes: 1, fast: true });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  fs.rmSync(stateDir, { recursive: true, force: true });
-});
+composedCluster('kemu-e2e-dns-', { nodes: 1, fast: true }, (c) => (cluster = c));
 
 const pod = (name: string, labels: Record<string, string>, extra: Partial<Pod['spec']> = {}): Pod => ({
   apiVersion: 'v1',

@@ -1,26 +1,15 @@
 // Big simulated clusters route pod CIDRs in the underlay (a top-of-rack router with one route per node)
 // instead of host-gw between every pair of nodes, whose nodes² routes a 5,000-node cluster cannot hold.
 // The same path, forced on a small cluster: node -> underlay router -> node, pod addresses intact.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Pod } from '@kemu/core';
 import { Cluster, SimClusterNetwork } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { pinnedPod, until } from './util.js';
 
 describe('the routed underlay', () => {
   let cluster: Cluster;
-  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-routed-'));
-
-  beforeAll(async () => {
-    cluster = await Cluster.start({ stateDir, nodes: 3, fast: true, routedUnderlay: true });
-  }, 60_000);
-
-  afterAll(async () => {
-    await cluster?.stop();
-    fs.rmSync(stateDir, { recursive: true, force: true });
-  });
+  composedCluster('kemu-e2e-routed-', { nodes: 3, fast: true, routedUnderlay: true }, (c) => (cluster = c));
 
   it('holds one route per node in the underlay and one pod-network route per node', async () => {
     const net = cluster.network as SimClusterNetwork;

@@ -2,25 +2,14 @@
 // the `ip kube-proxy` table instead of iptables chains; a pod reaches a ClusterIP and every node's
 // NodePort through the verdict maps, a Service without endpoints is rejected before DNAT, and a deleted
 // Service's chains go from every node.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Pod, Service } from '@kemu/core';
 import { Cluster, type SimClusterNetwork } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from './util.js';
 
 let cluster: Cluster;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-nft-'));
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ stateDir, nodes: 2, fast: true, proxyMode: 'nftables' });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  fs.rmSync(stateDir, { recursive: true, force: true });
-});
+composedCluster('kemu-e2e-nft-', { nodes: 2, fast: true, proxyMode: 'nftables' }, (c) => (cluster = c));
 
 const pod = (name: string, labels: Record<string, string>, nodeName?: string): Pod => ({
   apiVersion: 'v1',

@@ -2,25 +2,14 @@
 // kube-proxy turn a Service into rules, a client pod reaches it by ClusterIP and NodePort with replies
 // un-NATed, the trace names each rule, a Service without endpoints is rejected (kemu trace exits 1), and
 // the rules go when the Service goes.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Pod, Service } from '@kemu/core';
 import { Cluster, type SimClusterNetwork } from 'kemu';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { composedCluster } from './composed-cluster.js';
 import { until } from './util.js';
 
 let cluster: Cluster;
-const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-svc-'));
-
-beforeAll(async () => {
-  cluster = await Cluster.start({ stateDir, nodes: 2, fast: true });
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stop();
-  fs.rmSync(stateDir, { recursive: true, force: true });
-});
+composedCluster('kemu-e2e-svc-', { nodes: 2, fast: true }, (c) => (cluster = c));
 
 const pod = (name: string, labels: Record<string, string>, nodeName?: string): Pod => ({
   apiVersion: 'v1',

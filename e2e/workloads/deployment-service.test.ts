@@ -5,7 +5,7 @@
 import { type Deployment, type EndpointSlice, type KubeObject, parseManifests, type Pod, type ReplicaSet } from '@kemu/core';
 import { Cluster } from 'kemu';
 import { describe, expect, it } from 'vitest';
-import { composedCluster } from './composed-cluster.js';
+import { composedCluster } from '../cluster/composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 const MANIFEST = `

@@ -4,7 +4,7 @@
 import type { Job, Pod } from '@kemu/core';
 import { Cluster } from 'kemu';
 import { describe, expect, it } from 'vitest';
-import { composedCluster } from './composed-cluster.js';
+import { composedCluster } from '../cluster/composed-cluster.js';
 import { until } from '../cluster/util.js';
 
 describe('an Indexed Job on the composed cluster', () => {

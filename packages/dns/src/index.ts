@@ -5,6 +5,7 @@ export { type SearchConfig, type SearchResult, lookupWithSearch, searchCandidate
 export { type DnsExchange, type StubConfig, type StubLookup, type StubQuery, queryMessage, readReply, stubLookup } from './stub-resolver.js';
 export { Forwarder, MAX_IN_FLIGHT, parseUpstream, type Upstream } from './forward.js';
 export { answerMessage, CLASSIC_UDP_SIZE, EDNS_UDP_SIZE } from './message.js';
+export { frameMessage, onFramedMessages } from './tcp-framing.js';
 export {
   type ClusterIndex,
   type ClusterObjects,

@@ -8,6 +8,7 @@ import { type ClusterIndex, buildClusterIndex } from './cluster-index.js';
 import { Forwarder, parseUpstream } from './forward.js';
 import { answerMessage } from './message.js';
 import { Resolver, type ResolverOptions } from './resolver.js';
+import { frameMessage, onFramedMessages } from './tcp-framing.js';
 
 export interface DnsServerOptions extends Omit<ResolverOptions, 'zone'> {
   store: Store;
@@ -141,30 +142,18 @@ export class DnsServer {
     c.setTimeout(this.o.tcpIdleMs ?? 10_000, () => c.destroy());
     c.on('close', () => this.conns.delete(c));
     c.on('error', () => c.destroy());
-    let pending: Buffer = Buffer.alloc(0);
     // Answers go out in the order the queries came, even when one waits on an upstream.
     let queue: Promise<void> = Promise.resolve();
-    c.on('data', (chunk: Buffer) => {
-      // A message is at most 65535 bytes, so what is held never exceeds one message plus its length.
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= 2) {
-        const len = pending.readUInt16BE(0);
-        if (pending.length < 2 + len) break;
-        const msg = Buffer.from(pending.subarray(2, 2 + len));
-        pending = pending.subarray(2 + len);
-        const answered = this.answer(msg, 'tcp');
-        queue = queue.then(async () => {
-          const out = await answered;
-          if (!out) {
-            c.destroy();
-            return;
-          }
-          const framed = Buffer.alloc(2 + out.length);
-          framed.writeUInt16BE(out.length, 0);
-          out.copy(framed, 2);
-          if (!c.destroyed) c.write(framed);
-        });
-      }
+    onFramedMessages(c, (msg) => {
+      const answered = this.answer(msg, 'tcp');
+      queue = queue.then(async () => {
+        const out = await answered;
+        if (!out) {
+          c.destroy();
+          return;
+        }
+        if (!c.destroyed) c.write(frameMessage(out));
+      });
     });
   }
 

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import { frameMessage, onFramedMessages } from '@kemu/dns';
 
 const NSENTER = '/usr/bin/nsenter';
 
@@ -43,27 +44,15 @@ up.on('connect', () => udp.bind(Number(port), '0.0.0.0', () => console.log('up')
 
 /** One answer per frame, in order; an empty frame when `answer` gives none or fails. */
 function serveFrames(c: net.Socket, answer: (payload: Buffer) => Uint8Array | undefined): void {
-  let pending: Buffer = Buffer.alloc(0);
   c.on('error', () => c.destroy());
-  c.on('data', (chunk: Buffer) => {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    while (pending.length >= 2) {
-      const len = pending.readUInt16BE(0);
-      if (pending.length < 2 + len) break;
-      const msg = Buffer.from(pending.subarray(2, 2 + len));
-      pending = pending.subarray(2 + len);
-      let out: Uint8Array | undefined;
-      try {
-        out = answer(msg);
-      } catch {
-        out = undefined;
-      }
-      if (out && out.length > 0xffff) out = undefined;
-      const framed = Buffer.alloc(2 + (out?.length ?? 0));
-      framed.writeUInt16BE(out?.length ?? 0, 0);
-      if (out) framed.set(out, 2);
-      c.write(framed);
+  onFramedMessages(c, (msg) => {
+    let out: Uint8Array | undefined;
+    try {
+      out = answer(msg);
+    } catch {
+      out = undefined;
     }
+    c.write(frameMessage(out && out.length <= 0xffff ? out : new Uint8Array(0)));
   });
 }
 

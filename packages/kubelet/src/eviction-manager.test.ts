@@ -149,7 +149,9 @@ describe('the kubelet under pressure', () => {
 
   it('evicts BestEffort, then Burstable, then Guaranteed under memory pressure; sets and clears MemoryPressure and its taint', async () => {
     // 1Gi node, pods using 850Mi: available 174Mi against a 900Mi threshold. Each eviction frees one pod's use.
-    const { config } = decodeKubeletConfiguration(HEAD + 'evictionHard: {memory.available: 900Mi}\nevictionPressureTransitionPeriod: 1s\n');
+    // The threshold is soft with a 2 s grace period, so the ranking sees all three pods: a hard one could fire
+    // while the third pod is still starting (on a loaded machine), and rightly evict among the two running.
+    const { config } = decodeKubeletConfiguration(HEAD + 'evictionSoft: {memory.available: 900Mi}\nevictionSoftGracePeriod: {memory.available: 2s}\nevictionPressureTransitionPeriod: 1s\n');
     const k = await startTestKubelet({ config, capacity: { memory: '1Gi' }, evictionMonitoringPeriodMs: 100 });
     running.push(k);
     const nlc = new NodeLifecycleController({ store: k.store, monitorPeriodMs: 100 });

@@ -12,17 +12,11 @@ import { Cluster, type SimClusterNetwork } from 'kemu';
 import { describe, expect, it } from 'vitest';
 import { composedCluster } from './composed-cluster.js';
 import { until } from './util.js';
+import { servingPod } from './web-service.js';
 
 const run = promisify(execFile);
 let cluster: Cluster;
 composedCluster('kemu-e2e-dns-', { nodes: 1, fast: true }, (c) => (cluster = c));
-
-const pod = (name: string, labels: Record<string, string>, extra: Partial<Pod['spec']> = {}): Pod => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default', labels },
-  spec: { nodeName: 'kemu-node-1', containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'], ports: [{ containerPort: 8080 }] }], ...extra },
-});
 
 const ok = requirePeers('cluster DNS on the composed cluster, asked by dig', [peers.dig]);
 
@@ -34,8 +28,8 @@ describe.runIf(ok)('cluster DNS in kemu up', () => {
   }
 
   it('answers Services and StatefulSet-style pod names from the cluster\'s own objects', async () => {
-    await cluster.store.create(pod('client', { app: 'client' }));
-    await cluster.store.create(pod('db-0', { app: 'db' }, { hostname: 'db-0', subdomain: 'db' }));
+    await cluster.store.create(servingPod('client', { app: 'client' }, 'kemu-node-1'));
+    await cluster.store.create(servingPod('db-0', { app: 'db' }, 'kemu-node-1', { hostname: 'db-0', subdomain: 'db' }));
     await cluster.store.create<Service>({
       apiVersion: 'v1',
       kind: 'Service',

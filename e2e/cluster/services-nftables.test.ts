@@ -2,41 +2,19 @@
 // the `ip kube-proxy` table instead of iptables chains; a pod reaches a ClusterIP and every node's
 // NodePort through the verdict maps, a Service without endpoints is rejected before DNAT, and a deleted
 // Service's chains go from every node.
-import type { Pod, Service } from '@kemu/core';
+import type { Service } from '@kemu/core';
 import { Cluster, type SimClusterNetwork } from 'kemu';
 import { describe, expect, it } from 'vitest';
 import { composedCluster } from './composed-cluster.js';
 import { until } from './util.js';
+import { startWebService } from './web-service.js';
 
 let cluster: Cluster;
 composedCluster('kemu-e2e-nft-', { nodes: 2, fast: true, proxyMode: 'nftables' }, (c) => (cluster = c));
 
-const pod = (name: string, labels: Record<string, string>, nodeName?: string): Pod => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: 'default', labels },
-  spec: { nodeName, containers: [{ name: 'c', image: 'busybox', command: ['sleep', 'infinity'], ports: [{ containerPort: 8080 }] }] },
-});
-
 describe('Services through kube-proxy in nftables mode on the simulated datapath', () => {
   it('reaches a ClusterIP Service from another pod through the service-ips map, and a NodePort on every node', async () => {
-    await cluster.store.create(pod('client', { app: 'client' }, 'kemu-node-1'));
-    await cluster.store.create(pod('web-1', { app: 'web' }, 'kemu-node-1'));
-    await cluster.store.create(pod('web-2', { app: 'web' }, 'kemu-node-2'));
-    await cluster.store.create<Service>({
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'web', namespace: 'default' },
-      spec: { type: 'NodePort', selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
-    });
-    await until('the pods Running with IPs', async () => {
-      const ps = (await cluster.store.list('Pod', { namespace: 'default' })).items as Pod[];
-      return ps.length === 3 && ps.every((p) => p.status?.phase === 'Running' && p.status.podIP) && ps;
-    });
-    await until('both endpoints in the EndpointSlice', async () => {
-      const slices = (await cluster.store.list('EndpointSlice', { namespace: 'default' })).items;
-      return slices.flatMap((s) => (s as { endpoints?: unknown[] }).endpoints ?? []).length === 2;
-    });
+    await startWebService(cluster);
     const t = await until('the Service answers', async () => {
       const r = (await cluster.trace('client', 'svc/default/web:http')) as { reachable: boolean; text: string };
       return r.reachable && r;

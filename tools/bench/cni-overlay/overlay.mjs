@@ -13,20 +13,9 @@
 //   ipam-seq     --allocs addresses on one node, one after another (the reference for the next two).
 //   ipam-conc    the same number at once on one node (compare-and-swap contention on one block).
 //   ipam-nodes   the same number at once, spread over 4 nodes (each claims its own blocks).
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { runFromSource } from '../lib/from-source.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-if (!process.env.KEMU_BENCH_CHILD) {
-  // The packages are TypeScript; run ourselves again under tsx, resolving @kemu/* from source.
-  const r = spawnSync(
-    process.execPath,
-    ['--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)],
-    { stdio: 'inherit', env: { ...process.env, KEMU_BENCH_CHILD: '1' }, cwd: path.join(here, '../../..') },
-  );
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url);
 
 const { performance } = await import('node:perf_hooks');
 const { VxlanAgent } = await import('../../../packages/cni-vxlan/src/index.ts');

@@ -9,23 +9,14 @@
 //   node tools/bench/cni/inprocess-stores.mjs [--pods 300] [--concurrency 16] [--runs 5] [--json FILE]
 //
 // Reports ADD+DEL pairs per second (median over runs) per datapath and store, and memory/disk.
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { median, repo } from './common.mjs';
+import { runFromSource } from '../lib/from-source.mjs';
 
-if (!process.env.KEMU_BENCH_CHILD) {
-  // Re-run under tsx with the source condition, so the benchmark measures the workspace's code as is.
-  const r = spawnSync(
-    process.execPath,
-    ['--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)],
-    { stdio: 'inherit', cwd: repo, env: { ...process.env, KEMU_BENCH_CHILD: '1' } },
-  );
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url);
 
 const { values } = parseArgs({
   options: {

@@ -11,24 +11,14 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { argValue, runFromSource } from '../lib/from-source.mjs';
 
-if (!process.env.KEMU_BENCH_CHILD) {
-  const r = spawnSync(process.execPath, ['--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, KEMU_BENCH_CHILD: '1' },
-    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-  });
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url);
 
 const { createMemoryStore } = await import('@kemu/core');
 const { DnsServer } = await import('@kemu/dns');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : def;
-}
+const arg = argValue;
 const N = Number(arg('services', '1000'));
 const SECONDS = Number(arg('seconds', '5'));
 const RUNS = Number(arg('runs', '3'));

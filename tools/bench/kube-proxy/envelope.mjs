@@ -13,25 +13,14 @@
 // share one table (World.nftShare), written once per change. Latency = from the change being known to the
 // transaction committed in the shared table, plus a connect through a random node to the changed Service
 // that must reach the new endpoint (so "programmed" is checked, not assumed).
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { argValue, runFromSource } from '../lib/from-source.mjs';
 
-if (!process.env.KEMU_BENCH_CHILD) {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, KEMU_BENCH_CHILD: '1' },
-    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-  });
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url, ['--expose-gc', '--max-old-space-size=8192']);
 
 const { World } = await import('@kemu/netsim');
 const { NFT_TABLE, nftablesScript, nftBase, nftServiceRules } = await import('@kemu/kube-proxy');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-}
+const arg = (name, def) => Number(argValue(name, def));
 const SERVICES = arg('services', 10_000);
 const ENDPOINTS = arg('endpoints', 250);
 const NODES = arg('nodes', 100);

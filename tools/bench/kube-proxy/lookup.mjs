@@ -14,24 +14,14 @@
 // Services (loading 170,000 iptables rules takes many minutes here). The ratio iptables/nftables of the
 // connect time is a same-run figure; the direct connect shows what a connect costs without a Service.
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { argValue, runFromSource } from '../lib/from-source.mjs';
 
-if (!process.env.KEMU_BENCH_CHILD) {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--conditions=@kemu/source', '--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, KEMU_BENCH_CHILD: '1' },
-    cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-  });
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url, ['--expose-gc']);
 
 const { World } = await import('@kemu/netsim');
 const { buildNftables, buildRules, nftablesScript, restoreInput, servicePorts } = await import('@kemu/kube-proxy');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : def;
-}
+const arg = argValue;
 const SIZES = arg('services', '100,1000,10000').split(',').map(Number);
 const ENDPOINTS = Number(arg('endpoints', '5'));
 const RUNS = Number(arg('runs', '5'));

@@ -7,35 +7,13 @@
 //   node tools/bench/netsim/ping.mjs [--pods 1000] [--pings 10000] [--runs 5] [--json]
 //
 // Runs from source (no build needed): it re-executes itself under tsx with the @kemu/source condition.
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { argValue, runFromSource } from '../lib/from-source.mjs';
 
-if (!process.env.KEMU_BENCH_CHILD) {
-  const r = spawnSync(
-    process.execPath,
-    [
-      '--expose-gc',
-      '--conditions=@kemu/source',
-      '--import',
-      'tsx',
-      fileURLToPath(import.meta.url),
-      ...process.argv.slice(2),
-    ],
-    {
-      stdio: 'inherit',
-      env: { ...process.env, KEMU_BENCH_CHILD: '1' },
-      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-    },
-  );
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url, ['--expose-gc']);
 
 const { World } = await import('@kemu/netsim');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : def;
-}
+const arg = (name, def) => Number(argValue(name, def));
 const PODS = arg('pods', 1000);
 const PINGS = arg('pings', 10000);
 const RUNS = arg('runs', 5);

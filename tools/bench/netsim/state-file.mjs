@@ -5,37 +5,16 @@
 // same operation on the in-memory sim datapath measured in the same run.
 //
 //   node tools/bench/netsim/state-file.mjs [--sizes 10,110,1000] [--ops 40] [--runs 5] [--json]
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { argValue, runFromSource } from '../lib/from-source.mjs';
 
-if (!process.env.KEMU_BENCH_CHILD) {
-  const r = spawnSync(
-    process.execPath,
-    [
-      '--conditions=@kemu/source',
-      '--import',
-      'tsx',
-      fileURLToPath(import.meta.url),
-      ...process.argv.slice(2),
-    ],
-    {
-      stdio: 'inherit',
-      env: { ...process.env, KEMU_BENCH_CHILD: '1' },
-      cwd: fileURLToPath(new URL('../../..', import.meta.url)),
-    },
-  );
-  process.exit(r.status ?? 1);
-}
+runFromSource(import.meta.url);
 
 const { createSimDatapath } = await import('../../../packages/cni/src/datapath-sim.ts');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : def;
-}
+const arg = argValue;
 const SIZES = String(arg('sizes', '10,110,1000')).split(',').map(Number);
 const OPS = Number(arg('ops', 40));
 const RUNS = Number(arg('runs', 5));

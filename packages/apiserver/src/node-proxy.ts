@@ -1,11 +1,9 @@
 // nodes/<name>/proxy/<path>: a GET forwarded to the node's kubelet HTTP server (the endpoint its Node carries
 // in kemu.io/kubelet-endpoint), as kube-apiserver forwards it to the kubelet's port, so
 // `kubectl get --raw /api/v1/nodes/N/proxy/stats/summary` and `.../proxy/metrics/resource` work.
-import { type Node, StatusError } from '@kemu/core';
+import { KUBELET_ENDPOINT_ANNOTATION, type Node, StatusError } from '@kemu/core';
 import type { RequestContext } from './request-context.js';
 
-/** Where a node's kubelet serves HTTP (set by the kubelet when it registers). */
-export const KUBELET_ENDPOINT_ANNOTATION = 'kemu.io/kubelet-endpoint';
 const TIMEOUT_MS = 30_000;
 
 export async function proxyToNode(ctx: RequestContext, name: string, url: URL): Promise<void> {

@@ -433,6 +433,12 @@ export interface NodeStatus {
   volumesAttached?: { name: string; devicePath: string }[];
 }
 
+/**
+ * On a Node: the URL of its kubelet's HTTP server (/stats/summary, /metrics/*), set when the kubelet
+ * registers; the API server's nodes/proxy and the resource-metrics API read it (node IPs are simulated).
+ */
+export const KUBELET_ENDPOINT_ANNOTATION = 'kemu.io/kubelet-endpoint';
+
 export interface Node extends KubeObject {
   apiVersion: 'v1';
   kind: 'Node';

@@ -1,6 +1,7 @@
 // @kemu/core public surface.
 export * from './api-meta.js';
 export type * from './api-core.js';
+export { KUBELET_ENDPOINT_ANNOTATION } from './api-core.js';
 export type * from './api-storage.js';
 export type * from './api-misc.js';
 export * from './api-rbac.js';

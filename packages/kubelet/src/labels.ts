@@ -10,5 +10,5 @@ export const TERMINATION_GRACE_ANNOTATION = 'io.kubernetes.pod.terminationGraceP
 export const CONTAINER_KIND_ANNOTATION = 'io.kubernetes.container.kind';
 export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
 export const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-/** On the Node: where its kubelet serves /stats/summary and /metrics/* (the node IP is simulated). */
-export const KUBELET_ENDPOINT_ANNOTATION = 'kemu.io/kubelet-endpoint';
+/** On the Node: where its kubelet serves /stats/summary and /metrics/*; defined with the Node kind. */
+export { KUBELET_ENDPOINT_ANNOTATION } from '@kemu/core';

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type DaemonSet, MemoryStore, type Node, type Pod } from '@kemu/core';
+import { ControllerContext } from './controller-context.js';
 import { ControllerManager } from './controller-manager.js';
-import { targetNode } from './daemonset-controller.js';
+import { DaemonSetController, targetNode } from './daemonset-controller.js';
 import { fakeKubelet, until } from './test-helpers.js';
 
 let cleanup: (() => Promise<void> | void)[] = [];
@@ -145,4 +146,47 @@ describe('DaemonSet controller', () => {
     );
     expect((await store.create(ds('ok', { maxSurge: '10%', maxUnavailable: 0 }))).spec.updateStrategy?.rollingUpdate).toEqual({ maxSurge: '10%', maxUnavailable: 0 });
   });
+
+  it('looks again only at the nodes whose pods or taints changed, and keeps the status right', async () => {
+    const store = await MemoryStore.open();
+    const stop = await fakeKubelet(store);
+    const ctx = new ControllerContext({ store, disableEvents: true });
+    const dsc = new DaemonSetController(ctx);
+    ctx.informers.start();
+    await dsc.start();
+    cleanup.push(() => store.close(), stop, () => dsc.stop());
+    const N = 200;
+    for (let i = 0; i < N; i++) await store.create(node(`n${i}`));
+    await store.create({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'agent', namespace: 'default' },
+      spec: { selector: { matchLabels: { app: 'agent' } }, template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'a', image: 'agent:1' }] } } },
+    } as DaemonSet);
+    await until('all ready', async () => (await store.get('DaemonSet', 'default', 'agent')).status?.numberReady === N);
+    const pods = ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).sort((a, b) => targetNode(a)!.localeCompare(targetNode(b)!));
+    const before = dsc.stats.nodesVisited;
+    // Ten pods turn unready one after another, each a separate event and sync.
+    for (const p of pods.slice(0, 10)) {
+      const cur = await store.get('Pod', 'default', p.metadata.name!);
+      cur.status!.conditions = cur.status!.conditions!.map((c) => (c.type === 'Ready' ? { ...c, status: 'False' } : c));
+      await store.updateStatus(cur);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const st = await until('ten unready', async () => {
+      const d = await store.get('DaemonSet', 'default', 'agent');
+      return d.status?.numberReady === N - 10 && d.status;
+    });
+    expect(st).toMatchObject({ desiredNumberScheduled: N, currentNumberScheduled: N, numberAvailable: N - 10, numberUnavailable: 10 });
+    // A full pass per event would visit 200 nodes per sync; incremental syncs visit about one node per event.
+    expect(dsc.stats.nodesVisited - before).toBeLessThanOrEqual(30);
+    // A taint on one node evicts its pod and is counted there alone; the other nodes keep theirs.
+    const visited = dsc.stats.nodesVisited;
+    await store.patch('Node', undefined, 'n150', { spec: { taints: [{ key: 'dedicated', value: 'x', effect: 'NoExecute' }] } }, 'merge');
+    await until('evicted', async () => (await store.get('DaemonSet', 'default', 'agent')).status?.desiredNumberScheduled === N - 1);
+    await until('gone', async () => ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).filter((p) => !p.metadata.deletionTimestamp).length === N - 1);
+    expect(dsc.stats.nodesVisited - visited).toBeLessThanOrEqual(10);
+    expect(((await store.list('Pod', { namespace: 'default' })).items as Pod[]).map(targetNode)).not.toContain('n150');
+  });
 });
+

@@ -331,4 +331,31 @@ describe('Reserve rejection', () => {
     expect(sched.cache.get('ok')!.pods).toHaveLength(0);
     expect(sched.queue.where('default/p')).toBe('backoff');
   });
+
+  it('counts on each node only the pods the whole selector matches, not those sharing its first label', async () => {
+    const owned = (n: string, name: string, nodeName?: string) => {
+      const p = makePod(n, { nodeName, labels: { group: 'load', name }, spec: {} });
+      return {
+        ...p,
+        metadata: {
+          ...p.metadata,
+          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name, uid: name, controller: true }],
+        },
+      };
+    };
+    const cluster = [
+      makeNode('a'),
+      makeNode('b'),
+      makeNode('c'),
+      owned('x1', 'x', 'a'),
+      owned('x2', 'x', 'a'),
+      ...['y1', 'y2', 'y3', 'y4'].map((n) => owned(n, 'y', 'b')),
+    ];
+    const r = await simulate(cluster, [owned('x3', 'x')], { explain: true });
+    const score = (node: string) => r.placements[0].scores!.find((s) => s.node === node)!.plugins.PodTopologySpread;
+    // b holds four pods of the same group but none of x's: it scores as the empty node c does, above a.
+    expect(score('b')).toBe(score('c'));
+    expect(score('b')).toBeGreaterThan(score('a'));
+  });
 });
+

@@ -35,6 +35,8 @@ interface Constraint {
   topologyKey: string;
   minDomains: number;
   matcher: LabelMatcher;
+  /** The selector's matchLabels as `k=v`, for reading matching pods through the cache's label index. */
+  eqPairs: string[];
   honorAffinity: boolean;
   honorTaints: boolean;
 }
@@ -57,6 +59,7 @@ function compile(c: TopologySpreadConstraint, pod: Pod): Constraint {
     topologyKey: c.topologyKey,
     minDomains: c.minDomains ?? 1,
     matcher: labelSelectorMatcher(sel),
+    eqPairs: Object.entries(sel?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`),
     honorAffinity: (c.nodeAffinityPolicy ?? 'Honor') === 'Honor',
     honorTaints: (c.nodeTaintsPolicy ?? 'Ignore') === 'Honor',
   };
@@ -122,6 +125,8 @@ interface ScoreState {
   constraints: Constraint[];
   weights: number[];
   counts: Map<string, number>[];
+  /** Hostname constraints counted ahead through the label index: node name → matching pods (else per node). */
+  hostCounts: (Map<string, number> | undefined)[];
   ignored: boolean[];
   idx: number;
 }
@@ -152,6 +157,31 @@ export const newPodTopologySpread: PluginFactory = (
     return defaults
       .filter((c) => c.whenUnsatisfiable === when)
       .map((c) => compile({ ...c, labelSelector: sel }, pi.pod));
+  };
+
+  /**
+   * Matching pods of `ns` per node name, read from the index of the selector's rarest label pair; undefined
+   * when that would look at more pods than the scored nodes hold (then each node counts its own).
+   */
+  const hostnameCounts = (c: Constraint, ns: string, budget: number): Map<string, number> | undefined => {
+    let best: Iterable<PodInfo> | undefined;
+    let bestSize = Number.POSITIVE_INFINITY;
+    for (const pair of c.eqPairs) {
+      const pods = handle.snapshot.podsWithLabel(pair);
+      const size = pods instanceof Set ? pods.size : Array.isArray(pods) ? pods.length : Number.POSITIVE_INFINITY;
+      if (size < bestSize) {
+        best = pods;
+        bestSize = size;
+      }
+    }
+    if (!best || bestSize > budget) return undefined;
+    const out = new Map<string, number>();
+    for (const p of best) {
+      if (p.namespace !== ns || p.pod.metadata.deletionTimestamp || !p.node || !c.matcher(p.labels)) continue;
+      const name = p.node.node.metadata.name!;
+      out.set(name, (out.get(name) ?? 0) + 1);
+    }
+    return out;
   };
 
   const account = (st: FilterState, pi: PodInfo, p: PodInfo, n: NodeInfo, sign: number) => {
@@ -285,10 +315,17 @@ export const newPodTopologySpread: PluginFactory = (
           }
         }
       }
+      // Hostname constraints: count the matching pods once through the cluster-wide label index, reading the
+      // selector's rarest pair, instead of each scored node's pods (with the defaults every pod of a
+      // workload carries the common labels of its whole load, so the first pair often matched them all).
+      let podsOnScored = 0;
+      for (const n of nodes) podsOnScored += n.pods.length;
+      const hostCounts = cs.map((c) => (c.topologyKey === HOSTNAME_LABEL ? hostnameCounts(c, pi.namespace, podsOnScored) : undefined));
       const st: ScoreState = {
         constraints: cs,
         weights: sizes.map((s) => Math.log(s + 2)),
         counts,
+        hostCounts,
         ignored,
         idx: 0,
       };
@@ -304,8 +341,13 @@ export const newPodTopologySpread: PluginFactory = (
         const c = st.constraints[i];
         const v = n.labels?.[c.topologyKey];
         if (v === undefined) continue;
+        const host = st.hostCounts[i];
         const cnt =
-          c.topologyKey === HOSTNAME_LABEL ? countMatching(n, c, pi.namespace) : (st.counts[i].get(v) ?? 0);
+          c.topologyKey !== HOSTNAME_LABEL
+            ? (st.counts[i].get(v) ?? 0)
+            : host
+              ? (host.get(n.node.metadata.name!) ?? 0)
+              : countMatching(n, c, pi.namespace);
         score += cnt * st.weights[i] + (c.maxSkew - 1);
       }
       return Math.round(score);

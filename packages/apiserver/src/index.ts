@@ -69,6 +69,6 @@ export { type AuditPolicy, loadAuditPolicy, parseAuditPolicy } from './authn/aud
 export { AuditLogSink } from './authn/audit-log.js';
 export { RBACAuthorizer } from './authz/rbac-authorizer.js';
 export { authorizingStore, type AuthorizingStoreOptions } from './authz/authorizing-store.js';
-export { controllerUser, KUBE_CONTROLLER_MANAGER, KUBE_PROXY, KUBE_SCHEDULER, nodeUser } from './authz/component-identities.js';
+export { controllerUser, KUBE_CONTROLLER_MANAGER, KUBE_PROXY, KUBE_SCHEDULER, nodeUser, serviceAccountUser } from './authz/component-identities.js';
 export { DecisionCache } from './authz/decision-cache.js';
 export { bootstrapClusterRoleBindings, bootstrapClusterRoles, controllerServiceAccountNames, ensureBootstrapPolicy } from './authz/bootstrap-policy.js';

@@ -3,10 +3,10 @@
 // both objects until the volume is detached; the outcome is reported in the attachment's status.
 import {
   Controller,
-  deepCopy,
   InformerFactory,
   isNotFound,
   ItemExponentialFailureRateLimiter,
+  type KubeObject,
   type Node,
   type PersistentVolume,
   RateLimitingQueue,
@@ -173,9 +173,9 @@ export class ExternalAttacher {
   private async setStatus(va: VolumeAttachment, status: VolumeAttachment['status']): Promise<void> {
     const cur = (await this.opts.store.get('VolumeAttachment', '', va.metadata.name!)) as VolumeAttachment;
     if (JSON.stringify(cur.status ?? {}) === JSON.stringify(status)) return;
-    const next = deepCopy(cur);
-    next.status = status;
-    await this.opts.store.updateStatus(next);
+    // A patch of the status subresource, as upstream's attacher writes it (its role grants
+    // volumeattachments/status patch, not update).
+    await this.opts.store.patch('VolumeAttachment', '', va.metadata.name!, [{ op: 'add', path: '/status', value: status }], 'json', { subresource: 'status' });
   }
 
   private async attach(va: VolumeAttachment): Promise<void> {
@@ -299,20 +299,25 @@ export class ExternalAttacher {
   private async addFinalizer(kind: 'VolumeAttachment' | 'PersistentVolume', name: string): Promise<void> {
     const cur = await this.opts.store.get(kind, '', name);
     if (cur.metadata.finalizers?.includes(this.finalizer)) return;
-    const next = deepCopy(cur);
-    next.metadata.finalizers = [...(next.metadata.finalizers ?? []), this.finalizer];
-    await this.opts.store.update(next);
+    await this.patchFinalizers(kind, cur, [...(cur.metadata.finalizers ?? []), this.finalizer]);
   }
 
   private async removeFinalizer(kind: 'VolumeAttachment' | 'PersistentVolume', name: string): Promise<void> {
     try {
       const cur = await this.opts.store.get(kind, '', name);
       if (!cur.metadata.finalizers?.includes(this.finalizer)) return;
-      const next = deepCopy(cur);
-      next.metadata.finalizers = next.metadata.finalizers!.filter((f) => f !== this.finalizer);
-      await this.opts.store.update(next);
+      await this.patchFinalizers(kind, cur, cur.metadata.finalizers!.filter((f) => f !== this.finalizer));
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
+  }
+
+  /**
+   * Sets an object's finalizers with a merge patch pinned to the version read (Conflict if it changed), as
+   * upstream's attacher does: its role grants patch on PersistentVolumes and VolumeAttachments, not update.
+   */
+  private async patchFinalizers(kind: 'VolumeAttachment' | 'PersistentVolume', cur: KubeObject, finalizers: string[]): Promise<void> {
+    const metadata = { resourceVersion: cur.metadata.resourceVersion, finalizers: finalizers.length ? finalizers : null };
+    await this.opts.store.patch(kind, '', cur.metadata.name!, { metadata }, 'merge');
   }
 }

@@ -778,9 +778,11 @@ export class ExternalProvisioner {
     try {
       const cur = (await this.store.get('PersistentVolume', '', pv.metadata.name!)) as PersistentVolume;
       if (!cur.metadata.finalizers?.includes(PROVISIONER_FINALIZER)) return cur;
-      const next = deepCopy(cur);
-      next.metadata.finalizers = next.metadata.finalizers!.filter((f) => f !== PROVISIONER_FINALIZER);
-      const out = (await this.store.update(next)) as PersistentVolume;
+      // A merge patch pinned to the version read, as upstream's provisioner removes it: its role grants
+      // patch on PersistentVolumes, not update.
+      const finalizers = cur.metadata.finalizers!.filter((f) => f !== PROVISIONER_FINALIZER);
+      const metadata = { resourceVersion: cur.metadata.resourceVersion, finalizers: finalizers.length ? finalizers : null };
+      const out = (await this.store.patch('PersistentVolume', '', cur.metadata.name!, { metadata }, 'merge')) as PersistentVolume;
       // A PV whose deletion was waiting only on us is gone now.
       return cur.metadata.deletionTimestamp && !out.metadata.finalizers?.length ? undefined : out;
     } catch (e) {

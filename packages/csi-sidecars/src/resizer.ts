@@ -145,7 +145,8 @@ export class ExternalResizer {
     const next = deepCopy(cur);
     next.status ??= {};
     f(next.status);
-    await this.opts.store.updateStatus(next);
+    // The status subresource is patched, as upstream's resizer writes it (persistentvolumeclaims/status patch).
+    await this.opts.store.patch('PersistentVolumeClaim', cur.metadata.namespace, cur.metadata.name!, [{ op: 'add', path: '/status', value: next.status }], 'json', { subresource: 'status' });
   }
 
   private setCondition(
@@ -230,9 +231,9 @@ export class ExternalResizer {
       throw e;
     }
     const curPV = (await this.opts.store.get('PersistentVolume', '', pv.metadata.name!)) as PersistentVolume;
-    const nextPV = deepCopy(curPV);
-    nextPV.spec.capacity = { ...(nextPV.spec.capacity ?? {}), storage: q(newBytes) };
-    await this.opts.store.update(nextPV);
+    // Pinned to the version read; upstream's resizer role grants patch on PersistentVolumes, not update.
+    const capacity = { ...(curPV.spec.capacity ?? {}), storage: q(newBytes) };
+    await this.opts.store.patch('PersistentVolume', '', curPV.metadata.name!, { metadata: { resourceVersion: curPV.metadata.resourceVersion }, spec: { capacity } }, 'merge');
     if (nodeExpansionRequired && pv.spec.volumeMode !== 'Block') {
       await this.markNodeResizePending(pvc, want);
       this.recorder.event(

@@ -52,6 +52,7 @@ import { type ClusterNetwork, createClusterNetwork } from './cluster-network.js'
 import { LoadBalancerIpam } from '@kemu/kube-proxy';
 import { DnsServer } from '@kemu/dns';
 import { clusterDnsIP, ensureKubeDnsService, serveClusterDns } from './cluster-dns.js';
+import { addonUser, LOAD_BALANCER_CONTROLLER } from './component-identities.js';
 import { lookupFromPod, lookupText, type PodLookup } from './pod-dns.js';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
@@ -278,6 +279,8 @@ export class Cluster {
   dns?: DnsServer;
   /** The store a component running as a user sees (see ClusterOptions.componentStores). */
   private storeAs: (user: UserInfo) => Store = () => this.store;
+  /** The network policy agents' store (calico-node's ServiceAccount). */
+  private policyStore?: Store;
   private constructor(
     readonly options: ClusterOptions,
     readonly store: Store,
@@ -384,14 +387,14 @@ export class Cluster {
     this.stoppers.push(() => controllers.stop());
     // LoadBalancer Services get addresses from the top of the node subnet, as cloud-provider-kind does.
     const lbIpam = new LoadBalancerIpam({
-      store,
+      store: this.storeAs(LOAD_BALANCER_CONTROLLER),
       pool: o.loadBalancerPool ?? nthSubnet(o.nodeSubnet ?? '172.18.0.0/16', 255, 24),
       onError: (e) => onError(e, 'load-balancer addresses'),
     });
     await lbIpam.start();
     this.stoppers.push(() => lbIpam.stop());
     // Cluster DNS, answering as CoreDNS does; `kemu trace` resolves names through it as a pod would.
-    const dns = new DnsServer({ store, host: '127.0.0.1', port: o.dnsPort ?? 0, nameserverIPs: [CLUSTER_DNS_IP], onError: (e) => onError(e, 'cluster DNS') });
+    const dns = new DnsServer({ store: this.storeAs(addonUser('coredns')), host: '127.0.0.1', port: o.dnsPort ?? 0, nameserverIPs: [CLUSTER_DNS_IP], onError: (e) => onError(e, 'cluster DNS') });
     await dns.start();
     this.dns = dns;
     this.stoppers.push(() => dns.stop());
@@ -409,7 +412,7 @@ export class Cluster {
     const router = new CsiRouter(drivers, DEFAULT_TOPOLOGY_KEY);
     this.router = router;
     const provisioner = new ExternalProvisioner({
-      store,
+      store: this.storeAs(addonUser('provisioner')),
       csi: router,
       driverName: DEFAULT_DRIVER_NAME,
       topology: true,
@@ -417,7 +420,7 @@ export class Cluster {
       onError: (w, e) => onError(e, `provisioner: ${w}`),
     });
     const attacher = new ExternalAttacher({
-      store,
+      store: this.storeAs(addonUser('attacher')),
       csi: router,
       driverName: DEFAULT_DRIVER_NAME,
       onError: (w, e) => onError(e, `attacher: ${w}`),
@@ -611,8 +614,10 @@ export class Cluster {
       onError: (e) => o.onError?.(e, `${name}: kube-proxy`),
     });
     stoppers.push(() => proxy.stop());
+    // One store for every node's agent: the agents share informers by store (node-informers.ts).
+    this.policyStore ??= this.storeAs(addonUser('policyAgent'));
     const policy = await startNodePolicyAgent({
-      store: this.store,
+      store: this.policyStore,
       network: this.network,
       nodeName: name,
       fast: o.fast ?? false,

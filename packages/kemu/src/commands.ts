@@ -26,6 +26,7 @@ import {
 } from '@kemu/apiserver';
 import { ApiClient, ClusterUnreachableError } from './api-client.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
+import { ensureAddonIdentities } from './component-identities.js';
 import { linuxUnsupportedReason } from './linux-network.js';
 import { isRealRuntime } from './node.js';
 import { nodeStore, type RunNodeOptions, runNode } from './node-process.js';
@@ -142,6 +143,8 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
         if (!isAlreadyExists(err)) throw err;
       });
     }
+    // The add-ons' ServiceAccounts and roles, as their manifests would be applied (CSI sidecars, DNS, policy).
+    await ensureAddonIdentities(store);
     return (user: UserInfo) => auth!.storeFor(user);
   };
   const cluster = await Cluster.start({

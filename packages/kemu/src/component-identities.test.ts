@@ -2,7 +2,8 @@
 // system:kube-scheduler, so a cluster without that user's binding leaves pods unscheduled (the bind is
 // refused) until the binding is back, as a kube-apiserver cluster would; each controller as its ServiceAccount
 // in kube-system (system:controller:<name>); kubelets as system:node:<name> in
-// system:nodes, so a node whose group lost its role stops renewing its Lease and goes unready.
+// system:nodes, so a node whose group lost its role stops renewing its Lease and goes unready; the CSI
+// sidecars and the LoadBalancer allocator as the ServiceAccounts their upstream manifests deploy them with.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,6 +14,8 @@ const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-identities-'));
 let running: { stop(): Promise<void> } | undefined;
 const api = () => client(stateDir);
 const quiet = { log() {}, err() {} };
+/** What the cluster's components reported (the log `kemu up` writes), to find their 403s in. */
+const reported: string[] = [];
 
 async function until(what: string, fn: () => Promise<boolean>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
@@ -30,8 +33,22 @@ const getJson = async (p: string) => {
 const nodeName = async (name: string) => (await getJson(`/api/v1/namespaces/default/pods/${name}`)).body.spec?.nodeName;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
 
+/** Removes a ClusterRoleBinding and returns how to put it back as it was. */
+async function unbind(name: string): Promise<() => Promise<void>> {
+  const binding = (await getJson(`${RBAC}/${name}`)).body;
+  expect((await api().request('DELETE', `${RBAC}/${name}`)).code).toBe(200);
+  const { metadata, ...rest } = binding;
+  return async () => {
+    expect((await api().request('POST', RBAC, { ...rest, metadata: { name: metadata.name } })).code).toBe(201);
+  };
+}
+
+/** Waits until a component reported kube-apiserver's 403 for `user` doing `what`. */
+const forbidden = (user: string, what: string) =>
+  until(`a 403 for ${user}`, async () => reported.some((m) => m.includes(`is forbidden: User "${user}" cannot ${what}`)));
+
 beforeAll(async () => {
-  running = await up({ stateDir, nodes: 1, fast: true, mergeKubeconfig: false, onError: () => {} }, quiet);
+  running = await up({ stateDir, nodes: 1, fast: true, mergeKubeconfig: false, onError: (err, ctx) => reported.push(`${ctx}: ${(err as Error)?.message ?? err}`) }, quiet);
 }, 60_000);
 
 afterAll(async () => {
@@ -88,5 +105,49 @@ describe('kemu up component identities', () => {
     const { metadata, ...rest } = binding;
     expect((await api().request('POST', RBAC, { ...rest, metadata: { name: metadata.name } })).code).toBe(201);
     await until('the node to be ready again', async () => (await ready()) === 'True');
+  }, 60_000);
+
+  it('provisions volumes as kube-system/csi-provisioner, bound to external-provisioner-runner', async () => {
+    const binding = (await getJson(`${RBAC}/csi-provisioner-role`)).body;
+    expect(binding.roleRef.name).toBe('external-provisioner-runner');
+    expect(binding.subjects).toMatchObject([{ kind: 'ServiceAccount', name: 'csi-provisioner', namespace: 'kube-system' }]);
+    const rebind = await unbind('csi-provisioner-role');
+    const claim = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data', namespace: 'default' }, spec: { storageClassName: 'standard-immediate', accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } };
+    expect((await api().request('POST', '/api/v1/namespaces/default/persistentvolumeclaims', claim)).code).toBe(201);
+    await forbidden('system:serviceaccount:kube-system:csi-provisioner', 'create resource "persistentvolumes" in API group "" at the cluster scope');
+    const phase = async () => (await getJson('/api/v1/namespaces/default/persistentvolumeclaims/data')).body.status?.phase;
+    expect(await phase()).toBe('Pending');
+    await rebind();
+    await until('the claim to be bound', async () => (await phase()) === 'Bound');
+  }, 60_000);
+
+  it('attaches volumes as kube-system/csi-attacher, bound to external-attacher-runner', async () => {
+    const rebind = await unbind('csi-attacher-role');
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'uses-data', namespace: 'default' },
+      spec: { containers: [{ name: 'c', image: 'busybox', volumeMounts: [{ name: 'd', mountPath: '/data' }] }], volumes: [{ name: 'd', persistentVolumeClaim: { claimName: 'data' } }] },
+    };
+    expect((await api().request('POST', '/api/v1/namespaces/default/pods', pod)).code).toBe(201);
+    await forbidden('system:serviceaccount:kube-system:csi-attacher', 'get resource "volumeattachments" in API group "storage.k8s.io" at the cluster scope');
+    const attached = async () => ((await getJson('/apis/storage.k8s.io/v1/volumeattachments')).body.items ?? []).some((va: { status?: { attached?: boolean } }) => va.status?.attached);
+    expect(await attached()).toBe(false);
+    await rebind();
+    await until('the volume to be attached', attached);
+    await until('the pod to run', async () => (await getJson('/api/v1/namespaces/default/pods/uses-data')).body.status?.phase === 'Running');
+  }, 60_000);
+
+  it('gives LoadBalancer Services addresses as kube-system/service-controller', async () => {
+    const rebind = await unbind('system:controller:service-controller');
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'lb', namespace: 'default' }, spec: { type: 'LoadBalancer', selector: { app: 'lb' }, ports: [{ port: 80 }] } };
+    expect((await api().request('POST', '/api/v1/namespaces/default/services', svc)).code).toBe(201);
+    await forbidden('system:serviceaccount:kube-system:service-controller', 'patch resource "services/status" in API group "" in the namespace "default"');
+    const ingress = async () => (await getJson('/api/v1/namespaces/default/services/lb')).body.status?.loadBalancer?.ingress;
+    expect(await ingress()).toBeUndefined();
+    await rebind();
+    // The allocator reconciles a Service on its next change (it does not retry a refused write by itself).
+    expect((await api().request('PATCH', '/api/v1/namespaces/default/services/lb', { metadata: { labels: { retry: '1' } } }, 'application/merge-patch+json')).code).toBe(200);
+    await until('the Service to get an address', async () => Boolean((await ingress())?.length));
   }, 60_000);
 });

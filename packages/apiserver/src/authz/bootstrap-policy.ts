@@ -343,6 +343,13 @@ export function bootstrapControllerRoles(): ClusterRole[] {
     c('resourcequota-controller', [r(['list', 'watch'], ['*'], ['*']), r(['update'], [''], ['resourcequotas/status']), EVENTS_RULE]),
     c('root-ca-cert-publisher', [r(['create', 'update'], [''], ['configmaps']), EVENTS_RULE]),
     c('service-account-controller', [r(['create'], [''], ['serviceaccounts']), EVENTS_RULE]),
+    // The cloud provider's LoadBalancer controller (kemu's LoadBalancer address allocator runs as it).
+    c('service-controller', [
+      r(READ, [''], ['services']),
+      r(['patch', 'update'], [''], ['services/status']),
+      r(['list', 'watch'], [''], ['nodes']),
+      EVENTS_RULE,
+    ]),
     c('statefulset-controller', [
       r(['list', 'watch'], [''], ['pods']),
       r(READ, ['apps'], ['statefulsets']),

@@ -16,7 +16,12 @@ export function nodeUser(nodeName: string): UserInfo {
   return { name: `system:node:${nodeName}`, groups: [NODES_GROUP, AUTHENTICATED_GROUP] };
 }
 
+/** The user a ServiceAccount's token authenticates as (a component deployed with that ServiceAccount). */
+export function serviceAccountUser(namespace: string, name: string): UserInfo {
+  return { name: serviceAccountUsername(namespace, name), groups: [...serviceAccountGroups(namespace), AUTHENTICATED_GROUP] };
+}
+
 /** A controller's user under --use-service-account-credentials: the ServiceAccount kube-system/<name>. */
 export function controllerUser(serviceAccount: string): UserInfo {
-  return { name: serviceAccountUsername('kube-system', serviceAccount), groups: [...serviceAccountGroups('kube-system'), AUTHENTICATED_GROUP] };
+  return serviceAccountUser('kube-system', serviceAccount);
 }

@@ -109,4 +109,32 @@ describe('kube-proxy on the simulated datapath', () => {
       await store.close();
     }
   });
+
+  it('the periodic resync rewrites nothing while nothing changed, and repairs tables someone else changed', async () => {
+    const store = await createMemoryStore();
+    const w = twoNodes(PODS);
+    const proxier = new Proxier({ store, sink: simRuleSink(w, 'node1'), nodeName: 'node1', clusterCIDR: '10.244.0.0/16', minSyncPeriodMs: 10, syncPeriodMs: 40 });
+    await proxier.start();
+    try {
+      const svc = await store.create(service('web', {}));
+      const ip = (svc as { spec: { clusterIP: string } }).spec.clusterIP;
+      await store.create(slice('web', [{ ip: '10.244.2.2', node: 'node2' }]));
+      await expect.poll(() => w.tcpConnect('a', ip, 80, { trace: false }).state, { timeout: 5000 }).toBe('established');
+      const synced = proxier.last!.at;
+      const generation = w.netfilterGeneration('node1');
+      await new Promise((r) => setTimeout(r, 300));
+      // Several periods went by: no sync ran and the tables were not written.
+      expect(proxier.last!.at).toBe(synced);
+      expect(w.netfilterGeneration('node1')).toBe(generation);
+      // Another writer flushes kube-proxy's Service chain: the next period puts the rules back.
+      w.iptablesRestore('node1', '*nat\n-F KUBE-SERVICES\nCOMMIT\n', { noflush: true });
+      expect(w.tcpConnect('a', ip, 80, { trace: false }).state).not.toBe('established');
+      await expect.poll(() => w.tcpConnect('a', ip, 80, { trace: false }).state, { timeout: 5000 }).toBe('established');
+      expect(proxier.last!.at).toBeGreaterThan(synced);
+    } finally {
+      await proxier.stop();
+      await store.close();
+    }
+  });
 });
+

@@ -1,6 +1,7 @@
 // One node's kube-proxy: watches Services and EndpointSlices and keeps the node's rules in step, with
 // changes batched (a sync at most every minSyncPeriod, as --iptables-min-sync-period) and a periodic
-// full sync. iptables mode writes the whole rule set each sync and deletes chains of Services that went;
+// full sync (skipped on a sink that can tell nobody changed its tables and no object changed since the last
+// sync: thousands of emulated nodes would otherwise each rewrite the same rules every period). iptables mode writes the whole rule set each sync and deletes chains of Services that went;
 // nftables mode (--proxy-mode=nftables) rewrites only the service ports whose rules changed since the
 // last sync, and everything on the first and each periodic sync.
 import { type EndpointSlice, InformerFactory, type Service, type Store } from '@kemu/core';
@@ -46,13 +47,21 @@ export class Proxier {
   private udp = new Map<string, { clusterIP: string; endpoints: Set<string> }>();
   /** nftables mode: the rules the last successful sync wrote (null: the next sync is a full one). */
   private nftWritten: NftRules | null = null;
+  /** Services or EndpointSlices changed since the last successful sync began. */
+  private changed = true;
+  /** The sink's generation right after the last successful sync (see RuleSink.generation). */
+  private written: number | undefined;
 
   constructor(private readonly o: ProxierOptions) {
     this.factory = new InformerFactory(o.store);
     const onError = (e: unknown) => o.onError?.(e);
     this.services = this.factory.informer('Service', { onError });
     this.slices = this.factory.informer('EndpointSlice', { onError });
-    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    const onChange = () => {
+      this.changed = true;
+      this.schedule();
+    };
+    const changed = { onAdd: onChange, onUpdate: onChange, onDelete: onChange };
     this.services.addEventHandler(changed);
     this.slices.addEventHandler(changed);
   }
@@ -62,6 +71,8 @@ export class Proxier {
     await this.factory.waitForCacheSync();
     await this.syncNow();
     this.periodic = setInterval(() => {
+      // Nothing to repair when neither the objects nor the tables changed since the last sync wrote them.
+      if (!this.changed && this.written !== undefined && this.o.sink.generation?.() === this.written) return;
       this.nftWritten = null;
       this.schedule();
     }, this.o.syncPeriodMs ?? 30_000);
@@ -140,12 +151,16 @@ export class Proxier {
     this.dirty = false;
     this.running = (async () => {
       const start = performance.now();
+      this.changed = false;
+      this.written = undefined;
       try {
         const ports = servicePorts(this.services.indexer.list() as Service[], this.slices.indexer.list() as EndpointSlice[]);
         const count = this.o.mode === 'nftables' ? await this.syncNftables(ports) : await this.syncIptables(ports);
         await this.clearStaleUdp(ports);
         this.last = { at: Date.now(), durationMs: performance.now() - start, servicePorts: ports.length, rules: count };
+        this.written = this.o.sink.generation?.();
       } catch (err) {
+        this.changed = true;
         this.o.onError?.(err);
       } finally {
         this.lastRun = Date.now();

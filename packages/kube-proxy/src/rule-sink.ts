@@ -13,6 +13,12 @@ export interface RuleSink {
    * that went (`replySrc`), so they stop following a stale DNAT. Absent where no conntrack tool exists.
    */
   clearUdpConntrack?(f: { origDst?: string; replySrc?: string }): Promise<void>;
+  /**
+   * A number that changes whenever anyone changes the node's tables; where a sink has one, the periodic
+   * resync is skipped while neither the tables nor the Services and EndpointSlices changed since the last
+   * sync (it would write what is there). Absent: every period resyncs, as upstream does.
+   */
+  generation?(): number;
   /** nftables: `nft -f -` (one transaction) and `nft list table FAMILY NAME` ('' when there is none). */
   nft?: {
     apply(script: string): Promise<void>;
@@ -28,6 +34,7 @@ export interface SimNetfilter {
   nft(ns: string, script: string): void;
   nftList(ns: string, family: 'ip' | 'ip6', table: string): string;
   nftTables(ns: string): string[];
+  netfilterGeneration?(ns: string): number;
 }
 
 export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
@@ -41,6 +48,7 @@ export function simRuleSink(world: SimNetfilter, ns: string): RuleSink {
     async clearUdpConntrack(f) {
       world.deleteConntrack(ns, { proto: 'udp', ...f });
     },
+    generation: world.netfilterGeneration ? () => world.netfilterGeneration!(ns) : undefined,
     nft: {
       async apply(script) {
         world.nft(ns, script);

@@ -78,6 +78,8 @@ export class NftState {
   hooks = new Map<string, { table: NftTable; chain: NftChain }[]>();
   ruleCount = 0;
   seq = 0;
+  /** Bumped by every applied `nft -f` transaction (see World.netfilterGeneration). */
+  generation = 0;
   /**
    * Parsed rules by family and text: rules hold no state, so chains with the same rule (every Service's
    * endpoint chain for one pod) share one object, which keeps a 2.5M-endpoint rule set in memory.

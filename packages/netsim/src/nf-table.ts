@@ -43,6 +43,8 @@ export class Netfilter {
   readonly recent = new Map<string, Map<string, number>>();
   /** Number of rules in all tables: 0 lets the datapath skip netfilter entirely. */
   ruleCount = 0;
+  /** Bumped by every change to the tables or maps (each one ends in recount), so a writer can tell whether anyone changed them since it last wrote. */
+  generation = 0;
 
   tables(family: Family): Map<NfTableName, NfTable> {
     return family === 4 ? this.v4 : this.v6;
@@ -59,6 +61,7 @@ export class Netfilter {
   }
 
   recount(): void {
+    this.generation++;
     let n = 0;
     for (const ts of [this.v4, this.v6]) for (const t of ts.values()) for (const c of t.values()) n += c.rules.length + (c.policy === 'DROP' ? 1 : 0);
     this.ruleCount = n + this.maps.size;

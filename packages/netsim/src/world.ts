@@ -276,7 +276,18 @@ export class World {
    */
   nft(nsName: string, script: string): void {
     if (typeof script !== 'string') throw new NetsimError('EINVAL', 'nft input must be text');
-    nftApply(nsByName(this.w, nsName).nf.nft, script);
+    const st = nsByName(this.w, nsName).nf.nft;
+    nftApply(st, script);
+    st.generation++;
+  }
+
+  /**
+   * A number that changes whenever the namespace's iptables tables, maps or nftables tables change, by
+   * whoever changes them: a periodic resync can tell that nothing touched the rules it wrote.
+   */
+  netfilterGeneration(nsName: string): number {
+    const nf = nsByName(this.w, nsName).nf;
+    return nf.generation + nf.nft.generation;
   }
 
   /** `nft list table FAMILY NAME`, as nft prints it (elements in key order). */

@@ -1,5 +1,6 @@
-import { createMemoryStore } from '@kemu/core';
-import { formatTrace } from '@kemu/netsim';
+import { createMemoryStore, type EndpointSlice, type Service } from '@kemu/core';
+import { formatTrace, type World } from '@kemu/netsim';
+import { serviceChain } from './chain-names.js';
 import { describe, expect, it } from 'vitest';
 import { buildRules, restoreInput } from './iptables-rules.js';
 import { Proxier } from './proxier.js';
@@ -131,6 +132,48 @@ describe('kube-proxy on the simulated datapath', () => {
       expect(w.tcpConnect('a', ip, 80, { trace: false }).state).not.toBe('established');
       await expect.poll(() => w.tcpConnect('a', ip, 80, { trace: false }).state, { timeout: 5000 }).toBe('established');
       expect(proxier.last!.at).toBeGreaterThan(synced);
+    } finally {
+      await proxier.stop();
+      await store.close();
+    }
+  });
+
+  it('on a change rewrites only the changed Services\' chains, and ends where a full sync would', async () => {
+    const store = await createMemoryStore();
+    const w = twoNodes(PODS);
+    const sink = simRuleSink(w, 'node1');
+    const inputs: string[] = [];
+    const recording = { ...sink, restore: (text: string) => (inputs.push(text), sink.restore(text)) };
+    const proxier = new Proxier({ store, sink: recording, nodeName: 'node1', clusterCIDR: '10.244.0.0/16', minSyncPeriodMs: 10 });
+    await proxier.start();
+    try {
+      for (const [name, ip] of [['a', '10.244.1.2'], ['b', '10.244.1.3'], ['c', '10.244.2.2']] as const) {
+        await store.create(service(name, {}));
+        await store.create(slice(name, [{ ip, node: ip.startsWith('10.244.1.') ? 'node1' : 'node2' }]));
+      }
+      const chainOf = (name: string) => serviceChain(`default/${name}:http`, 'tcp');
+      await expect.poll(() => ['a', 'b', 'c'].every((n) => w.iptablesSave('node1', { table: 'nat' }).includes(`:${chainOf(n)}`)), { timeout: 5000 }).toBe(true);
+      await new Promise((r) => setTimeout(r, 50));
+      inputs.length = 0;
+      // a's endpoints change, b goes, d comes; c is left alone.
+      await store.update({ ...(await store.get('EndpointSlice', 'default', 'a-abcde')), endpoints: [{ addresses: ['10.244.2.2'], nodeName: 'node2', conditions: { ready: true } }] } as EndpointSlice);
+      await store.delete('Service', 'default', 'b');
+      await store.delete('EndpointSlice', 'default', 'b-abcde');
+      await store.create(service('d', {}));
+      await store.create(slice('d', [{ ip: '10.244.1.3', node: 'node1' }]));
+      await expect.poll(() => { const nat = w.iptablesSave('node1', { table: 'nat' }); return nat.includes(`:${chainOf('d')}`) && !nat.includes(`:${chainOf('b')}`) && nat.includes('10.244.2.2:8080'); }, { timeout: 5000 }).toBe(true);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(inputs.length).toBeGreaterThan(0);
+      for (const text of inputs) expect(text).not.toContain(`:${chainOf('c')}`);
+      expect(inputs.some((t) => t.includes(`-X ${chainOf('b')}`))).toBe(true);
+      // The tables now hold what one full sync of the same objects writes on a fresh node.
+      const fresh = twoNodes(PODS);
+      const svcs = (await store.list('Service', {})).items as Service[];
+      const slices = (await store.list('EndpointSlice', {})).items as EndpointSlice[];
+      const fsink = simRuleSink(fresh, 'node1');
+      await fsink.restore(restoreInput(buildRules(servicePorts(svcs, slices), { nodeName: 'node1', clusterCIDR: '10.244.0.0/16' }), await fsink.save()));
+      const lines = (x: World) => x.iptablesSave('node1', { table: 'nat' }).split('\n').filter((l) => l.startsWith('-A') || l.startsWith(':')).sort();
+      expect(lines(w)).toEqual(lines(fresh));
     } finally {
       await proxier.stop();
       await store.close();

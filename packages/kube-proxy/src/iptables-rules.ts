@@ -54,120 +54,159 @@ export function probability(i: number, n: number): string {
   return (1 / (n - i)).toFixed(10);
 }
 
-export function buildRules(ports: ServicePortInfo[], node: NodeContext): RuleSet {
-  const mark = `0x${(1 << (node.masqueradeBit ?? 14)).toString(16)}`;
+/** One service port's rules: its lines in the shared chains and its own chains (KUBE-SVC/SVL/EXT/SEP). */
+export interface ServiceRules {
+  /** Lines in filter's KUBE-SERVICES and KUBE-EXTERNAL-SERVICES. */
+  filter: string[];
+  /** Lines in nat's KUBE-SERVICES. */
+  natServices: string[];
+  /** Lines in nat's KUBE-NODEPORTS. */
+  natNodePorts: string[];
+  /** The rules of the service port's own chains. */
+  nat: string[];
+  /** The service port's own chains. */
+  chains: string[];
+}
+
+const masqueradeMark = (node: NodeContext) => `0x${(1 << (node.masqueradeBit ?? 14)).toString(16)}`;
+
+export function serviceRules(sp: ServicePortInfo, node: NodeContext): ServiceRules {
   const filter: string[] = [];
   const nat: string[] = [];
-  const filterChains = ['KUBE-NODEPORTS', 'KUBE-SERVICES', 'KUBE-EXTERNAL-SERVICES', 'KUBE-FORWARD', 'KUBE-PROXY-FIREWALL'];
-  const natChains = ['KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-POSTROUTING', 'KUBE-MARK-MASQ'];
   const natServices: string[] = [];
   const natNodePorts: string[] = [];
   const perService: string[] = [];
+  const proto = sp.protocol;
+  const svc = serviceChain(sp.name, proto);
+  const svl = serviceLocalChain(sp.name, proto);
+  const ext = externalChain(sp.name, proto);
+  const all = usable(sp.endpoints);
+  const local = all.filter((e) => e.nodeName === node.nodeName);
+  const hasExternal = sp.nodePort !== undefined || sp.externalIPs.length > 0 || sp.loadBalancerIPs.length > 0;
+  const clusterEps = sp.internalPolicyLocal ? local : all;
+  const externalEps = sp.externalPolicyLocal ? local : all;
+  // Cluster IP.
+  if (clusterEps.length === 0) {
+    const why = sp.internalPolicyLocal && all.length ? 'has no local endpoints' : 'has no endpoints';
+    const target = why === 'has no endpoints' ? 'REJECT --reject-with icmp-port-unreachable' : 'DROP';
+    filter.push(
+      `-A KUBE-SERVICES -d ${sp.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${sp.name} ${why}`)} -m ${proto} --dport ${sp.port} -j ${target}`,
+    );
+  } else {
+    natServices.push(`-A KUBE-SERVICES -d ${sp.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${sp.name} cluster IP`)} -m ${proto} --dport ${sp.port} -j ${sp.internalPolicyLocal ? svl : svc}`);
+  }
 
-  filter.push(
+  // External destinations: node ports, external IPs, load-balancer IPs.
+  if (hasExternal) {
+    if (externalEps.length === 0) {
+      const why = sp.externalPolicyLocal && all.length ? 'has no local endpoints' : 'has no endpoints';
+      const target = why === 'has no endpoints' ? 'REJECT --reject-with icmp-port-unreachable' : 'DROP';
+      for (const ip of [...sp.externalIPs, ...sp.loadBalancerIPs])
+        filter.push(`-A KUBE-EXTERNAL-SERVICES -d ${ip}/32 -p ${proto} -m comment --comment ${q(`${sp.name} ${why}`)} -m ${proto} --dport ${sp.port} -j ${target}`);
+      if (sp.nodePort !== undefined)
+        filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${sp.name} ${why}`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j ${target}`);
+    }
+    if (externalEps.length > 0 || (sp.externalPolicyLocal && all.length > 0)) {
+      for (const ip of sp.externalIPs)
+        natServices.push(`-A KUBE-SERVICES -d ${ip}/32 -p ${proto} -m comment --comment ${q(`${sp.name} external IP`)} -m ${proto} --dport ${sp.port} -j ${ext}`);
+      for (const ip of sp.loadBalancerIPs)
+        natServices.push(`-A KUBE-SERVICES -d ${ip}/32 -p ${proto} -m comment --comment ${q(`${sp.name} loadbalancer IP`)} -m ${proto} --dport ${sp.port} -j ${ext}`);
+      if (sp.nodePort !== undefined)
+        natNodePorts.push(`-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(sp.name)} -m ${proto} --dport ${sp.nodePort} -j ${ext}`);
+      perService.push(ext);
+      if (sp.externalPolicyLocal) {
+        // Pods and the node itself may use any endpoint; traffic from outside keeps its source.
+        if (node.clusterCIDR)
+          nat.push(`-A ${ext} -s ${node.clusterCIDR} -m comment --comment ${q(`pod traffic for ${sp.name} external destinations`)} -j ${svc}`);
+        nat.push(`-A ${ext} -m comment --comment ${q(`masquerade LOCAL traffic for ${sp.name} external destinations`)} -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`);
+        nat.push(`-A ${ext} -m comment --comment ${q(`route LOCAL traffic for ${sp.name} external destinations`)} -m addrtype --src-type LOCAL -j ${svc}`);
+        nat.push(`-A ${ext} -j ${svl}`);
+      } else {
+        nat.push(`-A ${ext} -m comment --comment ${q(`masquerade traffic for ${sp.name} external destinations`)} -j KUBE-MARK-MASQ`);
+        nat.push(`-A ${ext} -j ${svc}`);
+      }
+    }
+  }
+
+  // The endpoint chains: KUBE-SVC-* over every usable endpoint, KUBE-SVL-* over this node's.
+  const needSvc = (!sp.internalPolicyLocal && clusterEps.length > 0) || (sp.externalPolicyLocal && all.length > 0 && hasExternal) || (!sp.externalPolicyLocal && hasExternal && externalEps.length > 0);
+  const needSvl = (sp.internalPolicyLocal && clusterEps.length > 0) || (sp.externalPolicyLocal && hasExternal);
+  const seps = new Map<EndpointInfo, string>();
+  const sepOf = (e: EndpointInfo) => {
+    let c = seps.get(e);
+    if (!c) seps.set(e, (c = endpointChain(sp.name, proto, `${e.ip}:${e.port}`)));
+    return c;
+  };
+  const lb = (chain: string, eps: EndpointInfo[]) => {
+    perService.push(chain);
+    if (chain === svc && node.clusterCIDR)
+      nat.push(`-A ${chain} ! -s ${node.clusterCIDR} -d ${sp.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${sp.name} cluster IP`)} -m ${proto} --dport ${sp.port} -j KUBE-MARK-MASQ`);
+    if (sp.sessionAffinitySeconds !== undefined)
+      for (const e of eps)
+        nat.push(`-A ${chain} -m comment --comment ${q(`${sp.name} -> ${e.ip}:${e.port}`)} -m recent --rcheck --seconds ${sp.sessionAffinitySeconds} --reap --name ${sepOf(e)} --mask 255.255.255.255 --rsource -j ${sepOf(e)}`);
+    eps.forEach((e, i) => {
+      const stat = i < eps.length - 1 ? ` -m statistic --mode random --probability ${probability(i, eps.length)}` : '';
+      nat.push(`-A ${chain} -m comment --comment ${q(`${sp.name} -> ${e.ip}:${e.port}`)}${stat} -j ${sepOf(e)}`);
+    });
+  };
+  if (needSvc) lb(svc, all);
+  if (needSvl) lb(svl, local);
+  for (const [e, chain] of seps) {
+    perService.push(chain);
+    nat.push(`-A ${chain} -s ${e.ip}/32 -m comment --comment ${q(sp.name)} -j KUBE-MARK-MASQ`);
+    if (sp.sessionAffinitySeconds !== undefined)
+      nat.push(`-A ${chain} -p ${proto} -m comment --comment ${q(sp.name)} -m recent --set --name ${chain} --mask 255.255.255.255 --rsource -m ${proto} -j DNAT --to-destination ${e.ip}:${e.port}`);
+    else nat.push(`-A ${chain} -p ${proto} -m comment --comment ${q(sp.name)} -m ${proto} -j DNAT --to-destination ${e.ip}:${e.port}`);
+  }
+
+  return { filter, natServices, natNodePorts, nat, chains: [...new Set(perService)] };
+}
+
+export function buildRules(ports: ServicePortInfo[], node: NodeContext): RuleSet {
+  return assembleRules(
+    ports.map((sp) => serviceRules(sp, node)),
+    node,
+  );
+}
+
+/**
+ * The node's rule set from every service port's rules. With `only`, the per-service chains and their rules
+ * are those of `only` alone (upstream's partial sync: the shared chains are rewritten whole, a service port's
+ * own chains only when it changed; the others are left as they are).
+ */
+export function assembleRules(parts: Iterable<ServiceRules>, node: NodeContext, only?: Iterable<ServiceRules>): RuleSet {
+  const mark = masqueradeMark(node);
+  const filter: string[] = [
     `-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP`,
     `-A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark ${mark}/${mark} -j ACCEPT`,
     `-A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
-  );
-  nat.push(
+  ];
+  const nat: string[] = [];
+  const natNodePorts: string[] = [];
+  const base = [
     `-A KUBE-POSTROUTING -m mark ! --mark ${mark}/${mark} -j RETURN`,
     `-A KUBE-POSTROUTING -j MARK --xor-mark ${mark}`,
     `-A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully`,
     `-A KUBE-MARK-MASQ -j MARK --or-mark ${mark}`,
-  );
-
-  for (const sp of ports) {
-    const proto = sp.protocol;
-    const svc = serviceChain(sp.name, proto);
-    const svl = serviceLocalChain(sp.name, proto);
-    const ext = externalChain(sp.name, proto);
-    const all = usable(sp.endpoints);
-    const local = all.filter((e) => e.nodeName === node.nodeName);
-    const hasExternal = sp.nodePort !== undefined || sp.externalIPs.length > 0 || sp.loadBalancerIPs.length > 0;
-    const clusterEps = sp.internalPolicyLocal ? local : all;
-    const externalEps = sp.externalPolicyLocal ? local : all;
-    // Cluster IP.
-    if (clusterEps.length === 0) {
-      const why = sp.internalPolicyLocal && all.length ? 'has no local endpoints' : 'has no endpoints';
-      const target = why === 'has no endpoints' ? 'REJECT --reject-with icmp-port-unreachable' : 'DROP';
-      filter.push(
-        `-A KUBE-SERVICES -d ${sp.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${sp.name} ${why}`)} -m ${proto} --dport ${sp.port} -j ${target}`,
-      );
-    } else {
-      natServices.push(`-A KUBE-SERVICES -d ${sp.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${sp.name} cluster IP`)} -m ${proto} --dport ${sp.port} -j ${sp.internalPolicyLocal ? svl : svc}`);
-    }
-
-    // External destinations: node ports, external IPs, load-balancer IPs.
-    if (hasExternal) {
-      if (externalEps.length === 0) {
-        const why = sp.externalPolicyLocal && all.length ? 'has no local endpoints' : 'has no endpoints';
-        const target = why === 'has no endpoints' ? 'REJECT --reject-with icmp-port-unreachable' : 'DROP';
-        for (const ip of [...sp.externalIPs, ...sp.loadBalancerIPs])
-          filter.push(`-A KUBE-EXTERNAL-SERVICES -d ${ip}/32 -p ${proto} -m comment --comment ${q(`${sp.name} ${why}`)} -m ${proto} --dport ${sp.port} -j ${target}`);
-        if (sp.nodePort !== undefined)
-          filter.push(`-A KUBE-EXTERNAL-SERVICES -p ${proto} -m comment --comment ${q(`${sp.name} ${why}`)} -m addrtype --dst-type LOCAL -m ${proto} --dport ${sp.nodePort} -j ${target}`);
-      }
-      if (externalEps.length > 0 || (sp.externalPolicyLocal && all.length > 0)) {
-        for (const ip of sp.externalIPs)
-          natServices.push(`-A KUBE-SERVICES -d ${ip}/32 -p ${proto} -m comment --comment ${q(`${sp.name} external IP`)} -m ${proto} --dport ${sp.port} -j ${ext}`);
-        for (const ip of sp.loadBalancerIPs)
-          natServices.push(`-A KUBE-SERVICES -d ${ip}/32 -p ${proto} -m comment --comment ${q(`${sp.name} loadbalancer IP`)} -m ${proto} --dport ${sp.port} -j ${ext}`);
-        if (sp.nodePort !== undefined)
-          natNodePorts.push(`-A KUBE-NODEPORTS -p ${proto} -m comment --comment ${q(sp.name)} -m ${proto} --dport ${sp.nodePort} -j ${ext}`);
-        perService.push(ext);
-        if (sp.externalPolicyLocal) {
-          // Pods and the node itself may use any endpoint; traffic from outside keeps its source.
-          if (node.clusterCIDR)
-            nat.push(`-A ${ext} -s ${node.clusterCIDR} -m comment --comment ${q(`pod traffic for ${sp.name} external destinations`)} -j ${svc}`);
-          nat.push(`-A ${ext} -m comment --comment ${q(`masquerade LOCAL traffic for ${sp.name} external destinations`)} -m addrtype --src-type LOCAL -j KUBE-MARK-MASQ`);
-          nat.push(`-A ${ext} -m comment --comment ${q(`route LOCAL traffic for ${sp.name} external destinations`)} -m addrtype --src-type LOCAL -j ${svc}`);
-          nat.push(`-A ${ext} -j ${svl}`);
-        } else {
-          nat.push(`-A ${ext} -m comment --comment ${q(`masquerade traffic for ${sp.name} external destinations`)} -j KUBE-MARK-MASQ`);
-          nat.push(`-A ${ext} -j ${svc}`);
-        }
-      }
-    }
-
-    // The endpoint chains: KUBE-SVC-* over every usable endpoint, KUBE-SVL-* over this node's.
-    const needSvc = (!sp.internalPolicyLocal && clusterEps.length > 0) || (sp.externalPolicyLocal && all.length > 0 && hasExternal) || (!sp.externalPolicyLocal && hasExternal && externalEps.length > 0);
-    const needSvl = (sp.internalPolicyLocal && clusterEps.length > 0) || (sp.externalPolicyLocal && hasExternal);
-    const seps = new Map<EndpointInfo, string>();
-    const sepOf = (e: EndpointInfo) => {
-      let c = seps.get(e);
-      if (!c) seps.set(e, (c = endpointChain(sp.name, proto, `${e.ip}:${e.port}`)));
-      return c;
-    };
-    const lb = (chain: string, eps: EndpointInfo[]) => {
-      perService.push(chain);
-      if (chain === svc && node.clusterCIDR)
-        nat.push(`-A ${chain} ! -s ${node.clusterCIDR} -d ${sp.clusterIP}/32 -p ${proto} -m comment --comment ${q(`${sp.name} cluster IP`)} -m ${proto} --dport ${sp.port} -j KUBE-MARK-MASQ`);
-      if (sp.sessionAffinitySeconds !== undefined)
-        for (const e of eps)
-          nat.push(`-A ${chain} -m comment --comment ${q(`${sp.name} -> ${e.ip}:${e.port}`)} -m recent --rcheck --seconds ${sp.sessionAffinitySeconds} --reap --name ${sepOf(e)} --mask 255.255.255.255 --rsource -j ${sepOf(e)}`);
-      eps.forEach((e, i) => {
-        const stat = i < eps.length - 1 ? ` -m statistic --mode random --probability ${probability(i, eps.length)}` : '';
-        nat.push(`-A ${chain} -m comment --comment ${q(`${sp.name} -> ${e.ip}:${e.port}`)}${stat} -j ${sepOf(e)}`);
-      });
-    };
-    if (needSvc) lb(svc, all);
-    if (needSvl) lb(svl, local);
-    for (const [e, chain] of seps) {
-      perService.push(chain);
-      nat.push(`-A ${chain} -s ${e.ip}/32 -m comment --comment ${q(sp.name)} -j KUBE-MARK-MASQ`);
-      if (sp.sessionAffinitySeconds !== undefined)
-        nat.push(`-A ${chain} -p ${proto} -m comment --comment ${q(sp.name)} -m recent --set --name ${chain} --mask 255.255.255.255 --rsource -m ${proto} -j DNAT --to-destination ${e.ip}:${e.port}`);
-      else nat.push(`-A ${chain} -p ${proto} -m comment --comment ${q(sp.name)} -m ${proto} -j DNAT --to-destination ${e.ip}:${e.port}`);
-    }
+  ];
+  const chains: string[] = ['KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-POSTROUTING', 'KUBE-MARK-MASQ'];
+  // Loops, not push(...lines): 10,000 Services make more lines than a call's arguments may hold.
+  for (const r of parts) {
+    for (const l of r.filter) filter.push(l);
+    for (const l of r.natServices) nat.push(l);
+    for (const l of r.natNodePorts) natNodePorts.push(l);
   }
-  natServices.push(
-    `-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS`,
-  );
-  const chainsNat = [...natChains, ...new Set(perService)];
+  nat.push(`-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS`);
+  for (const l of natNodePorts) nat.push(l);
+  for (const l of base) nat.push(l);
+  for (const r of only ?? parts) {
+    for (const l of r.nat) nat.push(l);
+    for (const c of r.chains) chains.push(c);
+  }
   return {
     filter,
-    nat: [...natServices, ...natNodePorts, ...nat],
-    chains: { filter: filterChains, nat: chainsNat },
+    nat,
+    chains: { filter: ['KUBE-NODEPORTS', 'KUBE-SERVICES', 'KUBE-EXTERNAL-SERVICES', 'KUBE-FORWARD', 'KUBE-PROXY-FIREWALL'], nat: [...new Set(chains)] },
   };
 }
 
@@ -199,6 +238,25 @@ export function restoreInput(rules: RuleSet, current: string): string {
     // A loop, not push(...lines): 10,000 Services make more lines than a call's arguments may hold.
     for (const l of rules[t]) out.push(l);
     for (const c of stale) out.push(`-X ${c}`);
+    out.push('COMMIT');
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/**
+ * iptables-restore input for a partial sync (`--noflush`): the chains `rules` declares flushed and refilled,
+ * and `stale` per-service chains (which the last sync wrote and nothing names any more) flushed and deleted;
+ * every other chain is left as it is. Nothing is read back from the tables: the periodic full sync
+ * (restoreInput) repairs whatever someone else changed.
+ */
+export function partialRestoreInput(rules: RuleSet, stale: string[]): string {
+  const out: string[] = [];
+  for (const t of ['filter', 'nat'] as const) {
+    out.push(`*${t}`);
+    for (const c of rules.chains[t]) out.push(`:${c} - [0:0]`);
+    if (t === 'nat') for (const c of stale) out.push(`:${c} - [0:0]`);
+    for (const l of rules[t]) out.push(l);
+    if (t === 'nat') for (const c of stale) out.push(`-X ${c}`);
     out.push('COMMIT');
   }
   return `${out.join('\n')}\n`;

@@ -1,14 +1,26 @@
 // One node's kube-proxy: watches Services and EndpointSlices and keeps the node's rules in step, with
 // changes batched (a sync at most every minSyncPeriod, as --iptables-min-sync-period) and a periodic
 // full sync (skipped on a sink that can tell nobody changed its tables and no object changed since the last
-// sync: thousands of emulated nodes would otherwise each rewrite the same rules every period). iptables mode writes the whole rule set each sync and deletes chains of Services that went;
-// nftables mode (--proxy-mode=nftables) rewrites only the service ports whose rules changed since the
-// last sync, and everything on the first and each periodic sync.
-import { type EndpointSlice, InformerFactory, type Service, type Store } from '@kemu/core';
-import { buildRules, type NodeContext, restoreInput } from './iptables-rules.js';
-import { buildNftables, listedObjects, NFT_TABLE, type NftNodeContext, type NftRules, nftablesScript } from './nftables-rules.js';
+// sync: thousands of emulated nodes would otherwise each rewrite the same rules every period). Both modes
+// track which Services changed (change-tracker.ts) and rebuild only their rules: iptables mode then writes
+// the shared chains and the changed Services' own chains (upstream's partial sync; the first and each
+// periodic sync write everything), nftables mode only the service ports whose rules changed.
+import { InformerFactory, type Store } from '@kemu/core';
+import { PER_SERVICE_CHAIN } from './chain-names.js';
+import { ChangeTracker } from './change-tracker.js';
+import { assembleRules, type NodeContext, partialRestoreInput, restoreInput, type ServiceRules, serviceRules } from './iptables-rules.js';
+import {
+  listedObjects,
+  NFT_TABLE,
+  nftBase,
+  type NftNodeContext,
+  type NftRules,
+  type NftServiceRules,
+  nftablesScript,
+  nftServiceRules,
+} from './nftables-rules.js';
 import type { RuleSink } from './rule-sink.js';
-import { type ServicePortInfo, servicePorts } from './service-ports.js';
+import type { ServicePortInfo } from './service-ports.js';
 
 export type ProxyMode = 'iptables' | 'nftables';
 
@@ -47,6 +59,13 @@ export class Proxier {
   private udp = new Map<string, { clusterIP: string; endpoints: Set<string> }>();
   /** nftables mode: the rules the last successful sync wrote (null: the next sync is a full one). */
   private nftWritten: NftRules | null = null;
+  /** Which Services changed since the last sync, and every Service's service ports. */
+  private readonly tracker: ChangeTracker;
+  /** Each Service's rules per service port (iptables or nftables mode), rebuilt only when it changes. */
+  private readonly iptParts = new Map<string, ServiceRules[]>();
+  private readonly nftParts = new Map<string, [string, NftServiceRules][]>();
+  /** iptables mode: the per-service chains the last sync left in the tables (null: the next sync is a full one). */
+  private iptChains: Set<string> | null = null;
   /** Services or EndpointSlices changed since the last successful sync began. */
   private changed = true;
   /** The sink's generation right after the last successful sync (see RuleSink.generation). */
@@ -57,6 +76,7 @@ export class Proxier {
     const onError = (e: unknown) => o.onError?.(e);
     this.services = this.factory.informer('Service', { onError });
     this.slices = this.factory.informer('EndpointSlice', { onError });
+    this.tracker = new ChangeTracker(this.services, this.slices);
     const onChange = () => {
       this.changed = true;
       this.schedule();
@@ -74,6 +94,7 @@ export class Proxier {
       // Nothing to repair when neither the objects nor the tables changed since the last sync wrote them.
       if (!this.changed && this.written !== undefined && this.o.sink.generation?.() === this.written) return;
       this.nftWritten = null;
+      this.iptChains = null;
       this.schedule();
     }, this.o.syncPeriodMs ?? 30_000);
     this.periodic.unref();
@@ -118,16 +139,53 @@ export class Proxier {
     this.udp = now;
   }
 
-  private async syncIptables(ports: ServicePortInfo[]): Promise<number> {
-    const rules = buildRules(ports, this.o);
-    await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+  /**
+   * iptables mode. A full sync (the first, each period, after a failure) writes every chain and deletes the
+   * per-service chains the tables hold that no rule names; a partial one (upstream's, on changes) rewrites
+   * the shared chains and only the changed Services' own chains, and deletes the ones they no longer have.
+   */
+  private async syncIptables(changed: Set<string>): Promise<number> {
+    for (const key of changed) {
+      const ports = this.tracker.portsOf(key);
+      if (ports.length) this.iptParts.set(key, ports.map((sp) => serviceRules(sp, this.o)));
+      else this.iptParts.delete(key);
+    }
+    const parts: ServiceRules[] = [];
+    for (const ps of this.iptParts.values()) for (const r of ps) parts.push(r);
+    const known = this.iptChains;
+    this.iptChains = null;
+    let rules;
+    if (!known) {
+      rules = assembleRules(parts, this.o);
+      await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+      this.iptChains = new Set(rules.chains.nat.filter((c) => PER_SERVICE_CHAIN.test(c)));
+    } else {
+      const only: ServiceRules[] = [];
+      for (const key of changed) for (const r of this.iptParts.get(key) ?? []) only.push(r);
+      rules = assembleRules(parts, this.o, only);
+      const now = new Set<string>();
+      for (const r of parts) for (const c of r.chains) now.add(c);
+      const stale: string[] = [];
+      for (const c of known) if (!now.has(c)) stale.push(c);
+      await this.o.sink.restore(partialRestoreInput(rules, stale));
+      this.iptChains = now;
+    }
     return rules.filter.length + rules.nat.length;
   }
 
-  private async syncNftables(ports: ServicePortInfo[]): Promise<number> {
+  /** nftables mode: every Service's rules from its cached parts; the script touches only what changed. */
+  private async syncNftables(changed: Set<string>): Promise<number> {
     const nft = this.o.sink.nft;
     if (!nft) throw new Error('nftables mode: this node\'s rule sink cannot run nft');
-    const rules = buildNftables(ports, this.o);
+    for (const key of changed) {
+      const ports = this.tracker.portsOf(key);
+      if (ports.length) this.nftParts.set(key, ports.map((sp) => [`${sp.name}/${sp.protocol}`, nftServiceRules(sp, this.o)]));
+      else this.nftParts.delete(key);
+    }
+    const services = new Map<string, NftServiceRules>();
+    for (const ps of this.nftParts.values()) for (const [k, r] of ps) services.set(k, r);
+    this.nftBaseText ??= nftBase(this.o);
+    const rules: NftRules = { family: 4, base: this.nftBaseText, services };
     const previous = this.nftWritten;
     const existing = previous ? undefined : listedObjects(await nft.list('ip', NFT_TABLE));
     this.nftWritten = null;
@@ -142,6 +200,8 @@ export class Proxier {
     return n;
   }
 
+  private nftBaseText: string | undefined;
+
   /** Writes the node's rules now from the informers' caches. */
   async syncNow(): Promise<void> {
     if (this.running) {
@@ -154,13 +214,16 @@ export class Proxier {
       this.changed = false;
       this.written = undefined;
       try {
-        const ports = servicePorts(this.services.indexer.list() as Service[], this.slices.indexer.list() as EndpointSlice[]);
-        const count = this.o.mode === 'nftables' ? await this.syncNftables(ports) : await this.syncIptables(ports);
+        const { changed } = this.tracker.update();
+        const count = this.o.mode === 'nftables' ? await this.syncNftables(changed) : await this.syncIptables(changed);
+        const ports: ServicePortInfo[] = [];
+        for (const [, ps] of this.tracker.entries()) for (const sp of ps) ports.push(sp);
         await this.clearStaleUdp(ports);
         this.last = { at: Date.now(), durationMs: performance.now() - start, servicePorts: ports.length, rules: count };
         this.written = this.o.sink.generation?.();
       } catch (err) {
         this.changed = true;
+        this.tracker.invalidate();
         this.o.onError?.(err);
       } finally {
         this.lastRun = Date.now();

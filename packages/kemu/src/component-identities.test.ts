@@ -2,13 +2,15 @@
 // system:kube-scheduler, so a cluster without that user's binding leaves pods unscheduled (the bind is
 // refused) until the binding is back, as a kube-apiserver cluster would; each controller as its ServiceAccount
 // in kube-system (system:controller:<name>); kubelets as system:node:<name> in
-// system:nodes, so a node whose group lost its role stops renewing its Lease and goes unready; the CSI
+// system:nodes, under the Node authorizer, reading only what their pods reference; the CSI
 // sidecars and the LoadBalancer allocator as the ServiceAccounts their upstream manifests deploy them with.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, up } from './commands.js';
+import { paths } from './state.js';
 
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-identities-'));
 let running: { stop(): Promise<void> } | undefined;
@@ -32,6 +34,19 @@ const getJson = async (p: string) => {
 };
 const nodeName = async (name: string) => (await getJson(`/api/v1/namespaces/default/pods/${name}`)).body.spec?.nodeName;
 const RBAC = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
+
+/** A request through the cluster's socket (as its admin) impersonating `user` in `group`. */
+function impersonated(method: string, p: string, user: string, group: string): Promise<{ code: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: paths(stateDir).socket, path: p, method, headers: { 'Impersonate-User': user, 'Impersonate-Group': group } }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ code: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Removes a ClusterRoleBinding and returns how to put it back as it was. */
 async function unbind(name: string): Promise<() => Promise<void>> {
@@ -94,17 +109,33 @@ describe('kemu up component identities', () => {
     await until('the ReplicaSet to create its pod', async () => (await pods()) === 1);
   }, 60_000);
 
-  it('runs the kubelet as system:node:<name> in system:nodes: without that group\'s binding its node goes unready', async () => {
-    const ready = async () => (await getJson('/api/v1/nodes/kemu-node-1')).body.status?.conditions?.find((c: { type: string }) => c.type === 'Ready')?.status;
-    await until('the node to be ready', async () => (await ready()) === 'True');
-    const binding = (await getJson(`${RBAC}/system:node`)).body;
-    expect(binding.subjects).toEqual([{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:nodes' }]);
-    expect((await api().request('DELETE', `${RBAC}/system:node`)).code).toBe(200);
-    // Its Lease renewals and status posts are refused, so the node lifecycle controller stops hearing from it.
-    await until('the node to be not ready', async () => (await ready()) !== 'True');
-    const { metadata, ...rest } = binding;
-    expect((await api().request('POST', RBAC, { ...rest, metadata: { name: metadata.name } })).code).toBe(201);
-    await until('the node to be ready again', async () => (await ready()) === 'True');
+  it("runs the kubelet as system:node:<name> under the Node authorizer: it reads its pod's Secret, another node may not", async () => {
+    // As upstream (Node,RBAC), the system:node role is bound to no one: nodes get their rights from the graph.
+    expect((await getJson(`${RBAC}/system:node`)).body.subjects ?? []).toEqual([]);
+    const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'app-secret', namespace: 'default' }, stringData: { password: 'x' } };
+    expect((await api().request('POST', '/api/v1/namespaces/default/secrets', secret)).code).toBe(201);
+    const config = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config', namespace: 'default' }, data: { MODE: 'test' } };
+    expect((await api().request('POST', '/api/v1/namespaces/default/configmaps', config)).code).toBe(201);
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'with-secret', namespace: 'default' },
+      spec: {
+        containers: [{ name: 'c', image: 'busybox', envFrom: [{ configMapRef: { name: 'app-config' } }], volumeMounts: [{ name: 's', mountPath: '/s' }] }],
+        volumes: [{ name: 's', secret: { secretName: 'app-secret' } }],
+      },
+    };
+    expect((await api().request('POST', '/api/v1/namespaces/default/pods', pod)).code).toBe(201);
+    // The in-process kubelet fetched the Secret, the ConfigMap and the projected token's kube-root-ca.crt as
+    // system:node:kemu-node-1.
+    await until('the pod to run', async () => (await getJson('/api/v1/namespaces/default/pods/with-secret')).body.status?.phase === 'Running');
+    const asNode = (node: string) => impersonated('GET', '/api/v1/namespaces/default/secrets/app-secret', `system:node:${node}`, 'system:nodes');
+    expect((await asNode('kemu-node-1')).code).toBe(200);
+    const other = await asNode('kemu-node-2');
+    expect(other.code).toBe(403);
+    expect(JSON.parse(other.text).message).toBe(
+      `secrets "app-secret" is forbidden: User "system:node:kemu-node-2" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'kemu-node-2' and this object`,
+    );
   }, 60_000);
 
   it('provisions volumes as kube-system/csi-provisioner, bound to external-provisioner-runner', async () => {

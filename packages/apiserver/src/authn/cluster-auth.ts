@@ -22,6 +22,8 @@ import { bootstrapControllerRoleBindings, ensureBootstrapPolicy } from '../authz
 import { KUBE_CONTROLLER_MANAGER } from '../authz/component-identities.js';
 import { ClusterRoleAggregationController } from '../authz/cluster-role-aggregation.js';
 import { DecisionCache } from '../authz/decision-cache.js';
+import { NodeAuthorizer, nodeThen } from '../authz/node-authorizer.js';
+import { NodeGraph } from '../authz/node-graph.js';
 import { RBACEscalationCheck } from '../authz/escalation.js';
 import { RBACAuthorizer } from '../authz/rbac-authorizer.js';
 import { InformerRBACSource } from '../authz/rbac-source.js';
@@ -111,6 +113,10 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   await aggregation.start(false);
   const rbac = new RBACAuthorizer(source);
   const decisions = new DecisionCache(rbac, source);
+  // --authorization-mode=Node,RBAC: kubelets read what their pods reference, through the Node authorizer's graph.
+  const graph = new NodeGraph(store, opts.onError);
+  await graph.start();
+  const authorizer = nodeThen(new NodeAuthorizer(graph), decisions);
   const tokens = new ServiceAccountTokens({ keys: opts.serviceAccountKeys, store, issuer: opts.issuer, apiAudiences: opts.apiAudiences, now: opts.now });
   const tokenAuthenticators: TokenAuthenticator[] = [];
   if (opts.tokenFile) tokenAuthenticators.push(StaticTokenAuthenticator.fromFile(opts.tokenFile));
@@ -191,7 +197,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       anonymous: opts.anonymous ?? true,
       impersonator: new HeaderImpersonator(),
       ...(audit ? { audit } : {}),
-      authorizer: decisions,
+      authorizer,
       admission,
     },
     rbac,
@@ -209,7 +215,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       return tr.status!.token;
     },
     storeFor(user) {
-      return authorizingStore(store, user, decisions, {
+      return authorizingStore(store, user, authorizer, {
         ...(nodeOf(user) && on('NodeRestriction') ? { admission: nodeRestriction } : {}),
         ...(CONTROLLER_USERS.has(user.name) ? { listAs: KUBE_CONTROLLER_MANAGER } : {}),
       });
@@ -222,6 +228,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       await serviceAccounts.stop();
       await aggregation.stop(false);
       await source.stop();
+      await graph.stop();
       audit?.close();
     },
   };

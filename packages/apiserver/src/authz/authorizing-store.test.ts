@@ -76,7 +76,7 @@ describe('the stores kemu up gives its components', () => {
     });
     await expect(kubelet.list('Secret', { namespace: 'dev' })).rejects.toMatchObject({
       code: 403,
-      message: 'secrets is forbidden: User "system:node:n1" cannot list resource "secrets" in API group "" in the namespace "dev"',
+      message: 'secrets is forbidden: User "system:node:n1" cannot list resource "secrets" in API group "" in the namespace "dev": No Object name found',
     });
   });
 

@@ -199,9 +199,9 @@ export function bootstrapClusterRoleBindings(): ClusterRoleBinding[] {
     binding('system:kube-controller-manager', 'system:kube-controller-manager', [user('system:kube-controller-manager')]),
     binding('system:node-proxier', 'system:node-proxier', [user('system:kube-proxy')]),
     binding('system:kube-dns', 'system:kube-dns', [{ kind: 'ServiceAccount', name: 'kube-dns', namespace: 'kube-system' }]),
-    // Upstream grants nodes their rights through the Node authorizer; here the system:node role is bound to
-    // the system:nodes group (as clusters before the Node authorizer did), so every kubelet holds it.
-    binding('system:node', 'system:node', [group('system:nodes')]),
+    // Nodes get their rights from the Node authorizer (node-authorizer.ts), so, as upstream, this binding
+    // names no one; binding the system:nodes group here would let every kubelet read every Secret.
+    binding('system:node', 'system:node', []),
   ];
 }
 

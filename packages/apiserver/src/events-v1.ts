@@ -154,16 +154,16 @@ function validateUpdate(next: Event, old: Event): void {
 }
 
 function convertWatch(w: Watch): Watch {
+  const convert = (ev: WatchEvent): WatchEvent => (ev.type === 'ERROR' ? ev : ({ type: ev.type, object: eventToV1(ev.object) } as WatchEvent));
   return {
     get stopped() {
       return w.stopped;
     },
     stop: () => w.stop(),
+    subscribe: (sink) => w.subscribe({ event: (ev) => sink.event(convert(ev)), end: (err) => sink.end(err) }),
+    resume: () => w.resume(),
     async *[Symbol.asyncIterator]() {
-      for await (const ev of w) {
-        if (ev.type === 'ERROR') yield ev;
-        else yield { type: ev.type, object: eventToV1(ev.object) } as WatchEvent;
-      }
+      for await (const ev of w) yield convert(ev);
     },
   };
 }

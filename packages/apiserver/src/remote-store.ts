@@ -23,6 +23,7 @@ import {
   type Watch,
   type WatchEvent,
   type WatchOptions,
+  WatchQueue,
   type WriteOptions,
 } from '@kemu/core';
 import { ClusterUnreachableError } from './cluster-unreachable.js';
@@ -197,14 +198,10 @@ export class RemoteStore implements Store {
           });
           return;
         }
-        const queue: WatchEvent<ObjectOf<K>>[] = [];
-        let wake: (() => void) | undefined;
-        let ended = false;
+        // The watch's queue feeds an iterating or a subscribed consumer alike; the end of the response
+        // ends it once what arrived is delivered.
+        const watch = new WatchQueue<ObjectOf<K>>();
         let partial = '';
-        const finish = () => {
-          ended = true;
-          wake?.();
-        };
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
           partial += chunk;
@@ -212,37 +209,18 @@ export class RemoteStore implements Store {
           while (nl >= 0) {
             const line = partial.slice(0, nl);
             partial = partial.slice(nl + 1);
-            if (line.trim()) queue.push(JSON.parse(line) as WatchEvent<ObjectOf<K>>);
+            if (line.trim()) watch.push(JSON.parse(line) as WatchEvent<ObjectOf<K>>);
             nl = partial.indexOf('\n');
           }
-          wake?.();
         });
+        const finish = () => watch.finish();
         res.on('end', finish);
         res.on('close', finish);
         res.on('error', finish);
         const watches = this.watches;
-        const watch: Watch<ObjectOf<K>> = {
-          get stopped() {
-            return ended;
-          },
-          stop() {
-            queue.length = 0;
-            if (!ended) req.destroy();
-            finish();
-            watches.delete(watch as Watch);
-          },
-          async *[Symbol.asyncIterator]() {
-            while (true) {
-              const next = queue.shift();
-              if (next) {
-                yield next;
-                continue;
-              }
-              if (ended) return;
-              await new Promise<void>((r) => (wake = r));
-              wake = undefined;
-            }
-          },
+        watch.onStop = () => {
+          if (!res.complete) req.destroy();
+          watches.delete(watch as Watch);
         };
         this.watches.add(watch as Watch);
         resolve(watch);

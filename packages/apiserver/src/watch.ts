@@ -87,24 +87,42 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
     return;
   }
   writeHead(res, encoder?.contentType);
-  const stop = () => {
-    clearTimeout(timer);
-    watch.stop();
-  };
-  const timer = setTimeout(stop, timeoutS * 1000);
-  timer.unref();
-  req.on('close', stop);
-  res.on('close', stop);
+  const out = res as import('node:http').ServerResponse;
   const encode = encoder?.encode ?? encodeEvent;
-  try {
-    for await (const ev of watch) {
-      if (res.writableEnded || res.destroyed) break;
-      if (!(res as import('node:http').ServerResponse).write(encode(ev))) await new Promise((r) => (res as NodeJS.EventEmitter).once('drain', r));
-    }
-  } finally {
-    stop();
-    if (!res.writableEnded) res.end();
-  }
+  await new Promise<void>((resolve) => {
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      req.off('close', end);
+      res.off('close', end);
+      res.off('drain', resume);
+      watch.stop();
+      if (!res.writableEnded) res.end();
+      resolve();
+    };
+    const resume = () => watch.resume();
+    const timer = setTimeout(end, timeoutS * 1000);
+    timer.unref();
+    req.on('close', end);
+    res.on('close', end);
+    res.on('drain', resume);
+    // The store calls this synchronously as it commits each change: one write per event, no promise per
+    // watcher. When the response's buffer is full the watch pauses (its queue holds what comes meanwhile,
+    // bounded: a watcher that far behind gets a 410 and relists) and resumes on 'drain', so a slow client
+    // neither holds up the others nor grows the server's memory without bound.
+    watch.subscribe({
+      event(ev) {
+        if (res.writableEnded || res.destroyed) {
+          end();
+          return false;
+        }
+        return out.write(encode(ev));
+      },
+      end,
+    });
+  });
 }
 
 /**

@@ -2,11 +2,12 @@
 // Watchers are bucketed by the first `=` term of their field selector (or their namespace), so an event
 // reaches only the watchers that can match it instead of every filter being evaluated per event.
 import type { KubeObject } from './api-meta.js';
-import { ExpiredError, type Status, type StatusError } from './errors.js';
+import { ExpiredError, type StatusError } from './errors.js';
 import { type FieldSelector, everyField } from './fields.js';
 import { fieldGetter, type FieldGetter, type KindInfo } from './kinds.js';
 import { everything, type Selector } from './labels.js';
-import type { Watch, WatchEvent } from './store.js';
+import type { WatchEvent } from './store.js';
+import { DEFAULT_WATCH_QUEUE_LIMIT, WatchQueue } from './watch-queue.js';
 
 export function deepFreeze<T>(o: T): T {
   if (o !== null && typeof o === 'object' && !Object.isFrozen(o)) freezeTree(o as object);
@@ -97,14 +98,7 @@ function sharedEvent(e: HistoryEntry): WatchEvent {
 const NEW_MATCHES = 1;
 const OLD_MATCHES = 2;
 
-/** Undelivered events a watcher may accumulate before it is ended. */
-export const DEFAULT_WATCH_QUEUE_LIMIT = 1_000_000;
-
-export class WatcherImpl implements Watch<KubeObject> {
-  private queue: WatchEvent[] = [];
-  private head = 0;
-  private waiter: ((r: IteratorResult<WatchEvent>) => void) | undefined;
-  private _stopped = false;
+export class WatcherImpl extends WatchQueue {
   /** Highest resourceVersion delivered, for bookmarks. */
   lastRv = 0;
   /** Events at or below this resourceVersion are already reflected (a cache may lag its backend). */
@@ -112,42 +106,23 @@ export class WatcherImpl implements Watch<KubeObject> {
   readonly matchFields: (o: KubeObject) => boolean;
   /** The field selector is one `field=value` term (the watcher's bucket key), so its bucket decides it. */
   readonly bucketDecidesFields: boolean;
-  onStop: (() => void) | undefined;
 
   constructor(
     readonly filter: WatchFilter,
     info: KindInfo,
     readonly bookmarks: boolean,
-    readonly queueLimit = DEFAULT_WATCH_QUEUE_LIMIT,
+    queueLimit = DEFAULT_WATCH_QUEUE_LIMIT,
   ) {
+    super(queueLimit);
     this.matchFields = filter.fields.bind(info);
     const reqs = filter.fields.requirements;
     this.bucketDecidesFields = reqs.length === 1 && reqs[0].operator === '=';
-  }
-
-  get stopped(): boolean {
-    return this._stopped;
   }
 
   matches(o: KubeObject): boolean {
     if (this.filter.namespace && o.metadata.namespace !== this.filter.namespace) return false;
     if (!this.filter.labels.empty() && !this.filter.labels.matches(o.metadata.labels)) return false;
     return this.matchFields(o);
-  }
-
-  push(ev: WatchEvent): void {
-    if (this._stopped) return;
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = undefined;
-      w({ value: ev, done: false });
-    } else if (this.queue.length - this.head >= this.queueLimit && ev.type !== 'ERROR') {
-      // A consumer this far behind would hold unbounded memory: end its watch; it relists (as the API
-      // server drops watchers whose buffers fill).
-      this.queue = [];
-      this.head = 0;
-      this.fail(new ExpiredError(`watch consumer fell more than ${this.queueLimit} events behind; relist`).toStatus());
-    } else this.queue.push(ev);
   }
 
   /** Whether `o` passes the namespace and label parts of the filter. */
@@ -178,52 +153,6 @@ export class WatcherImpl implements Watch<KubeObject> {
       }
     }
     this.lastRv = e.rv;
-  }
-
-  fail(status: Status): void {
-    this.push({ type: 'ERROR', object: status });
-    this.finish();
-  }
-
-  /** End after delivering what is queued. */
-  finish(): void {
-    if (this._stopped) return;
-    this._stopped = true;
-    this.onStop?.();
-    if (this.waiter) {
-      const w = this.waiter;
-      this.waiter = undefined;
-      w({ value: undefined, done: true });
-    }
-  }
-
-  stop(): void {
-    this.queue = [];
-    this.head = 0;
-    this.finish();
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<WatchEvent> {
-    return {
-      next: () => {
-        if (this.head < this.queue.length) {
-          const value = this.queue[this.head++];
-          if (this.head > 1024 && this.head * 2 > this.queue.length) {
-            this.queue = this.queue.slice(this.head);
-            this.head = 0;
-          }
-          return Promise.resolve({ value, done: false });
-        }
-        if (this._stopped) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve) => {
-          this.waiter = resolve;
-        });
-      },
-      return: () => {
-        this.stop();
-        return Promise.resolve({ value: undefined, done: true });
-      },
-    };
   }
 }
 

@@ -597,6 +597,46 @@ export function storeContract(backend: string, open: () => Promise<ContractHarne
       w.stop();
     });
 
+    it('subscribe pushes the events iteration would see, pauses when the sink asks and resumes in order', async () => {
+      const ns = await freshNamespace(store);
+      await store.create(cm(ns, 'a'));
+      const w = await store.watch('ConfigMap', { namespace: ns });
+      const seen: string[] = [];
+      let accept = true;
+      let ended = 0;
+      w.subscribe({
+        event: (ev) => {
+          seen.push(`${ev.type}:${(ev.object as KubeObject).metadata.name}`);
+          return accept;
+        },
+        end: () => ended++,
+      });
+      // The queued initial state is delivered before subscribe returns.
+      expect(seen).toEqual(['ADDED:a']);
+      expect(() => w[Symbol.asyncIterator]()).toThrow(/one consumer/);
+      expect(() => w.subscribe({ event: () => true, end: () => {} })).toThrow(/one consumer/);
+      const b = await store.create(cm(ns, 'b'));
+      await eventually(async () => expect(seen).toEqual(['ADDED:a', 'ADDED:b']));
+      accept = false;
+      // A second watch from the same point shows when the hub has handed every change to both.
+      const probe = await store.watch('ConfigMap', { namespace: ns, resourceVersion: b.metadata.resourceVersion });
+      await store.update({ ...b, data: { v: '2' } });
+      await store.delete('ConfigMap', ns, 'a');
+      await store.create(cm(ns, 'c'));
+      await take(probe, 3);
+      probe.stop();
+      // The sink paused after the first of them; the rest wait for resume().
+      expect(seen).toEqual(['ADDED:a', 'ADDED:b', 'MODIFIED:b']);
+      accept = true;
+      w.resume();
+      expect(seen).toEqual(['ADDED:a', 'ADDED:b', 'MODIFIED:b', 'DELETED:a', 'ADDED:c']);
+      expect(ended).toBe(0);
+      w.stop();
+      w.stop();
+      expect(ended).toBe(1);
+      expect(w.stopped).toBe(true);
+    });
+
     it('rejects unknown kinds and wrong apiVersions as BadRequest', async () => {
       const e1 = await store.get('Widget', 'default', 'x').catch((e) => e);
       expect(e1.code).toBe(400);

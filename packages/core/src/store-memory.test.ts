@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { storeContract } from './store-contract.suite.js';
 import { MemoryStore } from './store-memory.js';
+import type { WatchEvent } from './store.js';
 
 storeContract('memory', async () => {
   const store = await MemoryStore.open({ bookmarkIntervalMs: 100 });
@@ -34,6 +35,69 @@ describe('MemoryStore specifics', () => {
     // Queued events are dropped with the watch: the consumer must relist anyway.
     expect(seen).toEqual(['ERROR:410']);
     expect(w.stopped).toBe(true);
+    await store.close();
+  });
+
+  it('a subscribed sink gets each change synchronously, before the write returns, as one shared event', async () => {
+    const store = await MemoryStore.open();
+    const rv = await store.resourceVersion();
+    const seen: WatchEvent[][] = [[], []];
+    for (const i of [0, 1]) {
+      const w = await store.watch('ConfigMap', { namespace: 'default', resourceVersion: rv });
+      w.subscribe({ event: (ev) => void seen[i].push(ev), end: () => {} });
+    }
+    const a = await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } });
+    expect(seen[0].map((e) => e.type)).toEqual(['ADDED']);
+    // Both watchers got the same frozen event object (encoded once by an API server).
+    expect(seen[1][0]).toBe(seen[0][0]);
+    expect(Object.isFrozen(seen[0][0]) && Object.isFrozen(seen[0][0].object)).toBe(true);
+    await store.update({ ...a, data: { k: 'v' } });
+    expect(seen[0].map((e) => e.type)).toEqual(['ADDED', 'MODIFIED']);
+    await store.close();
+  });
+
+  it('a paused sink that falls past the queue limit gets a 410 ERROR on resume and is detached', async () => {
+    const store = await MemoryStore.open({ watchQueueLimit: 5 });
+    const w = await store.watch('ConfigMap', { resourceVersion: await store.resourceVersion() });
+    const seen: string[] = [];
+    let ended = 0;
+    w.subscribe({
+      event: (ev) => {
+        seen.push(ev.type === 'ERROR' ? `ERROR:${ev.object.code}` : ev.type);
+        return false;
+      },
+      end: () => ended++,
+    });
+    for (let i = 0; i < 8; i++) await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `c${i}` } });
+    // One event taken before the pause; the next five queued; the sixth overflowed and ended the watch.
+    expect(seen).toEqual(['ADDED']);
+    expect(w.stopped).toBe(true);
+    expect(ended).toBe(0);
+    w.resume();
+    expect(seen).toEqual(['ADDED', 'ERROR:410']);
+    expect(ended).toBe(1);
+    await store.close();
+  });
+
+  it('a sink that throws ends only its own watch; the write and the other watchers are unaffected', async () => {
+    const store = await MemoryStore.open();
+    const rv = await store.resourceVersion();
+    const bad = await store.watch('ConfigMap', { resourceVersion: rv });
+    const good = await store.watch('ConfigMap', { resourceVersion: rv });
+    let endedWith: unknown;
+    bad.subscribe({
+      event: () => {
+        throw new Error('consumer broke');
+      },
+      end: (err) => (endedWith = err),
+    });
+    const seen: string[] = [];
+    good.subscribe({ event: (ev) => void seen.push(ev.type), end: () => {} });
+    await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+    await store.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'y' } });
+    expect((endedWith as Error).message).toBe('consumer broke');
+    expect(bad.stopped).toBe(true);
+    expect(seen).toEqual(['ADDED', 'ADDED']);
     await store.close();
   });
 

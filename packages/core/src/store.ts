@@ -18,11 +18,37 @@ export type WatchEvent<T extends KubeObject = KubeObject> =
   /** The watch ends after an ERROR; a 410 code means "relist". */
   | { type: 'ERROR'; object: Status };
 
-/** A running watch: iterate it with `for await`, end it with `stop()`. */
+/**
+ * A push consumer of a watch (Watch.subscribe): the store calls it synchronously as it commits each change,
+ * with no promise or microtask per event, so one change reaches thousands of watchers in one pass.
+ */
+export interface WatchSink<T extends KubeObject = KubeObject> {
+  /**
+   * One event, in resourceVersion order. The event and its object may be shared with other watchers and are
+   * frozen: read only. Return `false` to pause: later events wait in the watch's queue (bounded as an
+   * iterating consumer's is: past the limit the watch ends with a 410 ERROR event) until `resume()`.
+   * A sink that throws ends its watch; the error is passed to `end`.
+   */
+  event(ev: WatchEvent<T>): boolean | void;
+  /** The watch ended (stop(), after an ERROR event, or the store closed); called once, after the last event. */
+  end(err?: unknown): void;
+}
+
+/**
+ * A running watch: iterate it with `for await`, or hand it a sink with `subscribe` (one or the other), and
+ * end it with `stop()`.
+ */
 export interface Watch<T extends KubeObject = KubeObject> extends AsyncIterable<WatchEvent<T>> {
-  /** Ends the watch; a pending iteration finishes. Idempotent. */
+  /** Ends the watch; a pending iteration finishes, a sink's `end` is called. Idempotent. */
   stop(): void;
   readonly stopped: boolean;
+  /**
+   * Deliver events to `sink` as they happen: events already queued (a watch's initial state) are delivered
+   * before this returns. Throws when the watch is already iterated or subscribed.
+   */
+  subscribe(sink: WatchSink<T>): void;
+  /** After a sink returned false: deliver what was queued meanwhile, then carry on pushing. */
+  resume(): void;
 }
 
 export type SelectorInput = string | LabelSelector | Selector;

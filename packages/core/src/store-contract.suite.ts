@@ -514,6 +514,16 @@ export function storeContract(backend: string, open: () => Promise<ContractHarne
       expect((await store.get('ConfigMap', ns, 'rw')).metadata.labels).toBeUndefined();
     });
 
+    it('create and update with adoptInput store and return what they would without it', async () => {
+      const ns = await freshNamespace(store);
+      const created = await store.create(cm(ns, 'adopted', { k: 'a' }, { x: 'y' }), { adoptInput: true });
+      expect(created.metadata.uid).toBeTruthy();
+      expect(created).toEqual(await store.get('ConfigMap', ns, 'adopted'));
+      const updated = await store.update({ ...created, data: { k: 'b' } }, { adoptInput: true });
+      expect(updated.data).toEqual({ k: 'b' });
+      expect(updated).toEqual(await store.get('ConfigMap', ns, 'adopted'));
+    });
+
     it('a field-selector watch still applies its namespace, labels and other terms', async () => {
       const ns = await freshNamespace(store);
       const ns2 = await freshNamespace(store);

@@ -26,6 +26,21 @@ describe('MemoryStore specifics', () => {
     await store.close();
   });
 
+  it('adoptInput keeps the given object as the stored one (frozen); without it the input is copied', async () => {
+    const store = await MemoryStore.open();
+    const input = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' }, data: { k: 'v' } };
+    const created = await store.create(input, { adoptInput: true, readOnlyResult: true });
+    expect(created).toBe(input);
+    expect(Object.isFrozen(input.data)).toBe(true);
+    expect((await store.list('ConfigMap', { namespace: 'default' })).items[0]).toBe(input);
+    const next = { ...(await store.get('ConfigMap', 'default', 'a')), data: { k: 'w' } };
+    expect(await store.update(next, { adoptInput: true, readOnlyResult: true })).toBe(next);
+    const own = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } };
+    expect(await store.create(own, { readOnlyResult: true })).not.toBe(own);
+    expect(Object.isFrozen(own)).toBe(false);
+    await store.close();
+  });
+
   it('ends a watch whose consumer falls too far behind with 410, so it relists', async () => {
     const store = await MemoryStore.open({ watchQueueLimit: 5 });
     const w = await store.watch('ConfigMap', { resourceVersion: await store.resourceVersion() });

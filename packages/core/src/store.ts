@@ -98,6 +98,12 @@ export interface WriteOptions {
    * for a caller that only reads the result (an API server rendering it). Backends may still copy.
    */
   readOnlyResult?: boolean;
+  /**
+   * The input object is the caller's to give away (a request body decoded for this one write, holding JSON
+   * values only): the store writes that object itself, defaulted in place and frozen once stored, instead of
+   * a copy. The caller must not touch it afterwards (reading it as the result is fine).
+   */
+  adoptInput?: boolean;
 }
 
 export interface UpdateOptions extends WriteOptions {

@@ -3,7 +3,7 @@
 // is raised at once (as upstream's plugin does), so the next request sees it. Writes are serialised per
 // namespace so two racing creates cannot both take the last unit. `ResourceQuotaStatusController`
 // recomputes status.used from the objects themselves (after deletes, and for a new quota).
-import { deepCopy, isConflict, isNotFound, type KubeObject, lookupKind, parseQuantity, type Quantity, SharedInformer, type Store } from '@kemu/core';
+import { deepCopy, type InformerFactory, isConflict, isNotFound, type KubeObject, lookupKind, parseQuantity, type Quantity, SharedInformer, type Store } from '@kemu/core';
 import type { AdmissionAttributes, AdmissionChain } from '../auth-seams.js';
 import { forbiddenError } from '../authz/forbidden.js';
 import { kindsForQuotaResource, missingComputeResources, objectUsage, type Usage, usageDelta } from './quota-usage.js';
@@ -232,6 +232,8 @@ export class ResourceQuotaStatusController {
     private readonly store: Store,
     private readonly countedKinds: readonly string[] = ['Pod', 'Service', 'ConfigMap', 'Secret', 'PersistentVolumeClaim', 'ReplicationController'],
     private readonly onError: (err: unknown) => void = () => {},
+    /** Informers shared with the API server's other parts (its owner starts and stops them); default: its own. */
+    private readonly shared?: InformerFactory,
   ) {
     this.quotas = new SharedInformer(store, 'ResourceQuota');
     const mark = (o: KubeObject) => this.mark(o.metadata.namespace ?? '');
@@ -242,7 +244,7 @@ export class ResourceQuotaStatusController {
       },
     });
     for (const kind of countedKinds) {
-      const inf = new SharedInformer(store, kind);
+      const inf = shared ? (shared.informer(kind) as unknown as SharedInformer) : new SharedInformer(store, kind);
       // Creates are counted by admission; deletes and phase changes (terminal pods) need a recount.
       inf.addEventHandler({ onDelete: mark, onUpdate: (a, b) => a.status?.phase !== b.status?.phase && mark(b) });
       this.informers.set(kind, inf);
@@ -256,7 +258,7 @@ export class ResourceQuotaStatusController {
 
   async start(): Promise<void> {
     const all = [this.quotas, ...this.informers.values()];
-    for (const i of all) i.start();
+    for (const i of this.own()) i.start();
     await Promise.all(all.map((i) => i.waitForSync()));
   }
 
@@ -264,7 +266,12 @@ export class ResourceQuotaStatusController {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
-    await Promise.all([this.quotas, ...this.informers.values()].map((i) => i.stop()));
+    await Promise.all(this.own().map((i) => i.stop()));
+  }
+
+  /** The informers this controller runs itself (not those of a shared factory). */
+  private own(): SharedInformer[] {
+    return [this.quotas, ...(this.shared ? [] : this.informers.values())];
   }
 
   private mark(ns: string): void {

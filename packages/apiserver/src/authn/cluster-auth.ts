@@ -2,7 +2,7 @@
 // certificates, static tokens and ServiceAccount tokens; RBAC with the bootstrap policy and aggregation;
 // impersonation; the admission plugins; and the review and TokenRequest endpoints. `seams` is what the
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
-import { type KubeObject, type Store, StatusError } from '@kemu/core';
+import { InformerFactory, type KubeObject, type Store, StatusError } from '@kemu/core';
 import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator, type UserInfo } from '../auth-seams.js';
 import { InformerAdmissionLookups } from '../admission/admission-lookups.js';
 import { WebhookAdmission } from '../admission/admission-webhooks.js';
@@ -113,9 +113,11 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   await aggregation.start(false);
   const rbac = new RBACAuthorizer(source);
   const decisions = new DecisionCache(rbac, source);
+  // One informer per kind for the parts below that watch the same kinds (Pods: the Node authorizer's graph
+  // and the quota status controller), as kube-apiserver's share one informer factory.
+  const informers = new InformerFactory(store, { onError: opts.onError });
   // --authorization-mode=Node,RBAC: kubelets read what their pods reference, through the Node authorizer's graph.
-  const graph = new NodeGraph(store, opts.onError);
-  await graph.start();
+  const graph = new NodeGraph(store, { informers, onError: opts.onError });
   const authorizer = nodeThen(new NodeAuthorizer(graph), decisions);
   const tokens = new ServiceAccountTokens({ keys: opts.serviceAccountKeys, store, issuer: opts.issuer, apiAudiences: opts.apiAudiences, now: opts.now });
   const tokenAuthenticators: TokenAuthenticator[] = [];
@@ -126,7 +128,9 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const on = (n: AdmissionPluginName) => !off.has(n);
   const serviceAccounts = new ServiceAccountControllers(store, opts.caCertPem, opts.onError);
   await serviceAccounts.start();
-  const quotaStatus = on('ResourceQuota') ? new ResourceQuotaStatusController(store, undefined, opts.onError) : undefined;
+  const quotaStatus = on('ResourceQuota') ? new ResourceQuotaStatusController(store, undefined, opts.onError, informers) : undefined;
+  informers.start();
+  await graph.start();
   await quotaStatus?.start();
   if (on('Priority')) await ensureSystemPriorityClasses(store);
   const vap = on('ValidatingAdmissionPolicy') ? new ValidatingAdmissionPolicyAdmission(store) : undefined;
@@ -229,6 +233,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
       await aggregation.stop(false);
       await source.stop();
       await graph.stop();
+      await informers.stop();
       audit?.close();
     },
   };

@@ -85,8 +85,13 @@ export class NodeGraph {
   /** VolumeAttachment -> its node. */
   private readonly attachments = new Map<string, string>();
 
-  constructor(store: Store, onError?: (err: unknown) => void) {
-    this.factory = new InformerFactory(store, { onError });
+  /** Whether the informers are this graph's own to start and stop (not a shared factory's). */
+  private readonly ownInformers: boolean;
+
+  /** `informers`: a factory shared with the API server's other parts, whose owner starts and stops it. */
+  constructor(store: Store, opts: { informers?: InformerFactory; onError?: (err: unknown) => void } = {}) {
+    this.factory = opts.informers ?? new InformerFactory(store, { onError: opts.onError });
+    this.ownInformers = !opts.informers;
     const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`;
     this.factory.informer('Pod').addEventHandler({
       onAdd: (p) => this.setPod(key(p), p),
@@ -107,12 +112,12 @@ export class NodeGraph {
   }
 
   async start(): Promise<void> {
-    this.factory.start();
+    if (this.ownInformers) this.factory.start();
     await this.factory.waitForCacheSync();
   }
 
-  stop(): Promise<void> {
-    return this.factory.stop();
+  async stop(): Promise<void> {
+    if (this.ownInformers) await this.factory.stop();
   }
 
   /** Whether a path leads from the object to the node (upstream hasPathFrom). */

@@ -92,6 +92,8 @@ export function negotiate(accept: string | undefined, caps: RenderCapabilities):
 
 /** The Content-Type of a body reduced to its media type (no parameters), lower-cased. */
 export function bodyMediaType(header: string | undefined): string {
+  // What clients send nearly always: no parameters, already lower-case.
+  if (header === JSON_TYPE) return JSON_TYPE;
   return (header ?? '').split(';')[0].trim().toLowerCase();
 }
 

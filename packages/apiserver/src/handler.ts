@@ -77,9 +77,17 @@ const peerChains = new WeakMap<object, Buffer[] | null>();
 /** The client certificate chain the connection presented, and whether the TLS layer verified it. */
 const presentedChains = new WeakMap<object, Buffer[] | null>();
 
+/** Long-running subresources (for apiserver_longrunning_requests). */
+const LONG_RUNNING_SUBRESOURCES = new Set(['log', 'exec', 'attach', 'portforward', 'proxy']);
+
+/** The transport socket of a request: an HTTP/2 request's session socket (its streams share it), an HTTP/1.1 request's connection. */
+function transportSocket(req: IncomingRequest): TLSSocket | undefined {
+  return ((req as { stream?: { session?: { socket?: TLSSocket } } }).stream?.session?.socket ?? req.socket) as TLSSocket | undefined;
+}
+
 /** A client certificate chain that was sent but did not verify against the cluster CA (for a 401). */
 export function unverifiedPeerCertificates(req: IncomingRequest): Buffer[] | undefined {
-  const socket = ((req as { stream?: { session?: { socket?: TLSSocket } } }).stream?.session?.socket ?? req.socket) as TLSSocket;
+  const socket = transportSocket(req);
   if (!socket || typeof socket.getPeerCertificate !== 'function' || socket.authorized) return undefined;
   let chain = presentedChains.get(socket);
   if (chain === undefined) {
@@ -93,7 +101,7 @@ export function unverifiedPeerCertificates(req: IncomingRequest): Buffer[] | und
 /** Client certificates the TLS layer verified against the cluster CA: CN is the user, O the groups. */
 export function peerCertificates(req: IncomingRequest): Buffer[] | undefined {
   // HTTP/2 requests share their session's socket; HTTP/1.1 requests their connection's.
-  const socket = ((req as { stream?: { session?: { socket?: TLSSocket } } }).stream?.session?.socket ?? req.socket) as TLSSocket;
+  const socket = transportSocket(req);
   if (!socket || typeof socket.getPeerCertificate !== 'function') return undefined;
   const cached = peerChains.get(socket);
   if (cached !== undefined) return cached ?? undefined;
@@ -156,7 +164,7 @@ export class RequestHandler {
       method: req.method ?? 'GET',
       url: req.url ?? '/',
       headers: req.headers as AuthenticationRequest['headers'],
-      remoteAddress: req.socket?.remoteAddress,
+      remoteAddress: transportSocket(req)?.remoteAddress,
       peerCertificates: origin.localSocket ? undefined : peerCertificates(req),
       unverifiedPeerCertificates: origin.localSocket ? undefined : unverifiedPeerCertificates(req),
       localSocket: origin.localSocket,
@@ -224,7 +232,7 @@ export class RequestHandler {
       const url = parseRequestUrl(req.url ?? '/');
       const admitted = await this.admitRequest(req, origin, url, audit);
       info = admitted.info;
-      if (info.verb === 'watch' || ['log', 'exec', 'attach', 'portforward', 'proxy'].includes(info.subresource))
+      if (info.verb === 'watch' || LONG_RUNNING_SUBRESOURCES.has(info.subresource))
         longRunningDone = this.metrics.longRunningStarted(labelsOf(info));
       await this.route(req, res, url, origin, admitted.user, info);
     } catch (err) {

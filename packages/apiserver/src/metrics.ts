@@ -19,29 +19,35 @@ function labelText(labels: Record<string, string>): string {
     .join(',');
 }
 
+/** One label set's request series: its counts by response code and its duration histogram. */
+interface Series {
+  /** The label text, formatted once. */
+  text: string;
+  codes: Map<number, number>;
+  /** Requests per bucket (not cumulative; text() sums them). */
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
 export class ApiMetrics {
-  /** Label texts by their values joined, so a request does not format its labels again. */
-  private readonly labelCache = new Map<string, string>();
-  private readonly totals = new Map<string, number>();
-  private readonly durations = new Map<string, { counts: number[]; sum: number; count: number }>();
+  /** Series by their label values joined, so a request neither formats its labels nor hashes their text. */
+  private readonly series = new Map<string, Series>();
   private readonly longRunning = new Map<string, number>();
 
-  private labels(labels: RequestLabels): string {
-    const k = `${labels.verb}\u0000${labels.group}\u0000${labels.version}\u0000${labels.resource}\u0000${labels.subresource}\u0000${labels.scope}`;
-    let text = this.labelCache.get(k);
-    if (text === undefined) this.labelCache.set(k, (text = labelText({ ...labels, component: 'apiserver' } as unknown as Record<string, string>)));
-    return text;
-  }
-
   observe(labels: RequestLabels, code: number, seconds: number): void {
-    const dk = this.labels(labels);
-    const tk = `${dk},code="${code}"`;
-    this.totals.set(tk, (this.totals.get(tk) ?? 0) + 1);
-    let h = this.durations.get(dk);
-    if (!h) this.durations.set(dk, (h = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 }));
-    for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]) h.counts[i]++;
-    h.sum += seconds;
-    h.count++;
+    const k = `${labels.verb}\u0000${labels.group}\u0000${labels.version}\u0000${labels.resource}\u0000${labels.subresource}\u0000${labels.scope}`;
+    let s = this.series.get(k);
+    if (!s) {
+      s = { text: labelText({ ...labels, component: 'apiserver' } as unknown as Record<string, string>), codes: new Map(), counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
+      this.series.set(k, s);
+    }
+    s.codes.set(code, (s.codes.get(code) ?? 0) + 1);
+    let i = 0;
+    while (i < BUCKETS.length && seconds > BUCKETS[i]) i++;
+    if (i < BUCKETS.length) s.counts[i]++;
+    s.sum += seconds;
+    s.count++;
   }
 
   /** Marks a long-running request (watch, stream) open; call the returned function when it ends. */
@@ -55,11 +61,13 @@ export class ApiMetrics {
     const out: string[] = [];
     out.push('# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.');
     out.push('# TYPE apiserver_request_total counter');
-    for (const [k, v] of this.totals) out.push(`apiserver_request_total{${k}} ${v}`);
+    for (const s of this.series.values()) for (const [code, v] of s.codes) out.push(`apiserver_request_total{${s.text},code="${code}"} ${v}`);
     out.push('# HELP apiserver_request_duration_seconds Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.');
     out.push('# TYPE apiserver_request_duration_seconds histogram');
-    for (const [k, h] of this.durations) {
-      BUCKETS.forEach((b, i) => out.push(`apiserver_request_duration_seconds_bucket{${k},le="${b}"} ${h.counts[i]}`));
+    for (const h of this.series.values()) {
+      const k = h.text;
+      let cumulative = 0;
+      BUCKETS.forEach((b, i) => out.push(`apiserver_request_duration_seconds_bucket{${k},le="${b}"} ${(cumulative += h.counts[i])}`));
       out.push(`apiserver_request_duration_seconds_bucket{${k},le="+Inf"} ${h.count}`);
       out.push(`apiserver_request_duration_seconds_sum{${k}} ${h.sum}`);
       out.push(`apiserver_request_duration_seconds_count{${k}} ${h.count}`);

@@ -61,6 +61,8 @@ export function checkCommonShape(info: KindInfo, obj: Record<string, unknown>): 
 
 /**
  * The body of a create/update as the object to write for `info` at the URL's namespace (and name, for PUT).
+ * The decoded body is the request's own, so it becomes that object in place (members keep their order;
+ * apiVersion, kind and metadata are added at the end when absent).
  */
 export function objectFromBody(info: KindInfo, body: unknown, urlNamespace: string, urlName?: string): KubeObject {
   if (!isObject(body)) throw new BadRequestError(`the request body must be a Kubernetes object (a JSON object), not ${jsonType(body)}`);
@@ -71,7 +73,10 @@ export function objectFromBody(info: KindInfo, body: unknown, urlNamespace: stri
     throw new BadRequestError(`the API version in the data (${obj.apiVersion}) does not match the expected API version (${info.apiVersion})`);
   if (obj.kind && obj.kind !== info.kind) throw new BadRequestError(`the kind in the data (${obj.kind}) does not match the expected kind (${info.kind})`);
   checkCommonShape(info, obj);
-  const out = { ...obj, apiVersion: info.apiVersion, kind: info.kind, metadata: { ...((obj.metadata as object) ?? {}) } } as KubeObject;
+  obj.apiVersion = info.apiVersion;
+  obj.kind = info.kind;
+  if (!isObject(obj.metadata)) obj.metadata = {};
+  const out = obj as unknown as KubeObject;
   if (info.namespaced) {
     const ns = out.metadata.namespace;
     if (ns && urlNamespace && ns !== urlNamespace)

@@ -39,7 +39,8 @@ export function readBody(req: IncomingRequest, limit = MAX_REQUEST_BODY_BYTES): 
       chunks.push(c);
     });
     req.on('end', () => {
-      if (!over) resolve(Buffer.concat(chunks));
+      // (A small body arrives in one chunk: no copy of it.)
+      if (!over) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
     });
     req.on('error', reject);
   });

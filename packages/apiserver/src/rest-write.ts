@@ -34,8 +34,11 @@ export function fieldManagerOf(ctx: RequestContext): string {
     if (m.length > 128) throw new BadRequestError(`fieldManager: Too long: may not be more than 128 bytes`);
     return m;
   }
-  const ua = String(ctx.req.headers['user-agent'] ?? 'unknown');
-  return ua.split('/')[0].slice(0, 128) || 'unknown';
+  const ua = ctx.req.headers['user-agent'];
+  if (ua === undefined) return 'unknown';
+  const s = String(ua);
+  const slash = s.indexOf('/');
+  return (slash < 0 ? s : s.slice(0, slash)).slice(0, 128) || 'unknown';
 }
 
 export async function admit(
@@ -102,8 +105,9 @@ export async function createObject(ctx: RequestContext, namespace: string): Prom
   validateFields(ctx, obj);
   recordManagedFields(obj, undefined, manager, 'Update', ctx.kind.apiVersion);
   await admit(ctx, 'CREATE', namespace, obj.metadata.name ?? '', obj, undefined, dryRun);
-  // The response only renders what was stored: no private copy of it.
-  const created = await ctx.store.create(obj, { dryRun, readOnlyResult: true });
+  // The decoded body is this request's own: the store keeps it rather than a copy, and the response only
+  // renders what was stored, so no private copy of that either.
+  const created = await ctx.store.create(obj, { dryRun, readOnlyResult: true, adoptInput: true });
   render(ctx, 201, created, false);
 }
 
@@ -115,16 +119,21 @@ export async function updateObject(ctx: RequestContext, namespace: string, name:
   const old = await ctx.store.get(ctx.kind.kind, namespace, name);
   recordManagedFields(obj, old, manager, 'Update', ctx.kind.apiVersion, ctx.info.subresource);
   await admit(ctx, 'UPDATE', namespace, name, obj, old, dryRun);
-  render(ctx, 200, await writeExisting(ctx, obj, dryRun), false);
+  // (No retry reuses the decoded body: the store may keep it instead of a copy.)
+  render(ctx, 200, await writeExisting(ctx, obj, dryRun, true), false);
 }
 
-/** Store an updated object through the part the URL names (main resource, status, a pod's ephemeralcontainers); the result is read-only. */
-export function writeExisting(ctx: RequestContext, obj: KubeObject, dryRun: boolean): Promise<KubeObject> {
+/**
+ * Store an updated object through the part the URL names (main resource, status, a pod's ephemeralcontainers);
+ * the result is read-only. `adopt`: the object is the request's own and used for nothing after this write.
+ */
+export function writeExisting(ctx: RequestContext, obj: KubeObject, dryRun: boolean, adopt = false): Promise<KubeObject> {
   const sub = ctx.info.subresource;
   // Every caller only renders the result: no private copy of it.
-  if (sub === 'status') return ctx.store.updateStatus(obj, { dryRun, readOnlyResult: true });
-  if (sub === 'ephemeralcontainers') return ctx.store.update(obj, { dryRun, subresource: 'ephemeralcontainers', readOnlyResult: true });
-  return ctx.store.update(obj, { dryRun, readOnlyResult: true });
+  const opts = { dryRun, readOnlyResult: true, adoptInput: adopt };
+  if (sub === 'status') return ctx.store.updateStatus(obj, opts);
+  if (sub === 'ephemeralcontainers') return ctx.store.update(obj, { ...opts, subresource: 'ephemeralcontainers' });
+  return ctx.store.update(obj, opts);
 }
 
 const PATCH_TYPES: Record<string, 'json' | 'merge' | 'strategic'> = {

@@ -54,7 +54,21 @@ export class RemoteStore implements Store {
   private readonly watches = new Set<Watch>();
   private closed = false;
 
-  constructor(readonly socketPath: string) {}
+  /** Impersonation headers when the store acts as another user. */
+  private readonly identity: Record<string, string | string[]>;
+
+  /**
+   * `as`: every request runs as this user (Impersonate-User and -Group headers), so the API server authorizes
+   * and admits it as that user's own credentials would be (a node process's kubelet as system:node:<name>).
+   */
+  constructor(
+    readonly socketPath: string,
+    readonly as?: { name: string; groups: string[] },
+  ) {
+    // system:authenticated, and a ServiceAccount's groups, come with the impersonated user.
+    const groups = (as?.groups ?? []).filter((g) => g !== 'system:authenticated' && !g.startsWith('system:serviceaccounts'));
+    this.identity = as ? { 'Impersonate-User': as.name, ...(groups.length ? { 'Impersonate-Group': groups } : {}) } : {};
+  }
 
   private request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
     return new Promise((resolve, reject) => {
@@ -66,7 +80,7 @@ export class RemoteStore implements Store {
           agent: this.agent,
           path,
           method,
-          headers: payload ? { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : {},
+          headers: payload ? { ...this.identity, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) } : this.identity,
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -180,7 +194,7 @@ export class RemoteStore implements Store {
     return new Promise((resolve, reject) => {
       if (this.closed) return reject(new Error('the store is closed'));
       // Watches hold their connection for as long as they run: they get their own, outside the pool.
-      const req = http.request({ socketPath: this.socketPath, path, method: 'GET', agent: false });
+      const req = http.request({ socketPath: this.socketPath, path, method: 'GET', agent: false, headers: this.identity });
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'ENOENT' || err.code === 'ECONNREFUSED') reject(new ClusterUnreachableError(this.socketPath, err.code));
         else reject(err);

@@ -29,7 +29,7 @@ import { Cluster, type ClusterOptions } from './cluster.js';
 import { ensureAddonIdentities } from './component-identities.js';
 import { linuxUnsupportedReason } from './linux-network.js';
 import { isRealRuntime } from './node.js';
-import { nodeStore, type RunNodeOptions, runNode } from './node-process.js';
+import { nodeStores, type RunNodeOptions, runNode } from './node-process.js';
 import { describeObject } from './describe.js';
 import { printTable, resolveKind } from './printers.js';
 import { defaultStateDir, paths } from './state.js';
@@ -256,23 +256,25 @@ export async function node(
     if (why) throw new UsageError(`--datapath linux cannot run here: ${why}`);
   }
   const apiSocket = o.apiSocket ?? paths(o.stateDir).socket;
-  const store = await nodeStore({ apiSocket, etcdEndpoints: o.etcdEndpoints });
+  const stores = await nodeStores({ apiSocket, etcdEndpoints: o.etcdEndpoints });
+  const store = stores.store;
   // Fail early, with the fix, when there is no cluster to join.
   await store.resourceVersion().catch(async (err) => {
-    await store.close();
+    await stores.close();
     throw err;
   });
   const running = await runNode({
     ...o,
     storage: o.storage ?? (isRealRuntime(o.runtime) ? 'hostpath' : 'sim'),
     store,
+    storeFor: stores.storeFor,
     onError: (err, ctx) => out.err(`${new Date().toISOString()} ${ctx}: ${(err as Error)?.message ?? err}`),
   });
   out.log(`node ${o.name} is up: runtime ${running.node.criSocket}, CSI ${running.node.csiSocket}`);
   return {
     stop: async () => {
       await running.stop();
-      await store.close();
+      await stores.close();
     },
   };
 }

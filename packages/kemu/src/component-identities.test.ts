@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, up } from './commands.js';
+import { client, node, up } from './commands.js';
 import { paths } from './state.js';
 
 const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-identities-'));
@@ -180,5 +180,27 @@ describe('kemu up component identities', () => {
     // The allocator reconciles a Service on its next change (it does not retry a refused write by itself).
     expect((await api().request('PATCH', '/api/v1/namespaces/default/services/lb', { metadata: { labels: { retry: '1' } } }, 'application/merge-patch+json')).code).toBe(200);
     await until('the Service to get an address', async () => Boolean((await ingress())?.length));
+  }, 60_000);
+
+  it('runs a joined node (kemu node) as its upstream users: its kube-proxy without its binding gets the 403, its kubelet registers as system:node:<name>', async () => {
+    const rebind = await unbind('system:node-proxier');
+    const logged: string[] = [];
+    const joining = node(
+      { name: 'joined-1', ip: '172.18.0.200', podCIDR: '10.244.200.0/24', stateDir, apiSocket: paths(stateDir).socket, datapath: 'sim', network: 'bridge', runtime: 'sim', durable: false, fast: true },
+      { log() {}, err: (m: string) => logged.push(m) },
+    );
+    await until('the 403 of the joined node\'s kube-proxy', async () =>
+      logged.some((m) => m.includes('joined-1: kube-proxy: services is forbidden: User "system:kube-proxy" cannot list resource "services" in API group "" at the cluster scope')),
+    );
+    await rebind();
+    const joined = await joining;
+    try {
+      await until('the joined node to be ready', async () => (await getJson('/api/v1/nodes/joined-1')).body.status?.conditions?.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'));
+      // Its kubelet's writes were made as system:node:joined-1: NodeRestriction keeps it off other Nodes.
+      const other = await impersonated('DELETE', '/api/v1/nodes/kemu-node-1', 'system:node:joined-1', 'system:nodes');
+      expect(JSON.parse(other.text).message).toBe('nodes "kemu-node-1" is forbidden: node "joined-1" is not allowed to modify node "kemu-node-1"');
+    } finally {
+      await joined.stop();
+    }
   }, 60_000);
 });

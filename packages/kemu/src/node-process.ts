@@ -13,7 +13,8 @@ import { createClusterNetwork } from './cluster-network.js';
 import { CRI_ENDPOINT_ANNOTATION, CSI_ENDPOINT_ANNOTATION, type ClusterNode, nodeDir, type RuntimeKind, startNode } from './node.js';
 import type { KubeletConfiguration } from '@kemu/kubelet';
 import type { DeviceRequest } from './node-resources.js';
-import { RemoteStore } from '@kemu/apiserver';
+import { KUBE_PROXY, nodeUser, RemoteStore, type UserInfo } from '@kemu/apiserver';
+import { addonUser } from './component-identities.js';
 import { startNodePolicyAgent } from './node-policy.js';
 import { startNodeProxy } from './node-proxy.js';
 import { formatTaint } from './node-registration.js';
@@ -184,6 +185,11 @@ export interface RunNodeOptions {
   fast: boolean;
   /** The store this node talks to: the cluster API socket, or etcd directly. */
   store: Store;
+  /**
+   * The store each of the node's components uses as its upstream user (the kubelet as system:node:<name>,
+   * kube-proxy as system:kube-proxy, the policy agent as calico-node); default `store` for all.
+   */
+  storeFor?: (user: UserInfo) => Store;
   kubeletConfig?: KubeletConfiguration;
   devices?: DeviceRequest[];
   taints?: Taint[];
@@ -204,12 +210,14 @@ export interface RunningNodeProcess {
  */
 export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
   const network = createClusterNetwork({ datapath: o.datapath, stateDir: o.stateDir, overlay: o.network });
+  const as = o.storeFor ?? (() => o.store);
+  const kubeletStore = as(nodeUser(o.name));
   const node = await startNode({
     name: o.name,
     ip: o.ip,
     podCIDR: o.podCIDR,
     stateDir: o.stateDir,
-    store: o.store,
+    store: kubeletStore,
     network,
     runtime: o.runtime,
     storage: o.storage,
@@ -231,7 +239,7 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
   };
   try {
     const proxy = await startNodeProxy({
-      store: o.store,
+      store: as(KUBE_PROXY),
       network,
       nodeName: o.name,
       podNetwork: o.podNetwork ?? '10.244.0.0/16',
@@ -239,9 +247,9 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
       onError: (e) => o.onError?.(e, `${o.name}: kube-proxy`),
     });
     agents.push(() => proxy.stop());
-    const policy = await startNodePolicyAgent({ store: o.store, network, nodeName: o.name, fast: o.fast, onError: (e) => o.onError?.(e, `${o.name}: network policy`) });
+    const policy = await startNodePolicyAgent({ store: as(addonUser('policyAgent')), network, nodeName: o.name, fast: o.fast, onError: (e) => o.onError?.(e, `${o.name}: network policy`) });
     agents.push(() => policy.stop());
-    await o.store.patch('Node', '', o.name, {
+    await kubeletStore.patch('Node', '', o.name, {
       metadata: {
         annotations: {
           [CRI_ENDPOINT_ANNOTATION]: `unix://${node.criSocket}`,
@@ -269,7 +277,7 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
         routes.set(name, `${cidr} via ${via}`);
       };
       const report = (err: unknown) => o.onError?.(err, `${o.name}: routes`);
-      informer = new SharedInformer(o.store, 'Node', { onError: report });
+      informer = new SharedInformer(kubeletStore, 'Node', { onError: report });
       informer.addEventHandler({
         onAdd: (n) => void sync(n).catch(report),
         onUpdate: (_old, n) => void sync(n).catch(report),
@@ -294,11 +302,28 @@ export async function runNode(o: RunNodeOptions): Promise<RunningNodeProcess> {
   };
 }
 
-/** The store a node process uses: etcd when given, else the cluster's API socket. */
-export async function nodeStore(o: { apiSocket: string; etcdEndpoints?: string[] }): Promise<Store> {
+/**
+ * The stores a node process uses: etcd when given (every component on it: etcd knows no users), else the
+ * cluster's API socket, where each component acts as its upstream user through its own store.
+ */
+export async function nodeStores(o: { apiSocket: string; etcdEndpoints?: string[] }): Promise<{ store: Store; storeFor(user: UserInfo): Store; close(): Promise<void> }> {
   if (o.etcdEndpoints?.length) {
     const { createEtcdStore } = await import('@kemu/core');
-    return createEtcdStore({ endpoints: o.etcdEndpoints });
+    const store = await createEtcdStore({ endpoints: o.etcdEndpoints });
+    return { store, storeFor: () => store, close: () => store.close() };
   }
-  return new RemoteStore(o.apiSocket);
+  const store = new RemoteStore(o.apiSocket);
+  const users = new Map<string, RemoteStore>();
+  return {
+    store,
+    storeFor(user) {
+      let s = users.get(user.name);
+      if (!s) users.set(user.name, (s = new RemoteStore(o.apiSocket, user)));
+      return s;
+    },
+    async close() {
+      for (const s of users.values()) await s.close();
+      await store.close();
+    },
+  };
 }

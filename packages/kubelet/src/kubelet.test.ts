@@ -39,9 +39,13 @@ interface Env {
 const envs: Env[] = [];
 const others: Array<{ stop(): Promise<void> }> = [];
 
-async function setup(extra: Partial<KubeletOptions> = {}, criCfg: Partial<Parameters<typeof createCri>[0]> = {}): Promise<Env> {
+async function setup(
+  more: Partial<KubeletOptions> | ((cri: CriInstance) => Partial<KubeletOptions>) = {},
+  criCfg: Partial<Parameters<typeof createCri>[0]> = {},
+): Promise<Env> {
   const store = await createMemoryStore();
   const instance = await createCri({ backend: 'sim', syntheticImages: true, streaming: false, podCidr: '10.244.1.0/24', ...criCfg });
+  const extra = typeof more === 'function' ? more(instance) : more;
   const opts: KubeletOptions = {
     store,
     nodeName: 'node-a',
@@ -310,6 +314,25 @@ describe('pod lifecycle', () => {
     expect(left.items).toEqual([]);
   });
 
+  it('a change to a running pod\'s status alone (its own write coming back, or anyone\'s) does not sync it; a label change does', async () => {
+    const { store, kubelet } = await setup();
+    await store.create(pod('quiet'));
+    const running = await until('Ready', async () => {
+      const x = await getPod(store, 'quiet');
+      return x.status?.conditions?.find((k) => k.type === 'Ready')?.status === 'True' && x;
+    });
+    // Let the kubelet's own status write and the runtime's events settle, then count.
+    await new Promise((r) => setTimeout(r, 300));
+    const settled = kubelet.stats.syncs;
+    const conditions = [...(running.status?.conditions ?? []), { type: 'example.com/other', status: 'True' as const, lastTransitionTime: new Date().toISOString() }];
+    await store.updateStatus({ ...(await getPod(store, 'quiet')), status: { ...running.status, conditions } });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(kubelet.stats.syncs).toBe(settled);
+    const cur = await getPod(store, 'quiet');
+    await store.update({ ...cur, metadata: { ...cur.metadata, labels: { tier: 'web' } } });
+    await until('a sync for the label change', async () => kubelet.stats.syncs > settled);
+  });
+
   it('after a kubelet restart it adopts running pods instead of recreating them', async () => {
     const env = await setup();
     await env.store.create(pod('survivor'));
@@ -326,6 +349,32 @@ describe('pod lifecycle', () => {
     expect(after.status?.phase).toBe('Running');
     expect(after.status?.podIP).toBe(before.status?.podIP);
     expect(after.status?.containerStatuses?.[0].containerID).toBe(before.status?.containerStatuses?.[0].containerID);
+  });
+});
+
+describe('evented PLEG', () => {
+  // Relisting only once a minute: what happens within the test comes from the runtime's event stream.
+  const evented = (c: CriInstance): Partial<KubeletOptions> => ({
+    relistPeriodMs: 60_000,
+    containerEvents: () => c.runtimeService.GetContainerEvents!({}, undefined as never) as AsyncIterable<cri.ContainerEventResponse>,
+  });
+
+  it("a pod's own container creates and starts, coming back as runtime events, do not sync it again", async () => {
+    const { store, kubelet } = await setup(evented);
+    await store.create(pod('once'));
+    await until('Ready', async () => (await getPod(store, 'once')).status?.conditions?.find((k) => k.type === 'Ready')?.status === 'True');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(kubelet.stats.syncs).toBe(1);
+  });
+
+  it('a container that exits wakes its worker through its event, well before the next relist', async () => {
+    const { store } = await setup(evented);
+    await store.create(pod('short', { restartPolicy: 'Never' }, { [`${SIM}exit-after`]: '0.2' }));
+    const done = await until('Succeeded', async () => {
+      const x = await getPod(store, 'short');
+      return x.status?.phase === 'Succeeded' && x;
+    }, 5000);
+    expect(done.status?.containerStatuses?.[0].state?.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
   });
 });
 

@@ -27,6 +27,7 @@ import { type HostDNSConfig, MAX_RESOLV_CONF_BYTES, parseResolvConf } from './dn
 import { allocatableReservation, defaultKubeletConfiguration, nodeCapacity, parseGoDuration } from './kubelet-config.js';
 import { CONFIG_SOURCE_ANNOTATION, KUBELET_ENDPOINT_ANNOTATION, MIRROR_POD_ANNOTATION } from './labels.js';
 import { allocatable, baseLabels, DEFAULT_CAPACITY, NodeStatusManager } from './node-status.js';
+import { needsSync } from './pod-config.js';
 import { PodSyncer, type SyncResult } from './pod-sync.js';
 import { ProbeManager, realProbeTransport } from './prober.js';
 import { RuntimeCache } from './runtime-cache.js';
@@ -42,6 +43,10 @@ interface Worker {
   busy: boolean;
   again: boolean;
   timer?: NodeJS.Timeout;
+  /** The last runtime event that came while the worker was syncing: checked against the cache once it is done. */
+  event?: cri.ContainerEventResponse;
+  /** The latest relist that saw the pod change while the worker was syncing: likewise checked afterwards. */
+  relisted?: number;
 }
 
 export class Kubelet {
@@ -227,7 +232,8 @@ export class Kubelet {
 
     this.pods.addEventHandler({
       onAdd: (pod) => this.observe(pod),
-      onUpdate: (_old, pod) => this.observe(pod),
+      // A status-only change (most often the kubelet's own write coming back) refreshes the copy, no sync.
+      onUpdate: (old, pod) => this.observe(pod, needsSync(old, pod)),
       onDelete: (pod) => {
         const uid = pod.metadata.uid ?? '';
         this.byUid.delete(uid);
@@ -323,8 +329,13 @@ export class Kubelet {
 
   private async relist() {
     this.stats.relists++;
-    const changed = await this.cache.relist();
-    for (const uid of changed) this.enqueue(uid);
+    const { changed, listed } = await this.cache.relist();
+    for (const uid of changed) {
+      const w = this.workers.get(uid);
+      // A syncing worker's last refresh may come after this list: decided when the sync is done.
+      if (w?.busy) w.relisted = listed;
+      else this.enqueue(uid);
+    }
   }
 
   private consumeEvents() {
@@ -347,7 +358,7 @@ export class Kubelet {
             }
             if (r.done) break;
             const uid = r.value.podSandboxStatus?.metadata?.uid;
-            if (uid) this.enqueue(uid);
+            if (uid) this.runtimeEvent(uid, r.value);
           }
         } catch (err) {
           if (!abort.signal.aborted) this.error(err, 'container events');
@@ -358,10 +369,23 @@ export class Kubelet {
     void this.track(run());
   }
 
-  private observe(pod: Pod) {
+  private observe(pod: Pod, sync = true) {
     const uid = pod.metadata.uid ?? '';
     this.byUid.set(uid, pod);
-    this.enqueue(uid);
+    if (sync) this.enqueue(uid);
+  }
+
+  /**
+   * A container event wakes the pod's worker unless the runtime cache already shows it; while the worker
+   * syncs, the event waits for the sync's last refresh (most are the sync's own creates and starts).
+   */
+  private runtimeEvent(uid: string, ev: cri.ContainerEventResponse) {
+    const w = this.workers.get(uid);
+    if (w?.busy) {
+      w.event = ev;
+      return;
+    }
+    if (!this.cache.covers(uid, ev)) this.enqueue(uid);
   }
 
   /** Asks the pod's worker to sync (coalescing requests while one runs). */
@@ -393,6 +417,8 @@ export class Kubelet {
     try {
       do {
         w.again = false;
+        w.event = undefined;
+        w.relisted = undefined;
         let result: SyncResult = {};
         try {
           this.stats.syncs++;
@@ -406,6 +432,10 @@ export class Kubelet {
           this.syncer.forget(w.uid);
           return;
         }
+        if (w.event && !w.again && !this.cache.covers(w.uid, w.event)) w.again = true;
+        if (w.relisted !== undefined && !w.again && !this.cache.seenSince(w.uid, w.relisted)) w.again = true;
+        w.event = undefined;
+        w.relisted = undefined;
         if (result.requeueMs !== undefined && !w.again) {
           if (result.requeueMs === 0) w.again = true;
           else {

@@ -214,7 +214,12 @@ export class PodSyncer {
     }
 
     rt = await this.d.cache.refresh(uid);
-    await this.writeStatus(pod, rt);
+    const status = await this.writeStatus(pod, rt);
+    // The first status sets startTime: the deadline counts from it, and no later event may bring the pod back.
+    if (deadlineMs === undefined) {
+      const left = activeDeadlineRemainingMs({ ...pod, status });
+      if (left !== undefined) wantSooner(Math.max(0, left) + 10);
+    }
     return requeueMs === undefined ? {} : { requeueMs };
   }
 
@@ -505,7 +510,7 @@ export class PodSyncer {
     };
   }
 
-  private async writeStatus(pod: Pod, rt: PodRuntime, forcedReason?: string, failed?: { reason: string; message: string }) {
+  private async writeStatus(pod: Pod, rt: PodRuntime, forcedReason?: string, failed?: { reason: string; message: string }): Promise<PodStatus> {
     const sandbox = rt.sandboxes[0];
     const ready = isReadySandbox(sandbox);
     const podIPs = ready ? await this.podIPs(sandbox!.id!) : [];
@@ -522,6 +527,7 @@ export class PodSyncer {
     });
     if (failed) Object.assign(status, { phase: 'Failed', reason: failed.reason, message: failed.message });
     await this.putStatus(pod, status);
+    return status;
   }
 
   private async putStatus(pod: Pod, status: PodStatus) {

@@ -52,33 +52,49 @@ export class RuntimeCache {
   private pods = new Map<string, PodRuntime>();
   private prints = new Map<string, string>();
   private statuses = new Map<string, { state: number; status: cri.ContainerStatus }>();
+  /** Lists are numbered as they are issued; per pod, the number of the list its entry comes from. */
+  private issued = 0;
+  private listedAt = new Map<string, number>();
 
   constructor(private readonly runtime: RuntimeApi) {}
 
-  /** Lists everything; returns the UIDs whose sandboxes or containers changed since the last look. */
-  async relist(): Promise<Set<string>> {
+  /**
+   * Lists everything; returns the UIDs whose sandboxes or containers changed since the last look, and the
+   * number of this list (see `seenSince`). A pod refreshed after this list was issued keeps its newer view.
+   */
+  async relist(): Promise<{ changed: Set<string>; listed: number }> {
+    const listed = ++this.issued;
     const [sb, ct] = await Promise.all([this.runtime.ListPodSandbox({}), this.runtime.ListContainers({})]);
     const next = group(sb.items ?? [], ct.containers ?? []);
     const changed = new Set<string>();
     for (const [uid, p] of next) {
+      if ((this.listedAt.get(uid) ?? 0) > listed) continue;
       const fp = fingerprint(p);
       if (this.prints.get(uid) !== fp) changed.add(uid);
       this.prints.set(uid, fp);
+      this.pods.set(uid, p);
+      this.listedAt.set(uid, listed);
     }
-    for (const uid of this.pods.keys()) {
-      if (!next.has(uid)) {
-        changed.add(uid);
-        this.prints.delete(uid);
-      }
+    for (const uid of [...this.pods.keys()]) {
+      if (next.has(uid) || (this.listedAt.get(uid) ?? 0) > listed) continue;
+      changed.add(uid);
+      this.pods.delete(uid);
+      this.prints.delete(uid);
+      this.listedAt.delete(uid);
     }
-    this.pods = next;
     this.pruneStatuses(ct.containers ?? []);
-    return changed;
+    return { changed, listed };
+  }
+
+  /** Whether the pod's entry comes from a list issued after list number `listed` (so it shows at least as much). */
+  seenSince(uid: string, listed: number): boolean {
+    return (this.listedAt.get(uid) ?? 0) > listed;
   }
 
   /** Refreshes one pod with label-filtered lists. */
   async refresh(uid: string): Promise<PodRuntime> {
     const selector = { [POD_UID_LABEL]: uid };
+    const listed = ++this.issued;
     const [sb, ct] = await Promise.all([
       this.runtime.ListPodSandbox({ filter: { labelSelector: selector } }),
       this.runtime.ListContainers({ filter: { labelSelector: selector } }),
@@ -91,7 +107,33 @@ export class RuntimeCache {
       this.pods.delete(uid);
       this.prints.delete(uid);
     }
+    this.listedAt.set(uid, listed);
     return p;
+  }
+
+  /**
+   * Whether this cache already shows what a runtime event reports (upstream's evented PLEG drops events
+   * older than the pod's cache entry): every sandbox and container the event names is known and has
+   * reached the state the event gives it, and a deleted container is gone. A worker's own creates and
+   * starts come back as events; its last refresh has usually seen them already.
+   */
+  covers(uid: string, ev: cri.ContainerEventResponse): boolean {
+    const p = this.pods.get(uid);
+    if (!p) return false;
+    if (ev.containerEventType === cri.ContainerEventType.CONTAINER_DELETED_EVENT) {
+      if (p.containers.some((c) => c.id === ev.containerId)) return false;
+    } else if (!p.containers.some((c) => c.id === ev.containerId)) return false;
+    const sb = ev.podSandboxStatus;
+    if (sb?.id) {
+      const mine = p.sandboxes.find((s) => s.id === sb.id);
+      // Sandboxes only go from ready to not ready.
+      if (!mine || (mine.state ?? 0) < (sb.state ?? 0)) return false;
+    }
+    for (const cs of ev.containersStatuses ?? []) {
+      const mine = p.containers.find((c) => c.id === cs.id);
+      if (!mine || !reached(mine.state ?? 0, cs.state ?? 0)) return false;
+    }
+    return true;
   }
 
   get(uid: string): PodRuntime {
@@ -122,6 +164,16 @@ export class RuntimeCache {
     const ids = new Set(live.map((c) => c.id));
     for (const id of this.statuses.keys()) if (!ids.has(id)) this.statuses.delete(id);
   }
+}
+
+const { CONTAINER_CREATED, CONTAINER_RUNNING, CONTAINER_EXITED } = cri.ContainerState;
+const PROGRESS = [CONTAINER_CREATED, CONTAINER_RUNNING, CONTAINER_EXITED];
+
+/** A container goes created -> running -> exited; `seen` has reached `reported` on that path (unknown only by being equal). */
+function reached(seen: number, reported: number): boolean {
+  const a = PROGRESS.indexOf(seen);
+  const b = PROGRESS.indexOf(reported);
+  return a < 0 || b < 0 ? seen === reported : a >= b;
 }
 
 export function isReadySandbox(s: cri.PodSandbox | undefined): boolean {

@@ -188,5 +188,32 @@ describe('DaemonSet controller', () => {
     expect(dsc.stats.nodesVisited - visited).toBeLessThanOrEqual(10);
     expect(((await store.list('Pod', { namespace: 'default' })).items as Pod[]).map(targetNode)).not.toContain('n150');
   });
+
+  it('covers 600 nodes with at most 250 creates in flight, in slow-start batches', async () => {
+    const store = await MemoryStore.open();
+    const stop = await fakeKubelet(store);
+    const ctx = new ControllerContext({ store, disableEvents: true });
+    const dsc = new DaemonSetController(ctx);
+    ctx.informers.start();
+    await dsc.start();
+    cleanup.push(() => store.close(), stop, () => dsc.stop());
+    const N = 600;
+    for (let i = 0; i < N; i++) await store.create(node(`n${i}`));
+    await store.create({
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'agent', namespace: 'default' },
+      spec: { selector: { matchLabels: { app: 'agent' } }, template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'a', image: 'agent:1' }] } } },
+    } as DaemonSet);
+    const st = await until('all ready', async () => {
+      const d = await store.get('DaemonSet', 'default', 'agent');
+      return d.status?.numberReady === N && d.status;
+    });
+    expect(st).toMatchObject({ desiredNumberScheduled: N, currentNumberScheduled: N, numberMisscheduled: 0 });
+    const pods = (await store.list('Pod', { namespace: 'default' })).items as Pod[];
+    expect(new Set(pods.map(targetNode)).size).toBe(N);
+    expect(pods.length).toBe(N);
+    expect(dsc.stats.largestBurst).toBe(250);
+  });
 });
 

@@ -12,7 +12,8 @@
 // arriving meanwhile coalesce into that set). A change to the DaemonSet itself (generation, template hash,
 // update strategy, minReadySeconds) or a failed sync makes the next one look at every node; with
 // minReadySeconds every sync does, since availability then moves with the clock. Per node, a create waits
-// until the informer has seen the pod before another may be sent (upstream's expectations).
+// until the informer has seen the pod before another may be sent (upstream's expectations), and at most
+// 250 creates are in flight per DaemonSet, sent in slow-start batches (upstream's burstReplicas).
 import {
   Controller,
   type ControllerRevision,
@@ -45,6 +46,9 @@ export const DAEMON_TOLERATIONS: Toleration[] = [
   { key: 'node.kubernetes.io/pid-pressure', operator: 'Exists', effect: 'NoSchedule' },
   { key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' },
 ];
+
+/** Creates one sync may have in flight (upstream's BurstReplicas for the DaemonSet controller). */
+export const BURST_REPLICAS = 250;
 
 /** How long a sent create waits to be seen before another may be sent for the node (upstream ExpectationsTimeout). */
 const CREATE_EXPECTATION_TTL_MS = 5 * 60 * 1000;
@@ -127,7 +131,7 @@ interface DaemonState {
 export class DaemonSetController {
   readonly controller: Controller;
   /** Nodes looked at by syncs (each sync visits only the nodes that changed), for tests and benchmarks. */
-  readonly stats = { syncs: 0, nodesVisited: 0 };
+  readonly stats = { syncs: 0, nodesVisited: 0, largestBurst: 0 };
   private readonly sets: SharedInformer<'DaemonSet'>;
   private readonly pods: SharedInformer<'Pod'>;
   private readonly nodes: SharedInformer<'Node'>;
@@ -353,16 +357,28 @@ export class DaemonSetController {
     }
     let pending = this.pendingCreates.get(key);
     if (creates.length && !pending) this.pendingCreates.set(key, (pending = new Map()));
-    for (const n of creates) {
-      pending!.set(n, Date.now());
-      try {
-        const created = await this.ctx.store.create(this.newPod(ds, n, hash, st.tolerations));
-        this.ctx.event(COMPONENT, ds, 'Normal', 'SuccessfulCreate', `Created pod: ${created.metadata.name}`);
-      } catch (e) {
-        pending!.delete(n);
-        this.ctx.event(COMPONENT, ds, 'Warning', 'FailedCreate', `Error creating: ${(e as Error)?.message ?? e}`);
-        throw e;
-      }
+    // At most BURST_REPLICAS creates in flight (sent, not yet seen); the rest wait for a later sync, their
+    // nodes kept for it to look at again (upstream burstReplicas with expectations).
+    let inFlight = 0;
+    for (const n of pending?.keys() ?? []) if (this.createPending(key, n)) inFlight++;
+    const sending = creates.slice(0, Math.max(0, BURST_REPLICAS - inFlight));
+    for (const n of creates.slice(sending.length)) st.dirty.add(n);
+    this.stats.largestBurst = Math.max(this.stats.largestBurst, sending.length);
+    // Slow start (upstream slowStartBatch): batches of 1, 2, 4, ... sent together; a failed batch stops the rest.
+    for (let i = 0, size = 1; i < sending.length; i += size, size *= 2) {
+      const batch = sending.slice(i, i + size);
+      for (const n of batch) pending!.set(n, Date.now());
+      const results = await Promise.allSettled(batch.map((n) => this.ctx.store.create(this.newPod(ds, n, hash, st.tolerations))));
+      let failed: unknown;
+      results.forEach((r, j) => {
+        if (r.status === 'fulfilled') this.ctx.event(COMPONENT, ds, 'Normal', 'SuccessfulCreate', `Created pod: ${r.value.metadata.name}`);
+        else {
+          pending!.delete(batch[j]);
+          failed ??= r.reason;
+          this.ctx.event(COMPONENT, ds, 'Warning', 'FailedCreate', `Error creating: ${(r.reason as Error)?.message ?? r.reason}`);
+        }
+      });
+      if (failed !== undefined) throw failed;
     }
     if (rolling && !surge && st.withOld > 0) {
       // Not-ready old pods go first, then as many as the budget allows.

@@ -4,7 +4,6 @@
 // counter `kubectl rollout status` reads. Rollback (`rollout undo`) is a client-side template change.
 import {
   Controller,
-  deepCopy,
   type Deployment,
   isAlreadyExists,
   isNotFound,
@@ -130,7 +129,9 @@ export class DeploymentController {
     const [ns, name] = key.split('/');
     const cached = this.deployments.lister.get(ns, name);
     if (!cached || cached.metadata.deletionTimestamp) return undefined;
-    const d = deepCopy(cached) as Deployment;
+    // The sync replaces d.metadata's annotations and resourceVersion and d.status as it writes them; the
+    // rest is the cache's (frozen) object, read only.
+    const d: Deployment = { ...cached, metadata: { ...cached.metadata } };
     const everything = d.spec.selector && Object.keys(d.spec.selector).length === 0;
     if (everything) {
       this.ctx.event(COMPONENT, d, 'Warning', 'SelectingAll', 'This deployment is selecting all pods. A non-empty selector is required.');
@@ -173,20 +174,16 @@ export class DeploymentController {
       }
       let rs = newRS;
       if (JSON.stringify(want) !== JSON.stringify(newRS.metadata.annotations ?? {}) || (newRS.spec.minReadySeconds ?? 0) !== (d.spec.minReadySeconds ?? 0)) {
-        const next = deepCopy(newRS);
-        next.metadata.annotations = want;
-        next.spec.minReadySeconds = d.spec.minReadySeconds;
-        rs = await this.ctx.store.update(next);
+        rs = await this.ctx.store.update({ ...newRS, metadata: { ...newRS.metadata, annotations: want }, spec: { ...newRS.spec, minReadySeconds: d.spec.minReadySeconds } });
       }
       await this.setDeploymentRevision(d, rs.metadata.annotations?.[REVISION_ANNOTATION] ?? revision);
       return { newRS: rs, old, created: false };
     }
     if (!create) return { old, created: false };
     const hash = computeHash(d.spec.template, d.status?.collisionCount);
-    const template = deepCopy(d.spec.template);
-    template.metadata = { ...template.metadata, labels: { ...(template.metadata?.labels ?? {}), [POD_TEMPLATE_HASH]: hash } };
-    const selector = deepCopy(d.spec.selector);
-    selector.matchLabels = { ...(selector.matchLabels ?? {}), [POD_TEMPLATE_HASH]: hash };
+    // The store copies what it is given: the new set's template and selector may share the Deployment's parts.
+    const template = { ...d.spec.template, metadata: { ...d.spec.template.metadata, labels: { ...(d.spec.template.metadata?.labels ?? {}), [POD_TEMPLATE_HASH]: hash } } };
+    const selector = { ...d.spec.selector, matchLabels: { ...(d.spec.selector.matchLabels ?? {}), [POD_TEMPLATE_HASH]: hash } };
     const rs: ReplicaSet = {
       apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
@@ -222,9 +219,7 @@ export class DeploymentController {
         if (existing && controllerUid(existing) === d.metadata.uid && equalIgnoreHash(existing.spec.template, d.spec.template)) {
           return { newRS: existing, old, created: false };
         }
-        const next = deepCopy(d);
-        next.status = { ...(next.status ?? {}), collisionCount: (d.status?.collisionCount ?? 0) + 1 };
-        await this.ctx.store.updateStatus(next);
+        await this.ctx.store.updateStatus({ ...d, status: { ...(d.status ?? {}), collisionCount: (d.status?.collisionCount ?? 0) + 1 } });
         throw e;
       }
       await this.patchStatusConditions(d, [
@@ -247,10 +242,11 @@ export class DeploymentController {
     const desired = String(d.spec.replicas ?? 1);
     const maxR = String((d.spec.replicas ?? 1) + maxSurge(d));
     if (from === to && rs.metadata.annotations?.[DESIRED_REPLICAS_ANNOTATION] === desired && rs.metadata.annotations?.[MAX_REPLICAS_ANNOTATION] === maxR) return rs;
-    const next = deepCopy(rs);
-    next.spec.replicas = to;
-    next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [DESIRED_REPLICAS_ANNOTATION]: desired, [MAX_REPLICAS_ANNOTATION]: maxR };
-    const out = await this.ctx.store.update(next);
+    const out = await this.ctx.store.update({
+      ...rs,
+      metadata: { ...rs.metadata, annotations: { ...(rs.metadata.annotations ?? {}), [DESIRED_REPLICAS_ANNOTATION]: desired, [MAX_REPLICAS_ANNOTATION]: maxR } },
+      spec: { ...rs.spec, replicas: to },
+    });
     if (from !== to) {
       this.ctx.event(COMPONENT, d, 'Normal', 'ScalingReplicaSet', `Scaled ${to > from ? 'up' : 'down'} replica set ${rs.metadata.name} from ${from} to ${to}`);
     }
@@ -505,10 +501,8 @@ export class DeploymentController {
     const before = JSON.stringify({ ...d.status, conditions: undefined });
     const after = JSON.stringify({ ...status, conditions: undefined });
     if (before !== after || JSON.stringify(d.status?.conditions ?? []) !== JSON.stringify(conds)) {
-      const next = deepCopy(d);
-      next.status = status;
       try {
-        await this.ctx.store.updateStatus(next);
+        await this.ctx.store.updateStatus({ ...d, status });
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }

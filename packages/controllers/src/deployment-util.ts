@@ -1,6 +1,7 @@
 // Deployment arithmetic and bookkeeping (upstream deployment/util): the pod-template-hash, surge and
 // unavailability from int-or-percent values, how far a new ReplicaSet may grow, revision annotations,
 // and the Progressing/Available conditions with their reasons.
+import { isDeepStrictEqual } from 'node:util';
 import type { Condition, Deployment, IntOrString, PodTemplateSpec, ReplicaSet } from '@kemu/core';
 
 export const POD_TEMPLATE_HASH = 'pod-template-hash';
@@ -73,7 +74,8 @@ function withoutHash(labels: Record<string, string> | undefined): Record<string,
 /** Template equality ignoring the pod-template-hash label (upstream EqualIgnoreHash). */
 export function equalIgnoreHash(a: PodTemplateSpec | undefined, b: PodTemplateSpec | undefined): boolean {
   const strip = (t: PodTemplateSpec | undefined) => (t ? { ...t, metadata: { ...t.metadata, labels: withoutHash(t.metadata?.labels) ?? {} } } : t);
-  return stable(strip(a)) === stable(strip(b));
+  // Compared as they are (both come from the store, JSON without undefined members), stopping at the first difference.
+  return isDeepStrictEqual(strip(a), strip(b));
 }
 
 /** An int-or-percent resolved against `total` (percentages round up or down). */

@@ -5,7 +5,6 @@
 // readyReplicas, availableReplicas and observedGeneration.
 import {
   Controller,
-  deepCopy,
   isNotFound,
   type KubeObject,
   objectKey,
@@ -285,10 +284,8 @@ export class ReplicaSetController {
       cur.observedGeneration === status.observedGeneration &&
       JSON.stringify(cur.conditions ?? []) === JSON.stringify(status.conditions ?? []);
     if (!same) {
-      const next = deepCopy(rs);
-      next.status = status;
       try {
-        await this.ctx.store.updateStatus(next);
+        await this.ctx.store.updateStatus({ ...rs, status });
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }

@@ -116,18 +116,30 @@ function structOf(typeName: string): StructType | null {
   return t;
 }
 
+/** A map key on the path (shown as `[key]`). */
+interface MapKey {
+  key: string;
+}
+
 /**
- * One check's walk. The path of the value being looked at is kept as a stack of pieces (`spec`,
- * `.containers`, `[0]`) and joined only when a field is unknown or a value has the wrong type.
+ * One check's walk. The path of the value being looked at is kept as a stack of its pieces as they are
+ * (a field name, a list index, a map key) and written out (`spec.containers[0]`) only when a field is unknown
+ * or a value has the wrong type: nothing is formatted for the fields that pass.
  */
 class FieldWalk {
   readonly unknown: string[] = [];
-  private readonly path: string[] = [];
+  private readonly path: (string | number | MapKey)[] = [];
 
   constructor(private readonly info: KindInfo) {}
 
   private pathText(): string {
-    return this.path.join('');
+    let out = '';
+    this.path.forEach((p, i) => {
+      if (typeof p === 'number') out += `[${p}]`;
+      else if (typeof p === 'object') out += `[${p.key}]`;
+      else out += i ? `.${p}` : p;
+    });
+    return out;
   }
 
   private fail(v: unknown, parentGo: string, expr: string): BadRequestError {
@@ -140,9 +152,10 @@ class FieldWalk {
   struct(t: StructType, value: Record<string, unknown>, depth: number): void {
     if (depth > 64) return;
     const path = this.path;
-    for (const key of Object.keys(value)) {
+    // (A key walk: deleting the current key while walking is allowed and skips nothing.)
+    for (const key in value) {
       if (depth === 0 && (key === 'apiVersion' || key === 'kind')) continue;
-      path.push(path.length ? `.${key}` : key);
+      path.push(key);
       const f = t.fields.get(key);
       if (!f) {
         this.unknown.push(this.pathText());
@@ -164,7 +177,7 @@ class FieldWalk {
         // Lists of scalars that fit need no path.
         if (el.shape === 'scalar' && v.every((x) => scalarFits(el.inner, x))) return;
         for (let i = 0; i < v.length; i++) {
-          this.path.push(`[${i}]`);
+          this.path.push(i);
           this.value(el, v[i], parentGo, depth);
           this.path.pop();
         }
@@ -176,7 +189,7 @@ class FieldWalk {
         for (const k in v) {
           const x = v[k];
           if (el.shape === 'scalar' && scalarFits(el.inner, x)) continue;
-          this.path.push(`[${k}]`);
+          this.path.push({ key: k });
           this.value(el, x, parentGo, depth);
           this.path.pop();
         }

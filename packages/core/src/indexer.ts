@@ -17,6 +17,8 @@ export class Indexer<T extends KubeObject = KubeObject> {
   private readonly items = new Map<string, T>();
   private readonly indexers = new Map<string, IndexFunc<T>>();
   private readonly indices = new Map<string, Map<string, Set<string>>>();
+  /** The indexes as a list, for the per-change loop. */
+  private all: { fn: IndexFunc<T>; idx: Map<string, Set<string>> }[] = [];
 
   constructor(indexers: Record<string, IndexFunc<T>> = {}) {
     this.addIndexers({ [NAMESPACE_INDEX]: namespaceIndexFunc as IndexFunc<T>, ...indexers });
@@ -29,12 +31,13 @@ export class Indexer<T extends KubeObject = KubeObject> {
       this.indexers.set(name, fn);
       const idx = new Map<string, Set<string>>();
       this.indices.set(name, idx);
-      for (const [key, obj] of this.items) this.indexOne(idx, fn, key, obj);
+      for (const [key, obj] of this.items) this.addKey(idx, key, fn(obj));
     }
+    this.all = [...this.indexers].map(([name, fn]) => ({ fn, idx: this.indices.get(name)! }));
   }
 
-  private indexOne(idx: Map<string, Set<string>>, fn: IndexFunc<T>, key: string, obj: T): void {
-    for (const v of fn(obj)) {
+  private addKey(idx: Map<string, Set<string>>, key: string, values: string[]): void {
+    for (const v of values) {
       let s = idx.get(v);
       if (!s) {
         s = new Set();
@@ -44,8 +47,8 @@ export class Indexer<T extends KubeObject = KubeObject> {
     }
   }
 
-  private unindexOne(idx: Map<string, Set<string>>, fn: IndexFunc<T>, key: string, obj: T): void {
-    for (const v of fn(obj)) {
+  private removeKey(idx: Map<string, Set<string>>, key: string, values: string[]): void {
+    for (const v of values) {
       const s = idx.get(v);
       if (!s) continue;
       s.delete(key);
@@ -53,14 +56,18 @@ export class Indexer<T extends KubeObject = KubeObject> {
     }
   }
 
-  /** Insert or replace; returns the previous object. */
+  /** Insert or replace; returns the previous object. An index whose values did not change is left alone. */
   upsert(obj: T): T | undefined {
     const key = objectKey(obj);
     const old = this.items.get(key);
-    for (const [name, fn] of this.indexers) {
-      const idx = this.indices.get(name)!;
-      if (old) this.unindexOne(idx, fn, key, old);
-      this.indexOne(idx, fn, key, obj);
+    for (const { fn, idx } of this.all) {
+      const values = fn(obj);
+      if (old) {
+        const before = fn(old);
+        if (sameValues(before, values)) continue;
+        this.removeKey(idx, key, before);
+      }
+      this.addKey(idx, key, values);
     }
     this.items.set(key, obj);
     return old;
@@ -70,7 +77,7 @@ export class Indexer<T extends KubeObject = KubeObject> {
   remove(key: string): T | undefined {
     const old = this.items.get(key);
     if (!old) return undefined;
-    for (const [name, fn] of this.indexers) this.unindexOne(this.indices.get(name)!, fn, key, old);
+    for (const { fn, idx } of this.all) this.removeKey(idx, key, fn(old));
     this.items.delete(key);
     return old;
   }
@@ -121,6 +128,12 @@ export class Indexer<T extends KubeObject = KubeObject> {
     this.items.clear();
     for (const idx of this.indices.values()) idx.clear();
   }
+}
+
+function sameValues(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Read-only view over an Indexer with selector filtering (client-go's Lister). */

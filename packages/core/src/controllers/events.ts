@@ -88,7 +88,8 @@ export class EventRecorder {
         reportingComponent: this.options.component,
         reportingInstance: this.options.host ?? '',
       };
-      p = this.store.create(ev).then(
+      // Nothing reads the stored Event back: the store need not copy it for the caller.
+      p = this.store.create(ev, { readOnlyResult: true }).then(
         () => {},
         () => {},
       );

@@ -24,6 +24,7 @@ import {
   removeFromKubeconfig,
   writeKubeconfigFile,
 } from '@kemu/apiserver';
+import { enabledControllers } from '@kemu/controllers';
 import { ApiClient, ClusterUnreachableError } from './api-client.js';
 import { Cluster, type ClusterOptions } from './cluster.js';
 import { ensureAddonIdentities } from './component-identities.js';
@@ -133,6 +134,8 @@ export async function up(opts: ClusterOptions & ApiOptions & { detach?: boolean 
       caCertPem: creds.ca.certPem,
       serviceAccountKeys: await ServiceAccountKeys.loadOrCreate(path.join(opts.stateDir, 'pki')),
       ...(opts.auditLogPath && opts.auditPolicyFile ? { audit: { path: opts.auditLogPath, policyFile: opts.auditPolicyFile } } : {}),
+      // The controller manager's resourcequota controller keeps quota status; the API server's stays off.
+      quotaStatusController: !enabledControllers(opts.controllers).has('resourcequota'),
       onError: (err) => fs.appendFileSync(p.log, `${new Date().toISOString()} auth: ${(err as Error)?.message ?? err}\n`),
     });
     deferred!.resolve(auth);

@@ -203,4 +203,22 @@ describe('kemu up component identities', () => {
       await joined.stop();
     }
   }, 60_000);
+
+  it("keeps ResourceQuota status with the controller manager's resourcequota controller alone, as its ServiceAccount", async () => {
+    const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'q', namespace: 'default' }, spec: { hard: { pods: '100' } } };
+    expect((await api().request('POST', '/api/v1/namespaces/default/resourcequotas', quota)).code).toBe(201);
+    const used = async () => (await getJson('/api/v1/namespaces/default/resourcequotas/q')).body.status?.used?.pods as string | undefined;
+    await until('the quota to be counted', async () => (await used()) !== undefined);
+    const before = await used();
+    const rebind = await unbind('system:controller:resourcequota-controller');
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'counted', namespace: 'default' }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
+    // Admission counts the create; only a controller's recount takes the deletion off again.
+    expect((await api().request('POST', '/api/v1/namespaces/default/pods', pod)).code).toBe(201);
+    expect(await used()).toBe(String(Number(before) + 1));
+    expect((await api().request('DELETE', '/api/v1/namespaces/default/pods/counted?gracePeriodSeconds=0')).code).toBe(200);
+    await forbidden('system:serviceaccount:kube-system:resourcequota-controller', 'update resource "resourcequotas/status" in API group "" in the namespace "default"');
+    expect(await used()).toBe(String(Number(before) + 1));
+    await rebind();
+    await until('the recount', async () => (await used()) === before);
+  }, 60_000);
 });

@@ -2,7 +2,7 @@
 // certificates, static tokens and ServiceAccount tokens; RBAC with the bootstrap policy and aggregation;
 // impersonation; the admission plugins; and the review and TokenRequest endpoints. `seams` is what the
 // API server takes. `mode: 'none'` (kemu up --auth=none) gives the allow-all seams instead.
-import { InformerFactory, type KubeObject, type Store, StatusError } from '@kemu/core';
+import { InformerFactory, type KubeObject, type SharedInformer, type Store, StatusError } from '@kemu/core';
 import { admissionChain, type AdmissionChain, type AuthEndpoint, type AuthSeams, unionAuthenticator, type UserInfo } from '../auth-seams.js';
 import { InformerAdmissionLookups } from '../admission/admission-lookups.js';
 import { WebhookAdmission } from '../admission/admission-webhooks.js';
@@ -59,6 +59,11 @@ export interface ClusterAuthOptions {
   onError?(err: unknown): void;
   /** An audit log: audit.k8s.io/v1 Events as JSON lines at `path`, kept as the policy file says. */
   audit?: { path: string; policyFile: string };
+  /**
+   * Keep ResourceQuota status with the API server's own controller (default). Off where kube-controller-manager's
+   * resourcequota controller runs beside it (`kemu up`), so that one controller keeps it, as upstream.
+   */
+  quotaStatusController?: boolean;
   /** The clock tokens are issued and checked against (tests move it to see tokens expire). */
   now?: () => Date;
 }
@@ -128,7 +133,9 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const on = (n: AdmissionPluginName) => !off.has(n);
   const serviceAccounts = new ServiceAccountControllers(store, opts.caCertPem, opts.onError);
   await serviceAccounts.start();
-  const quotaStatus = on('ResourceQuota') ? new ResourceQuotaStatusController(store, undefined, opts.onError, informers) : undefined;
+  const quotaStatus = on('ResourceQuota') && opts.quotaStatusController !== false ? new ResourceQuotaStatusController(store, undefined, opts.onError, informers) : undefined;
+  // Admission reads quotas from an informer either way (the status controller's, or the shared factory's).
+  const quotas = quotaStatus?.quotaInformer ?? (on('ResourceQuota') ? (informers.informer('ResourceQuota') as unknown as SharedInformer) : undefined);
   informers.start();
   await graph.start();
   await quotaStatus?.start();
@@ -153,7 +160,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     ValidatingAdmissionPolicy: () => vap!,
     MutatingAdmissionWebhook: () => ({ admit: (a) => webhooks!.admit(a), validate: async () => {} }),
     ValidatingAdmissionWebhook: () => ({ admit: async () => {}, validate: (a) => webhooks!.validate(a) }),
-    ResourceQuota: () => new ResourceQuotaAdmission(store, quotaStatus?.quotaInformer),
+    ResourceQuota: () => new ResourceQuotaAdmission(store, quotas),
   };
   const builtins = ADMISSION_PLUGINS.filter((n) => n !== 'ResourceQuota' && on(n)).map((n) => plugins[n]());
   const admission = admissionChain(

@@ -118,6 +118,7 @@ export class PodSyncer {
 
     // Sandbox: create one when there is none ready. A sandbox that died takes its containers with it.
     let sandbox = rt.sandboxes[0];
+    let created: cri.PodSandboxConfig | undefined;
     if (!isReadySandbox(sandbox)) {
       if (sandbox && this.allDoneForGood(pod, rt)) {
         await this.writeStatus(pod, rt);
@@ -125,14 +126,16 @@ export class PodSyncer {
       }
       if (sandbox) await this.killPod(pod, rt, 0, false);
       const attempt = sandbox ? (sandbox.metadata?.attempt ?? 0) + 1 : 0;
-      const config = sandboxConfig(pod, attempt, this.d.sandboxCtx);
-      const res = await this.d.runtime.RunPodSandbox({ config, runtimeHandler: pod.spec.runtimeClassName ?? '' });
+      created = sandboxConfig(pod, attempt, this.d.sandboxCtx);
+      const res = await this.d.runtime.RunPodSandbox({ config: created, runtimeHandler: pod.spec.runtimeClassName ?? '' });
       rt = await this.d.cache.refresh(uid);
       sandbox = rt.sandboxes.find((s) => s.id === res.podSandboxId) ?? rt.sandboxes[0];
       if (!sandbox) throw new Error(`sandbox ${res.podSandboxId} vanished right after RunPodSandbox`);
     }
     const sandboxId = sandbox.id!;
-    const config = sandboxConfig(pod, sandbox.metadata?.attempt ?? 0, this.d.sandboxCtx);
+    // The config the sandbox was just made with, or the pod's as it is now for a sandbox made before.
+    const config =
+      created && created.metadata?.attempt === (sandbox.metadata?.attempt ?? 0) ? created : sandboxConfig(pod, sandbox.metadata?.attempt ?? 0, this.d.sandboxCtx);
     const podIPs = await this.podIPs(sandboxId);
 
     let requeueMs: number | undefined;

@@ -49,7 +49,9 @@ export async function createContainer(ctx: RuntimeContext, req: cri.CreateContai
     if (config.logPath.includes('\0') || path.isAbsolute(config.logPath) || !isWithin(joined, path.resolve(sb.config.logDirectory))) {
       throw invalidArgument(`container log path ${JSON.stringify(config.logPath)} must be relative and stay inside the sandbox log directory`);
     }
-    logRoot = ctx.logRootOf(joined, 'container log path');
+    // Inside the sandbox's log directory, so under the root RunPodSandbox resolved it to; links on the way
+    // are refused when StartContainer creates the file within that root.
+    logRoot = sb.logRoot ?? ctx.logRootOf(joined, 'container log path');
     logPath = joined;
   }
   const image = ctx.images.resolve(config.image.image);

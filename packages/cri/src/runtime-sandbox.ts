@@ -12,7 +12,8 @@ import type { RuntimeContext } from './runtime-context.js';
 import { nowNs } from './time.js';
 import type { SandboxRecord } from './types.js';
 
-function checkSandboxConfig(ctx: RuntimeContext, config: cri.PodSandboxConfig | null | undefined, handler: string): cri.PodSandboxConfig {
+/** The checked config, and the log root its log directory lies under (links followed). */
+function checkSandboxConfig(ctx: RuntimeContext, config: cri.PodSandboxConfig | null | undefined, handler: string): { config: cri.PodSandboxConfig; logRoot?: string } {
   if (!config) throw invalidArgument('sandbox config must not be empty');
   const m = config.metadata;
   if (!m) throw invalidArgument('sandbox config must include metadata');
@@ -23,19 +24,19 @@ function checkSandboxConfig(ctx: RuntimeContext, config: cri.PodSandboxConfig | 
   if (!ctx.handlers.has(handler)) {
     throw invalidArgument(`no runtime for ${JSON.stringify(handler)} is configured (known: ${[...ctx.handlers].map((h) => JSON.stringify(h)).join(', ')})`);
   }
-  if (config.logDirectory) ctx.logRootOf(config.logDirectory, 'log directory');
+  const logRoot = config.logDirectory ? ctx.logRootOf(config.logDirectory, 'log directory') : undefined;
   for (const pm of config.portMappings ?? []) {
     const cp = pm.containerPort ?? 0;
     const hp = pm.hostPort ?? 0;
     if (cp < 1 || cp > 65535) throw invalidArgument(`port mapping container port ${cp} is out of range 1-65535`);
     if (hp < 0 || hp > 65535) throw invalidArgument(`port mapping host port ${hp} is out of range 0-65535`);
   }
-  return config;
+  return { config, logRoot };
 }
 
 export async function runPodSandbox(ctx: RuntimeContext, req: cri.RunPodSandboxRequest): Promise<cri.RunPodSandboxResponse> {
   const handler = req.runtimeHandler ?? '';
-  const config = checkSandboxConfig(ctx, req.config, handler);
+  const { config, logRoot } = checkSandboxConfig(ctx, req.config, handler);
   const name = sandboxName(config.metadata!);
   const id = newId();
   ctx.sandboxNames.reserve(name, id);
@@ -50,6 +51,7 @@ export async function runPodSandbox(ctx: RuntimeContext, req: cri.RunPodSandboxR
     hostNetwork,
     ips: [],
     networkReady: false,
+    ...(logRoot ? { logRoot } : {}),
     backend: {},
   };
   let created = false;

@@ -17,6 +17,8 @@ export interface SandboxRecord {
   netnsPath?: string;
   ips: string[];
   networkReady: boolean;
+  /** The allowed log root RunPodSandbox found the log directory under; its containers' logs are opened within it. */
+  logRoot?: string;
   /** Backend-private state that must survive a restart (pause pid, netns name, ...). */
   backend: Record<string, unknown>;
 }

@@ -392,7 +392,8 @@ export abstract class BaseStore implements Store {
   ): Promise<KubeObject> {
     this.checkOpen();
     const info = this.checkKindVersion(input);
-    const incoming = opts.adoptInput ? input : clone(input);
+    // A status write reads only the input's identity and takes (a copy of) its status: no copy of the rest.
+    const incoming = opts.adoptInput || part === 'status' ? input : clone(input);
     const ns = this.namespaceOf(info, incoming.metadata.namespace);
     const name = incoming.metadata.name;
     if (!name) {
@@ -412,8 +413,8 @@ export abstract class BaseStore implements Store {
     let next: KubeObject;
     if (part === 'status') {
       if (!info.hasStatus) throw new BadRequestError(`${info.resource} has no status subresource`);
-      next = clone(cur);
-      next.status = incoming.status;
+      // The stored object is frozen, so the new version shares all of it but metadata and status (no copy).
+      next = { ...cur, metadata: { ...cur.metadata }, status: opts.adoptInput ? incoming.status : clone(incoming.status) };
     } else if (part === 'ephemeralcontainers') {
       if (info.kind !== 'Pod') throw new BadRequestError(`${info.resource} has no ephemeralcontainers subresource`);
       next = withEphemeralContainers(cur as Pod, incoming);

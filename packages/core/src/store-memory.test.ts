@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { storeContract } from './store-contract.suite.js';
+import type { Pod } from './api-core.js';
 import { MemoryStore } from './store-memory.js';
 import type { WatchEvent } from './store.js';
 
@@ -38,6 +39,22 @@ describe('MemoryStore specifics', () => {
     const own = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } };
     expect(await store.create(own, { readOnlyResult: true })).not.toBe(own);
     expect(Object.isFrozen(own)).toBe(false);
+    await store.close();
+  });
+
+  it('a status write shares the unchanged parts with the version before and keeps its own copy of the status', async () => {
+    const store = await MemoryStore.open();
+    await store.create({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'i' }] } });
+    const before = (await store.list('Pod', { namespace: 'default' })).items[0];
+    const status: NonNullable<Pod['status']> = { phase: 'Running' };
+    await store.updateStatus({ ...(await store.get('Pod', 'default', 'p')), status });
+    status.phase = 'Failed';
+    const after = (await store.list('Pod', { namespace: 'default' })).items[0];
+    expect(after.status?.phase).toBe('Running');
+    expect(Object.isFrozen(after.status)).toBe(true);
+    expect(after.spec).toBe(before.spec);
+    expect(after.metadata).not.toBe(before.metadata);
+    expect(before.metadata.resourceVersion).not.toBe(after.metadata.resourceVersion);
     await store.close();
   });
 

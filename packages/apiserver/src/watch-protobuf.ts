@@ -6,40 +6,41 @@
 import type { WatchEvent } from '@kemu/core';
 import { WIRE_BYTES, Writer } from './protobuf/wire.js';
 import type { RequestContext } from './request-context.js';
-import type { WatchEncoder } from './watch.js';
+import { sharedEncoder, type WatchEncoder } from './watch.js';
 
 /** The Content-Type of a protobuf watch response. */
 export const PROTOBUF_WATCH_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf;stream=watch';
 
+const LENGTH_PREFIX = Buffer.alloc(4);
+
 /** One frame: the length prefix and a WatchEvent whose object is the already enveloped `objectBytes`. */
 export function watchEventFrame(type: string, objectBytes: Buffer): Buffer {
-  const raw = new Writer(objectBytes.length + 8).tag(1, WIRE_BYTES).bytes(objectBytes).finish();
-  const event = new Writer(raw.length + type.length + 16).tag(1, WIRE_BYTES).string(type).tag(2, WIRE_BYTES).bytes(raw).finish();
-  const frame = Buffer.allocUnsafe(4 + event.length);
-  frame.writeUInt32BE(event.length, 0);
-  event.copy(frame, 4);
+  // WatchEvent{1: type, 2: RawExtension{1: raw}}, written once into the frame behind its length.
+  const rawLen = 1 + varintSize(objectBytes.length) + objectBytes.length;
+  const typeLen = Buffer.byteLength(type);
+  const eventLen = 1 + varintSize(typeLen) + typeLen + 1 + varintSize(rawLen) + rawLen;
+  const frame = new Writer(4 + eventLen).raw(LENGTH_PREFIX).tag(1, WIRE_BYTES).string(type).tag(2, WIRE_BYTES).varint(rawLen).tag(1, WIRE_BYTES).bytes(objectBytes).finish();
+  frame.writeUInt32BE(eventLen, 0);
   return frame;
 }
 
-/**
- * Frames by object identity, as for JSON (watch.ts): every watcher of one change gets the same frozen
- * object, which is encoded once.
- */
-const framed = new WeakMap<object, { type: string; frame: Buffer }>();
+function varintSize(n: number): number {
+  let size = 1;
+  while (n > 0x7f) {
+    n >>>= 7;
+    size++;
+  }
+  return size;
+}
+
+/** Frames shared by every watcher of one change, as for JSON (watch.ts). */
+const frames = new WeakMap<(obj: unknown) => Buffer, (ev: WatchEvent) => Buffer>();
 
 /** The encoder for a watch that negotiated protobuf, or undefined when it did not. */
 export function protobufWatchEncoder(ctx: RequestContext): WatchEncoder | undefined {
   const encodeObject = ctx.renderers.protobufEncode;
   if (ctx.rendering.kind !== 'object' || ctx.rendering.media !== 'protobuf' || !encodeObject) return undefined;
-  return {
-    contentType: PROTOBUF_WATCH_CONTENT_TYPE,
-    encode(ev: WatchEvent): Buffer {
-      const obj = ev.object as object;
-      const hit = framed.get(obj);
-      if (hit && hit.type === ev.type) return hit.frame;
-      const frame = watchEventFrame(ev.type, encodeObject(obj));
-      if (Object.isFrozen(obj)) framed.set(obj, { type: ev.type, frame });
-      return frame;
-    },
-  };
+  let encode = frames.get(encodeObject);
+  if (!encode) frames.set(encodeObject, (encode = sharedEncoder((ev) => watchEventFrame(ev.type, encodeObject(ev.object)))));
+  return { contentType: PROTOBUF_WATCH_CONTENT_TYPE, encode };
 }

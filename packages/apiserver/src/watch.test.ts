@@ -6,6 +6,9 @@ import http2 from 'node:http2';
 import { createMemoryStore, type KubeObject, type Store } from '@kemu/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApiServer, type TestApiServer } from './testing.js';
+import { encodeEvent } from './watch.js';
+import { watchEventFrame } from './watch-protobuf.js';
+import { readFields, WIRE_BYTES } from './protobuf/wire.js';
 
 /** Queued events a watcher may hold before it is ended (small here so a test can outrun it). */
 const QUEUE_LIMIT = 40;
@@ -130,5 +133,38 @@ describe('watch delivery and backpressure over HTTP/2', () => {
     await w.waitFor(n + 2);
     expect(`${w.events[n + 1].type}:${w.events[n + 1].object.metadata.name}`).toBe('ADDED:live');
     w.stream.close();
+  });
+});
+
+describe('watch event encoding', () => {
+  it("one change's watchers share its bytes, per event type, whatever order the types come in", () => {
+    const object = Object.freeze({ apiVersion: 'v1', kind: 'ConfigMap', metadata: Object.freeze({ name: 'a', resourceVersion: '7' }) }) as KubeObject;
+    const modified = encodeEvent({ type: 'MODIFIED', object });
+    // A watcher whose selector the change entered gets it as ADDED; the others keep the shared MODIFIED bytes.
+    const added = encodeEvent({ type: 'ADDED', object });
+    expect(encodeEvent({ type: 'MODIFIED', object })).toBe(modified);
+    expect(encodeEvent({ type: 'ADDED', object })).toBe(added);
+    expect(JSON.parse(added.toString())).toEqual({ type: 'ADDED', object });
+    expect(JSON.parse(modified.toString())).toEqual({ type: 'MODIFIED', object });
+    // An object that is not frozen (an ERROR's Status) is encoded afresh each time.
+    const status = { kind: 'Status', code: 410 } as unknown as KubeObject;
+    expect(encodeEvent({ type: 'ERROR', object: status } as never)).not.toBe(encodeEvent({ type: 'ERROR', object: status } as never));
+  });
+
+  it('a protobuf frame is its length, then WatchEvent{type, RawExtension{raw}}, for objects of any size', () => {
+    for (const size of [0, 5, 127, 128, 300, 20_000, 70_000]) {
+      const raw = Buffer.alloc(size, 7);
+      const frame = watchEventFrame('MODIFIED', raw);
+      expect(frame.readUInt32BE(0)).toBe(frame.length - 4);
+      const fields = [...readFields(frame.subarray(4))];
+      expect(fields.map((f) => [f.field, f.wire])).toEqual([
+        [1, WIRE_BYTES],
+        [2, WIRE_BYTES],
+      ]);
+      expect((fields[0].value as Buffer).toString()).toBe('MODIFIED');
+      const inner = [...readFields(fields[1].value as Buffer)];
+      expect(inner).toHaveLength(1);
+      expect(Buffer.compare(inner[0].value as Buffer, raw)).toBe(0);
+    }
   });
 });

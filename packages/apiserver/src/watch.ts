@@ -126,20 +126,29 @@ export async function serveWatch(ctx: RequestContext, namespace: string | undefi
 }
 
 /**
- * Encoded events by object identity: the store hands every watcher the same frozen snapshot of a change, so
- * thousands of watchers of one object serialise and UTF-8-encode its event once, not once each.
+ * An encoder that encodes each change once for all its watchers: the store hands every watcher of a change
+ * the same frozen object, so its bytes are kept by object identity, one slot per event type (one change can
+ * be a MODIFIED for some watchers and an ADDED or DELETED for others whose selectors it entered or left).
+ * Unfrozen objects (ERROR Statuses) are encoded each time.
  */
-const encoded = new WeakMap<object, { type: string; line: Buffer }>();
-
-/** One watch event as a line of JSON (bytes, shared by every watcher that gets the same event). */
-export function encodeEvent(ev: WatchEvent): Buffer {
-  const obj = ev.object as object;
-  const hit = encoded.get(obj);
-  if (hit && hit.type === ev.type) return hit.line;
-  const line = Buffer.from(`{"type":${JSON.stringify(ev.type)},"object":${JSON.stringify(obj)}}\n`);
-  if (Object.isFrozen(obj)) encoded.set(obj, { type: ev.type, line });
-  return line;
+export function sharedEncoder(encode: (ev: WatchEvent) => Buffer): (ev: WatchEvent) => Buffer {
+  const cache = new WeakMap<object, Partial<Record<WatchEvent['type'], Buffer>>>();
+  return (ev) => {
+    const obj = ev.object as object;
+    let slots = cache.get(obj);
+    const hit = slots?.[ev.type];
+    if (hit) return hit;
+    const bytes = encode(ev);
+    if (Object.isFrozen(obj)) {
+      if (!slots) cache.set(obj, (slots = {}));
+      slots[ev.type] = bytes;
+    }
+    return bytes;
+  };
 }
+
+/** One watch event as a line of JSON (bytes, shared by every watcher that gets the same change). */
+export const encodeEvent = sharedEncoder((ev) => Buffer.from(`{"type":${JSON.stringify(ev.type)},"object":${JSON.stringify(ev.object)}}\n`));
 
 function writeHead(res: RequestContext['res'], contentType = 'application/json') {
   (res as import('node:http').ServerResponse).writeHead(200, {

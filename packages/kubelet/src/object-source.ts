@@ -20,12 +20,14 @@ export function storeObjectSource(store: Store, nodeName: string): EnvObjectSour
     async services(namespace) {
       // Services are served once the workload kinds are registered; before that there are none.
       if (!lookupKind('Service')) return [];
+      // The API server's Service by a list narrowed to its name: where it does not exist (an emulated cluster
+      // without it) a get would cost an error per container start.
       const [list, apiServer] = await Promise.all([
         store.list('Service', { namespace }),
-        namespace === 'default' ? undefined : getOrUndefined(() => store.get('Service', 'default', 'kubernetes')),
+        namespace === 'default' ? undefined : store.list('Service', { namespace: 'default', fieldSelector: 'metadata.name=kubernetes' }),
       ]);
       const items = list.items as KubeObject[] as ServiceForEnv[];
-      return apiServer ? [...items, apiServer as KubeObject as ServiceForEnv] : items;
+      return apiServer?.items.length ? [...items, ...(apiServer.items as KubeObject[] as ServiceForEnv[])] : items;
     },
     async nodeAllocatable() {
       const node = await getOrUndefined(() => store.get('Node', undefined, nodeName));

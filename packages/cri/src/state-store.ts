@@ -208,13 +208,17 @@ export class FileStateStore implements StateStore {
   }
 }
 
-/** State kept only in memory (in-process use and tests that need no restart). */
+/**
+ * State kept only in memory (in-process use and tests that need no restart). It keeps the records the
+ * runtime saves, which the runtime saves after every change, and copies them only when they are loaded:
+ * serialising every save cost a JSON encoding per sandbox and container change that nothing read.
+ */
 export class MemoryStateStore implements StateStore {
   readonly dir = undefined;
-  private readonly data: Record<RecordKind, Map<string, string>> = { sandboxes: new Map(), containers: new Map() };
+  private readonly data: Record<RecordKind, Map<string, unknown>> = { sandboxes: new Map(), containers: new Map() };
 
   async save(kind: RecordKind, id: string, record: unknown) {
-    this.data[kind].set(id, JSON.stringify(record));
+    this.data[kind].set(id, record);
   }
 
   async remove(kind: RecordKind, id: string) {
@@ -222,6 +226,6 @@ export class MemoryStateStore implements StateStore {
   }
 
   loadAll<T>(kind: RecordKind): T[] {
-    return [...this.data[kind].values()].map((v) => JSON.parse(v) as T);
+    return [...this.data[kind].values()].map((v) => JSON.parse(JSON.stringify(v)) as T);
   }
 }

@@ -221,4 +221,24 @@ describe('kemu up component identities', () => {
     await rebind();
     await until('the recount', async () => (await used()) === before);
   }, 60_000);
+
+  it("passes the controllers' writes through admission, as the API server's: a ReplicaSet's pods get their token volume and stop at the quota", async () => {
+    expect((await api().request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'limited' } })).code).toBe(201);
+    const quota = { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'one-pod', namespace: 'limited' }, spec: { hard: { pods: '1' } } };
+    expect((await api().request('POST', '/api/v1/namespaces/limited/resourcequotas', quota)).code).toBe(201);
+    const rs = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'two', namespace: 'limited' },
+      spec: { replicas: 2, selector: { matchLabels: { app: 'two' } }, template: { metadata: { labels: { app: 'two' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } } },
+    };
+    expect((await api().request('POST', '/apis/apps/v1/namespaces/limited/replicasets', rs)).code).toBe(201);
+    const pods = async () => (await getJson('/api/v1/namespaces/limited/pods')).body.items as Array<{ spec: { volumes?: Array<{ name: string }> } }>;
+    await until('the first pod', async () => (await pods()).length === 1);
+    // The quota admits one pod; the controller's second create is refused as an HTTP create would be.
+    await until("the quota's refusal", async () => reported.some((m) => m.includes('is forbidden: exceeded quota: one-pod, requested: pods=1, used: pods=1, limited: pods=1')));
+    expect(await pods()).toHaveLength(1);
+    // ServiceAccount admission gave the controller's pod its projected token volume.
+    expect((await pods())[0].spec.volumes?.map((v) => v.name)).toEqual([expect.stringMatching(/^kube-api-access-/)]);
+  }, 60_000);
 });

@@ -10,7 +10,7 @@ import { DefaultStorageClassAdmission } from '../admission/default-storage-class
 import { DefaultTolerationSecondsAdmission } from '../admission/default-toleration-seconds.js';
 import { LimitRangerAdmission } from '../admission/limit-ranger.js';
 import { NamespaceLifecycleAdmission } from '../admission/namespace-lifecycle.js';
-import { nodeOf, NodeRestrictionAdmission } from '../admission/node-restriction.js';
+import { NodeRestrictionAdmission } from '../admission/node-restriction.js';
 import { PodSecurityAdmission, type PodSecurityOptions } from '../admission/pod-security.js';
 import { ensureSystemPriorityClasses, PriorityAdmission } from '../admission/priority.js';
 import { ResourceQuotaAdmission, ResourceQuotaStatusController } from '../admission/resource-quota.js';
@@ -99,7 +99,7 @@ export interface ClusterAuth {
   podToken(pod: KubeObject, audience: string | undefined, expirationSeconds: number): Promise<string>;
   /**
    * The store as an in-process component running as `user` sees it through the API: every call authorized
-   * (decisions cached until the RBAC policy changes), a kubelet's writes checked by NodeRestriction, and a
+   * (decisions cached until the RBAC policy changes), every write through the admission chain, and a
    * controller's lists and watches made as system:kube-controller-manager (its informers are the manager's).
    */
   storeFor(user: UserInfo): Store;
@@ -227,7 +227,7 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
     },
     storeFor(user) {
       return authorizingStore(store, user, authorizer, {
-        ...(nodeOf(user) && on('NodeRestriction') ? { admission: nodeRestriction } : {}),
+        admission,
         ...(CONTROLLER_USERS.has(user.name) ? { listAs: KUBE_CONTROLLER_MANAGER } : {}),
       });
     },

@@ -2,11 +2,13 @@
 // over HTTP: kemu's in-process components (scheduler, controllers, kubelets) can run under their upstream
 // identity (system:kube-scheduler, system:node:<name>, ...) so that a rule missing from their role fails as
 // it would upstream, with kube-apiserver's 403 text, without the HTTP round trip. Writes can also pass
-// validating admission (NodeRestriction for a kubelet), which sees the stored object as the old one and,
-// for a patch, the patched result as the new one.
+// admission, mutating then validating, as the API server's writes do: a create admits a copy of the object
+// and stores what admission made of it; an update or patch admits the patched result against the stored
+// object and writes it back pinned to that version (retried on a conflict, as the server retries a patch).
 import {
   applyPatch,
   type Binding,
+  isConflict,
   kindInfo,
   type KubeObject,
   type ListOptions,
@@ -18,7 +20,7 @@ import type { AdmissionAttributes, AdmissionChain, AdmissionOperation, Authoriza
 import { authorizationForbidden } from './forbidden.js';
 
 export interface AuthorizingStoreOptions {
-  /** Validating admission for the component's writes (only `validate` is called; nothing is mutated). */
+  /** Admission for the component's writes: `admit` (which may change the object written), then `validate`. */
   admission?: AdmissionChain;
   /**
    * Lists and watches are authorized as this user instead: a controller's informers are the controller
@@ -63,14 +65,18 @@ export function authorizingStore(store: Store, user: UserInfo, authorizer: Autho
       dryRun: false,
       userInfo: user,
     };
+    await admission.admit(attrs);
     await admission.validate(attrs);
   };
+  /** The object to write: the caller's own without admission, else a copy admission may change. */
+  const own = <T extends KubeObject>(obj: T): T => (admission ? structuredClone(obj) : obj);
   const ns = (o: KubeObject) => o.metadata?.namespace;
   return {
     async create(obj, o) {
       await check('create', obj.kind, ns(obj));
-      await admit('CREATE', obj.kind, ns(obj), obj.metadata?.name ?? '', '', obj);
-      return store.create(obj, o);
+      const next = own(obj);
+      await admit('CREATE', obj.kind, ns(obj), obj.metadata?.name ?? '', '', next);
+      return store.create(next, o);
     },
     async get(kind, namespace, name) {
       await check('get', kind, namespace, name);
@@ -83,22 +89,36 @@ export function authorizingStore(store: Store, user: UserInfo, authorizer: Autho
     async update(obj, o) {
       const name = obj.metadata?.name ?? '';
       await check('update', obj.kind, ns(obj), name, o?.subresource ?? '');
-      if (admission) await admit('UPDATE', obj.kind, ns(obj), name, o?.subresource ?? '', obj, await current(obj.kind, ns(obj), name));
-      return store.update(obj, o);
+      const next = own(obj);
+      if (admission) await admit('UPDATE', obj.kind, ns(obj), name, o?.subresource ?? '', next, await current(obj.kind, ns(obj), name));
+      return store.update(next, o);
     },
     async updateStatus(obj, o) {
       const name = obj.metadata?.name ?? '';
       await check('update', obj.kind, ns(obj), name, 'status');
-      if (admission) await admit('UPDATE', obj.kind, ns(obj), name, 'status', obj, await current(obj.kind, ns(obj), name));
-      return store.updateStatus(obj, o);
+      const next = own(obj);
+      if (admission) await admit('UPDATE', obj.kind, ns(obj), name, 'status', next, await current(obj.kind, ns(obj), name));
+      return store.updateStatus(next, o);
     },
     async patch(kind, namespace, name, patch, type, o) {
-      await check('patch', kind, namespace, name, o?.subresource ?? '');
-      if (admission) {
+      const sub = o?.subresource ?? '';
+      await check('patch', kind, namespace, name, sub);
+      if (!admission) return store.patch(kind, namespace, name, patch, type, o);
+      const pinned = !Array.isArray(patch) && Boolean((patch as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion);
+      for (let attempt = 0; ; attempt++) {
         const old = await current(kind, namespace, name);
-        await admit('UPDATE', kind, namespace, name, o?.subresource ?? '', applyPatch(old, patch, type as PatchType | undefined), old);
+        const next = applyPatch(structuredClone(old), patch, type as PatchType | undefined) as KubeObject;
+        if (!pinned) next.metadata = { ...next.metadata, resourceVersion: old.metadata.resourceVersion };
+        await admit('UPDATE', kind, namespace, name, sub, next, old);
+        const w = { ...(o?.dryRun ? { dryRun: true } : {}) };
+        try {
+          if (sub === 'status') return (await store.updateStatus(next, w)) as never;
+          return (await store.update(next, sub === 'ephemeralcontainers' ? { ...w, subresource: sub } : w)) as never;
+        } catch (err) {
+          // Another writer got in between the read and the write: patch the newer object, as the server does.
+          if (!isConflict(err) || pinned || attempt >= 5) throw err;
+        }
       }
-      return store.patch(kind, namespace, name, patch, type, o);
     },
     async delete(kind, namespace, name, o) {
       await check('delete', kind, namespace, name);

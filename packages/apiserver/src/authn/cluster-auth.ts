@@ -182,9 +182,9 @@ export async function startClusterAuth(opts: ClusterAuthOptions): Promise<Cluste
   const AZ = 'authorization.k8s.io';
   const AN = 'authentication.k8s.io';
   const endpoints: AuthEndpoint[] = [
-    endpoint(AZ, 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, ({ user, body }) => selfSubjectAccessReview(rbac, user, body as never)),
-    endpoint(AZ, 'subjectaccessreviews', 'SubjectAccessReview', false, ({ body }) => subjectAccessReview(rbac, body as never)),
-    endpoint(AZ, 'localsubjectaccessreviews', 'LocalSubjectAccessReview', true, ({ namespace, body }) => localSubjectAccessReview(rbac, namespace, body as never)),
+    endpoint(AZ, 'selfsubjectaccessreviews', 'SelfSubjectAccessReview', false, ({ user, body }) => selfSubjectAccessReview(authorizer, user, body as never)),
+    endpoint(AZ, 'subjectaccessreviews', 'SubjectAccessReview', false, ({ body }) => subjectAccessReview(authorizer, body as never)),
+    endpoint(AZ, 'localsubjectaccessreviews', 'LocalSubjectAccessReview', true, ({ namespace, body }) => localSubjectAccessReview(authorizer, namespace, body as never)),
     endpoint(AZ, 'selfsubjectrulesreviews', 'SelfSubjectRulesReview', false, async ({ user, body }) => selfSubjectRulesReview(rbac, user, body as never)),
     endpoint(AN, 'selfsubjectreviews', 'SelfSubjectReview', false, async ({ user }) => selfSubjectReview(user)),
     endpoint(AN, 'tokenreviews', 'TokenReview', false, ({ body }) => tokenReview(tokenAuthenticators, tokens.apiAudiences, body as never)),

@@ -125,4 +125,17 @@ describe('the Node authorizer', () => {
       message: 'secrets "db-password" is forbidden: User "alice" cannot get resource "secrets" in API group "" in the namespace "dev"',
     });
   });
+
+  it('answers SubjectAccessReviews for nodes through the same chain (Node, then RBAC)', async () => {
+    await store.create(pod('web', 'n1', withSecret('db-password')));
+    const sar = auth.seams.endpoints!.find((e) => e.resource === 'subjectaccessreviews')!;
+    const review = (node: string) =>
+      sar.create({
+        user: { name: 'admin', groups: ['system:masters'] },
+        namespace: '',
+        body: { spec: { user: `system:node:${node}`, groups: ['system:nodes'], resourceAttributes: { verb: 'get', resource: 'secrets', namespace: 'dev', name: 'db-password' } } },
+      } as never) as Promise<{ status: { allowed: boolean; reason?: string } }>;
+    await until('the graph to have the pod', async () => (await review('n1')).status.allowed);
+    expect((await review('n2')).status).toEqual({ allowed: false, reason: "no relationship found between node 'n2' and this object" });
+  });
 });

@@ -502,7 +502,7 @@ export class DeploymentController {
     const after = JSON.stringify({ ...status, conditions: undefined });
     if (before !== after || JSON.stringify(d.status?.conditions ?? []) !== JSON.stringify(conds)) {
       try {
-        await this.ctx.store.updateStatus({ ...d, status });
+        await this.ctx.store.updateStatus({ ...d, status }, { readOnlyResult: true });
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }

@@ -196,7 +196,7 @@ export class ReplicaSetController {
       // Slow start: batches of 1, 2, 4, ... stop at the first failure (quota, admission).
       for (let batch = Math.min(n, SLOW_START_INITIAL_BATCH); created < n && !failure; batch = Math.min(2 * batch, n - created)) {
         const results = await Promise.allSettled(
-          Array.from({ length: batch }, () => this.ctx.store.create(podFromTemplate(template, rs, podNamePrefix(rs.metadata.name!)))),
+          Array.from({ length: batch }, () => this.ctx.store.create(podFromTemplate(template, rs, podNamePrefix(rs.metadata.name!)), { readOnlyResult: true })),
         );
         for (const r of results) {
           if (r.status === 'fulfilled') {
@@ -285,7 +285,7 @@ export class ReplicaSetController {
       JSON.stringify(cur.conditions ?? []) === JSON.stringify(status.conditions ?? []);
     if (!same) {
       try {
-        await this.ctx.store.updateStatus({ ...rs, status });
+        await this.ctx.store.updateStatus({ ...rs, status }, { readOnlyResult: true });
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }

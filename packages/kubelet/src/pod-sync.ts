@@ -537,7 +537,7 @@ export class PodSyncer {
     if (sameStatus(pod.status, status)) return;
     const { resourceVersion: _rv, ...metadata } = pod.metadata;
     try {
-      await this.d.store.updateStatus({ ...pod, metadata, status });
+      await this.d.store.updateStatus({ ...pod, metadata, status }, { readOnlyResult: true });
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

@@ -174,6 +174,13 @@ describe('kube-proxy on the simulated datapath', () => {
       await fsink.restore(restoreInput(buildRules(servicePorts(svcs, slices), { nodeName: 'node1', clusterCIDR: '10.244.0.0/16' }), await fsink.save()));
       const lines = (x: World) => x.iptablesSave('node1', { table: 'nat' }).split('\n').filter((l) => l.startsWith('-A') || l.startsWith(':')).sort();
       expect(lines(w)).toEqual(lines(fresh));
+      // An endpoint change alone rewrites that Service's own chains, not the shared ones it did not change.
+      inputs.length = 0;
+      await store.update({ ...(await store.get('EndpointSlice', 'default', 'd-abcde')), endpoints: [{ addresses: ['10.244.1.2'], nodeName: 'node1', conditions: { ready: true } }] } as EndpointSlice);
+      await expect.poll(() => w.iptablesSave('node1', { table: 'nat' }).includes('--to-destination 10.244.1.2:8080'), { timeout: 5000 }).toBe(true);
+      expect(inputs.join('')).toContain(`:${chainOf('d')}`);
+      expect(inputs.join('')).not.toContain(':KUBE-SERVICES');
+      expect(w.tcpConnect('b', w.iptablesSave('node1', { table: 'nat' }).match(/-d (\S+)\/32 .*default\/d:http cluster IP/)![1]!, 80, { trace: false }).state).toBe('established');
     } finally {
       await proxier.stop();
       await store.close();

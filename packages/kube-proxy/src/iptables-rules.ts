@@ -247,19 +247,52 @@ export function restoreInput(rules: RuleSet, current: string): string {
  * iptables-restore input for a partial sync (`--noflush`): the chains `rules` declares flushed and refilled,
  * and `stale` per-service chains (which the last sync wrote and nothing names any more) flushed and deleted;
  * every other chain is left as it is. Nothing is read back from the tables: the periodic full sync
- * (restoreInput) repairs whatever someone else changed.
+ * (restoreInput) repairs whatever someone else changed. With `written` (each shared chain's rules as the
+ * tables hold them, by `table chain`, kept up to date here), a shared chain whose rules did not change is
+ * left out: the result is the same, and an endpoint change then rewrites the Service's own chains alone.
  */
-export function partialRestoreInput(rules: RuleSet, stale: string[]): string {
+export function partialRestoreInput(rules: RuleSet, stale: string[], written?: Map<string, string>): string {
   const out: string[] = [];
   for (const t of ['filter', 'nat'] as const) {
+    const byChain = new Map<string, string[]>();
+    for (const c of rules.chains[t]) byChain.set(c, []);
+    for (const l of rules[t]) {
+      const c = l.slice(3, l.indexOf(' ', 3));
+      let ls = byChain.get(c);
+      if (!ls) byChain.set(c, (ls = []));
+      ls.push(l);
+    }
+    const write: [string, string[]][] = [];
+    for (const [c, ls] of byChain) {
+      if (written && !PER_SERVICE_CHAIN.test(c)) {
+        const text = ls.join('\n');
+        if (written.get(`${t} ${c}`) === text) continue;
+        written.set(`${t} ${c}`, text);
+      }
+      write.push([c, ls]);
+    }
+    const dropping = t === 'nat' ? stale : [];
+    if (write.length === 0 && dropping.length === 0) continue;
     out.push(`*${t}`);
-    for (const c of rules.chains[t]) out.push(`:${c} - [0:0]`);
-    if (t === 'nat') for (const c of stale) out.push(`:${c} - [0:0]`);
-    for (const l of rules[t]) out.push(l);
-    if (t === 'nat') for (const c of stale) out.push(`-X ${c}`);
+    for (const [c] of write) out.push(`:${c} - [0:0]`);
+    for (const c of dropping) out.push(`:${c} - [0:0]`);
+    for (const [, ls] of write) for (const l of ls) out.push(l);
+    for (const c of dropping) out.push(`-X ${c}`);
     out.push('COMMIT');
   }
-  return `${out.join('\n')}\n`;
+  return out.length ? `${out.join('\n')}\n` : '';
+}
+
+/** Each shared (not per-service) chain's rules in `rules`, by `table chain`, as partialRestoreInput compares them. */
+export function sharedChains(rules: RuleSet): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const t of ['filter', 'nat'] as const) {
+    const byChain = new Map<string, string[]>();
+    for (const c of rules.chains[t]) if (!PER_SERVICE_CHAIN.test(c)) byChain.set(c, []);
+    for (const l of rules[t]) byChain.get(l.slice(3, l.indexOf(' ', 3)))?.push(l);
+    for (const [c, ls] of byChain) m.set(`${t} ${c}`, ls.join('\n'));
+  }
+  return m;
 }
 
 /** Whether two rule lines say the same, ignoring how iptables-save quotes and orders a comment. */

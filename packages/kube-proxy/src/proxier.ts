@@ -8,7 +8,7 @@
 import { InformerFactory, type Store } from '@kemu/core';
 import { PER_SERVICE_CHAIN } from './chain-names.js';
 import { ChangeTracker } from './change-tracker.js';
-import { assembleRules, type NodeContext, partialRestoreInput, restoreInput, type ServiceRules, serviceRules } from './iptables-rules.js';
+import { assembleRules, type NodeContext, partialRestoreInput, restoreInput, type ServiceRules, serviceRules, sharedChains } from './iptables-rules.js';
 import {
   listedObjects,
   NFT_TABLE,
@@ -66,6 +66,8 @@ export class Proxier {
   private readonly nftParts = new Map<string, [string, NftServiceRules][]>();
   /** iptables mode: the per-service chains the last sync left in the tables (null: the next sync is a full one). */
   private iptChains: Set<string> | null = null;
+  /** iptables mode: the shared chains' rules as the last sync left them (see partialRestoreInput). */
+  private iptShared = new Map<string, string>();
   /** Services or EndpointSlices changed since the last successful sync began. */
   private changed = true;
   /** The sink's generation right after the last successful sync (see RuleSink.generation). */
@@ -158,6 +160,7 @@ export class Proxier {
     if (!known) {
       rules = assembleRules(parts, this.o);
       await this.o.sink.restore(restoreInput(rules, await this.o.sink.save()));
+      this.iptShared = sharedChains(rules);
       this.iptChains = new Set(rules.chains.nat.filter((c) => PER_SERVICE_CHAIN.test(c)));
     } else {
       const only: ServiceRules[] = [];
@@ -167,7 +170,8 @@ export class Proxier {
       for (const r of parts) for (const c of r.chains) now.add(c);
       const stale: string[] = [];
       for (const c of known) if (!now.has(c)) stale.push(c);
-      await this.o.sink.restore(partialRestoreInput(rules, stale));
+      const text = partialRestoreInput(rules, stale, this.iptShared);
+      if (text) await this.o.sink.restore(text);
       this.iptChains = now;
     }
     return rules.filter.length + rules.nat.length;

@@ -201,7 +201,7 @@ export class ProcessBackend implements Backend {
 
   async removeSandbox(sb: SandboxRecord): Promise<void> {
     if (sb.backend.filesDir) fs.rmSync(sb.backend.filesDir as string, { recursive: true, force: true });
-    if (sb.backend.cgroupsPath) removeCgroup(this.cgroupMode, [sb.backend.cgroupsPath as string]);
+    if (sb.backend.cgroupsPath) await removeCgroup(this.cgroupMode, [sb.backend.cgroupsPath as string]);
   }
 
   // ------------------------------------------------------------ containers

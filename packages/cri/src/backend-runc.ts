@@ -133,7 +133,7 @@ export class RuncBackend implements Backend {
     // runc removes each container's cgroup; the holder's is ours, and so is the pod's when no cgroup_parent named it.
     if (this.cgroupMode !== 'none') {
       const pod = podCgroupOf(sb.config.linux?.cgroupParent, sb.id);
-      removeCgroup(this.cgroupMode, [leafCgroupPath(pod, sb.id), ...(pod.own ? [pod.dir] : [])]);
+      await removeCgroup(this.cgroupMode, [leafCgroupPath(pod, sb.id), ...(pod.own ? [pod.dir] : [])]);
     }
   }
 

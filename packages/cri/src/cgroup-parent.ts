@@ -5,7 +5,7 @@
 // at the path systemd itself would use, so the kubelet's pod cgroup holds the pod's processes and its limits apply.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CgroupMode } from './cgroups.js';
+import { CGROUP_REMOVE_GRACE_MS, type CgroupMode, rmdirOnceEmpty } from './cgroups.js';
 import { invalidArgument } from './errors.js';
 
 /** The scope-name prefix of our containers under a systemd parent (containerd's is `cri-containerd`). */
@@ -74,16 +74,13 @@ export function joinCgroup(mode: CgroupMode, rel: string, pid: number): string[]
   return joined;
 }
 
-/** Removes `rel` (and, when the pod cgroup is ours, its parent) from each hierarchy once empty. */
-export function removeCgroup(mode: CgroupMode, rels: string[]): void {
+/**
+ * Removes each of `rels` (in order: a holder's cgroup before the pod cgroup it sits in) from each hierarchy
+ * once empty, waiting out the moment a just-killed holder still occupies it; one still busy after the grace
+ * (a container that outlived its removal) is left for the next removal.
+ */
+export async function removeCgroup(mode: CgroupMode, rels: string[]): Promise<void> {
   const roots = mode === 'v1' ? fs.readdirSync('/sys/fs/cgroup').map((h) => path.join('/sys/fs/cgroup', h)) : hierarchyRoots(mode);
-  for (const root of roots) {
-    for (const rel of rels) {
-      try {
-        fs.rmdirSync(path.join(root, rel));
-      } catch {
-        // not there, or not empty (a container that outlived its removal): left for the next removal
-      }
-    }
-  }
+  const deadline = Date.now() + CGROUP_REMOVE_GRACE_MS;
+  for (const root of roots) for (const rel of rels) await rmdirOnceEmpty(path.join(root, rel), deadline);
 }

@@ -161,19 +161,28 @@ export class ContainerCgroup {
    * Removes the container's cgroups. A killed container's last tasks leave their cgroup a moment after its
    * init is reaped, so a busy cgroup is tried again for up to `graceMs` before it is left to a later removal.
    */
-  async remove(graceMs = 5000): Promise<void> {
+  async remove(graceMs = CGROUP_REMOVE_GRACE_MS): Promise<void> {
     const deadline = Date.now() + graceMs;
-    for (const d of this.dirs) {
-      for (;;) {
-        try {
-          fs.rmdirSync(d);
-          break;
-        } catch (e) {
-          // already gone, or still holding processes past the grace (a recovered container)
-          if ((e as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() >= deadline) break;
-          await new Promise((r) => setTimeout(r, 20));
-        }
-      }
+    for (const d of this.dirs) await rmdirOnceEmpty(d, deadline);
+  }
+}
+
+/** How long a cgroup whose processes were just killed may stay busy before its removal is left for later. */
+export const CGROUP_REMOVE_GRACE_MS = 5000;
+
+/**
+ * Removes cgroup directory `dir`. A killed process leaves its cgroup a moment after it is signalled (later
+ * still on a loaded machine), so EBUSY is retried until `deadline`; a cgroup already gone, or still holding
+ * processes past the deadline (a recovered container), is left as it is.
+ */
+export async function rmdirOnceEmpty(dir: string, deadline: number): Promise<void> {
+  for (;;) {
+    try {
+      fs.rmdirSync(dir);
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() >= deadline) return;
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
 }

@@ -2,6 +2,7 @@
 // RollingUpdate within maxSurge/maxUnavailable and Recreate, revision annotations and history cleanup,
 // pause/resume, the progress deadline with the Progressing and Available conditions, and every status
 // counter `kubectl rollout status` reads. Rollback (`rollout undo`) is a client-side template change.
+import { isDeepStrictEqual } from 'node:util';
 import {
   Controller,
   type Deployment,
@@ -173,7 +174,7 @@ export class DeploymentController {
         else want[k] = v;
       }
       let rs = newRS;
-      if (JSON.stringify(want) !== JSON.stringify(newRS.metadata.annotations ?? {}) || (newRS.spec.minReadySeconds ?? 0) !== (d.spec.minReadySeconds ?? 0)) {
+      if (!isDeepStrictEqual(want, newRS.metadata.annotations ?? {}) || (newRS.spec.minReadySeconds ?? 0) !== (d.spec.minReadySeconds ?? 0)) {
         rs = await this.ctx.store.update({ ...newRS, metadata: { ...newRS.metadata, annotations: want }, spec: { ...newRS.spec, minReadySeconds: d.spec.minReadySeconds } });
       }
       await this.setDeploymentRevision(d, rs.metadata.annotations?.[REVISION_ANNOTATION] ?? revision);
@@ -498,9 +499,8 @@ export class DeploymentController {
     // Keep upstream's order: Available before Progressing.
     conds = [...conds].sort((a, b) => ['Available', 'Progressing', 'ReplicaFailure'].indexOf(a.type) - ['Available', 'Progressing', 'ReplicaFailure'].indexOf(b.type));
     status.conditions = conds;
-    const before = JSON.stringify({ ...d.status, conditions: undefined });
-    const after = JSON.stringify({ ...status, conditions: undefined });
-    if (before !== after || JSON.stringify(d.status?.conditions ?? []) !== JSON.stringify(conds)) {
+    // Compared as values (the stored status may list its members in another order than this one does).
+    if (!isDeepStrictEqual({ ...d.status, conditions: undefined }, { ...status, conditions: undefined }) || !isDeepStrictEqual(d.status?.conditions ?? [], conds)) {
       try {
         await this.ctx.store.updateStatus({ ...d, status }, { readOnlyResult: true });
       } catch (e) {

@@ -3,6 +3,7 @@
 // match, creating in slow-start batches (1, 2, 4, ...) and deleting the lowest-ranked pods first, with
 // expectations so a lagging cache never doubles a create. Status carries replicas, fullyLabeledReplicas,
 // readyReplicas, availableReplicas and observedGeneration.
+import { isDeepStrictEqual } from 'node:util';
 import {
   Controller,
   isNotFound,
@@ -282,7 +283,7 @@ export class ReplicaSetController {
       (cur.readyReplicas ?? 0) === status.readyReplicas &&
       (cur.availableReplicas ?? 0) === status.availableReplicas &&
       cur.observedGeneration === status.observedGeneration &&
-      JSON.stringify(cur.conditions ?? []) === JSON.stringify(status.conditions ?? []);
+      isDeepStrictEqual(cur.conditions ?? [], status.conditions ?? []);
     if (!same) {
       try {
         await this.ctx.store.updateStatus({ ...rs, status }, { readOnlyResult: true });

@@ -66,7 +66,7 @@ export {
   NODE_NAME_INDEX,
   nodeNameIndexFunc,
 } from './indexer.js';
-export { type EventHandler, InformerFactory, type InformerOptions, SharedInformer } from './informer.js';
+export { type EventHandler, InformerFactory, type InformerOptions, setInformerErrorHandler, SharedInformer } from './informer.js';
 export * from './rate-limiter.js';
 export { DelayingQueue, RateLimitingQueue, WorkQueue } from './workqueue.js';
 export { Controller, type ControllerOptions, type ReconcileResult } from './controller.js';

@@ -1,10 +1,12 @@
 // Shared informers: list, then watch from the list's resourceVersion into an indexed cache, calling event
 // handlers; relist when the watch reports 410 (history compacted), back off on other errors, resync
 // handlers periodically. One informer per kind and selector is shared through an InformerFactory.
+// Every failed list or watch is reported (`failed to list *v1.Node: ...`, once per backoff step, as a
+// reflector logs it), and a cache still unsynced while someone waits for it is reported with its last error.
 import { type KubeObject, objectKey } from './api-meta.js';
 import { isGone, isStatusError, StatusError } from './errors.js';
 import { type IndexFunc, Indexer, Lister } from './indexer.js';
-import type { ObjectOf } from './kinds.js';
+import { lookupKind, type ObjectOf } from './kinds.js';
 import type { SelectorInput, Store, Watch } from './store.js';
 
 export interface EventHandler<T> {
@@ -24,8 +26,37 @@ export interface InformerOptions {
   resyncPeriodMs?: number;
   /** Page size of the initial list (0 = one request). */
   pageSize?: number;
-  /** Called for handler exceptions and list/watch failures (default: ignored; the informer retries). */
+  /**
+   * Called for handler exceptions and list/watch failures; the informer retries. Default: the handler set
+   * for its store with setInformerErrorHandler, else ignored.
+   */
   onError?(err: unknown): void;
+  /** While a waitForSync is pending, report the unsynced cache and its last error this often (default 30 s; 0 = never). */
+  syncReportMs?: number;
+}
+
+const SYNC_REPORT_MS = 30_000;
+const errorHandlers = new WeakMap<Store, (err: unknown) => void>();
+
+/**
+ * Where informers reading through `store` report their failures when not given an onError of their own: the
+ * component whose identity the store carries, so a list refused for a missing RBAC rule names that component.
+ */
+export function setInformerErrorHandler(store: Store, onError: (err: unknown) => void): void {
+  errorHandlers.set(store, onError);
+}
+
+/** The Go type a reflector names in its messages: `*v1.Node`, `*v1.VolumeAttachment`. */
+function typeName(kind: string): string {
+  const version = lookupKind(kind)?.version;
+  return version ? `*${version}.${kind}` : `*${kind}`;
+}
+
+/** A list/watch failure as a reflector reports it, keeping a Status error's reason and code. */
+function listWatchError(verb: 'list' | 'watch', kind: string, err: unknown): Error {
+  const message = `failed to ${verb} ${typeName(kind)}: ${err instanceof Error ? err.message : String(err)}`;
+  if (isStatusError(err)) return new StatusError(err.reason, err.code, message, err.details);
+  return new Error(message, { cause: err });
 }
 
 interface Registration<T> {
@@ -58,6 +89,9 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
   lastSyncResourceVersion = '';
   /** Number of full lists done (1 after the first sync; more after 410 relists). */
   listCount = 0;
+  /** The last list or watch failure as reported (undefined once a list succeeds). */
+  lastError: Error | undefined;
+  private syncReportTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly store: Store,
@@ -87,6 +121,7 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
   /** Resolves true once the first list is in the cache, false if stopped (or the signal aborts) first. */
   waitForSync(signal?: AbortSignal): Promise<boolean> {
     if (this.synced) return Promise.resolve(true);
+    this.armSyncReport();
     return new Promise((resolve) => {
       const onAbort = () => resolve(false);
       signal?.addEventListener('abort', onAbort, { once: true });
@@ -113,16 +148,45 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
     this.abort?.abort();
     this.watch?.stop();
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.disarmSyncReport();
     await this.running;
     this.running = undefined;
     for (const w of this.syncWaiters.splice(0)) w();
+  }
+
+  private report(err: unknown): void {
+    (this.options.onError ?? errorHandlers.get(this.store))?.(err);
+  }
+
+  private failed(verb: 'list' | 'watch', err: unknown): void {
+    this.lastError = listWatchError(verb, this.kind, err);
+    this.report(this.lastError);
+  }
+
+  /** Upstream's WaitForCacheSync blocks in silence; here a wait that lasts says which cache and why. */
+  private armSyncReport(): void {
+    const every = this.options.syncReportMs ?? SYNC_REPORT_MS;
+    if (every <= 0 || this.syncReportTimer) return;
+    const since = Date.now();
+    this.syncReportTimer = setInterval(() => {
+      if (this.synced) return this.disarmSyncReport();
+      const waited = Math.round((Date.now() - since) / 1000);
+      const why = this.lastError ? `last error: ${this.lastError.message}` : 'no list has answered yet';
+      this.report(new Error(`waiting for caches to sync: ${typeName(this.kind)} has not synced after ${waited}s (${why})`));
+    }, every);
+    this.syncReportTimer.unref();
+  }
+
+  private disarmSyncReport(): void {
+    if (this.syncReportTimer) clearInterval(this.syncReportTimer);
+    this.syncReportTimer = undefined;
   }
 
   private call(fn: () => void): void {
     try {
       fn();
     } catch (e) {
-      this.options.onError?.(e);
+      this.report(e);
     }
   }
 
@@ -178,16 +242,21 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
         this.replace(items);
         this.listCount++;
         this.lastSyncResourceVersion = rv;
+        this.lastError = undefined;
         if (!this.synced) {
           this.synced = true;
+          this.disarmSyncReport();
           for (const w of this.syncWaiters.splice(0)) w();
         }
         backoff = 100;
         await this.watchLoop(signal);
       } catch (e) {
         if (signal.aborted) break;
-        this.options.onError?.(e);
-        if (isGone(e)) continue; // relist at once
+        if (isGone(e)) {
+          this.report(e);
+          continue; // relist at once
+        }
+        this.failed('list', e); // watchLoop throws only a 410
         await sleep(backoff, signal);
         backoff = Math.min(backoff * 2, 30_000);
       }
@@ -209,7 +278,7 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
         });
       } catch (e) {
         if (isGone(e) || signal.aborted) throw e;
-        this.options.onError?.(e);
+        this.failed('watch', e);
         await sleep(backoff, signal);
         backoff = Math.min(backoff * 2, 30_000);
         continue;
@@ -219,11 +288,13 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
         w.stop();
         return;
       }
+      let ended = false;
       for await (const ev of w) {
         if (ev.type === 'ERROR') {
           const err = ev.object.code ? new StatusError(ev.object.reason, ev.object.code, ev.object.message) : new Error('watch error');
           if (isStatusError(err) && err.code === 410) throw err;
-          this.options.onError?.(err);
+          this.failed('watch', err);
+          ended = true;
           break;
         }
         const obj = ev.object as unknown as T;
@@ -243,7 +314,13 @@ export class SharedInformer<K extends string = string, T extends KubeObject = Ob
         }
         if (rv) this.lastSyncResourceVersion = rv;
       }
-      backoff = 100;
+      if (!ended) {
+        backoff = 100;
+        continue;
+      }
+      // A watch that ends in an error is retried with backoff, so a refused watch is one line per step.
+      await sleep(backoff, signal);
+      backoff = Math.min(backoff * 2, 30_000);
     }
   }
 }

@@ -11,6 +11,7 @@ import type { ImageStore } from './image-store.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { matchesLabels } from './labels.js';
 import { NameIndex } from './names.js';
+import { RecordIndex } from './record-index.js';
 import type { StateStore } from './state-store.js';
 import { nowNs } from './time.js';
 import type { Backend, ContainerRecord, ExecOptions, NetworkManager, PodNetworkRequest, SandboxRecord } from './types.js';
@@ -38,8 +39,8 @@ export type StreamRequest =
 
 export class RuntimeContext {
   readonly events = new EventEmitter();
-  readonly sandboxes = new Map<string, SandboxRecord>();
-  readonly containers = new Map<string, ContainerRecord>();
+  readonly sandboxes = new RecordIndex<SandboxRecord>((sb) => sb.config.labels);
+  readonly containers = new RecordIndex<ContainerRecord>((c) => c.config.labels, (c) => c.sandboxId);
   readonly sandboxIds = new IdIndex();
   readonly containerIds = new IdIndex();
   readonly sandboxNames = new NameIndex('sandbox');
@@ -88,7 +89,7 @@ export class RuntimeContext {
   }
 
   containersOf(sandboxId: string): ContainerRecord[] {
-    return [...this.containers.values()].filter((c) => c.sandboxId === sandboxId);
+    return this.containers.inGroup(sandboxId);
   }
 
   netRequest(sb: SandboxRecord): PodNetworkRequest {
@@ -143,7 +144,6 @@ export class RuntimeContext {
   }
 
   filterContainers(f: cri.ContainerFilter | cri.ContainerStatsFilter | null | undefined): ContainerRecord[] {
-    let items = [...this.containers.values()];
     const resolveOrNone = (index: IdIndex, id: string) => {
       try {
         return index.resolve(id);
@@ -151,9 +151,17 @@ export class RuntimeContext {
         return undefined;
       }
     };
+    // Start from the narrowest index the filter names, then apply every criterion.
+    let items: ContainerRecord[];
     if (f?.id) {
       const full = resolveOrNone(this.containerIds, f.id);
-      items = full ? items.filter((c) => c.id === full) : [];
+      const c = full ? this.containers.get(full) : undefined;
+      items = c ? [c] : [];
+    } else if (f?.podSandboxId) {
+      const full = resolveOrNone(this.sandboxIds, f.podSandboxId);
+      items = full ? this.containers.inGroup(full) : [];
+    } else {
+      items = this.containers.matching(f?.labelSelector);
     }
     if (f?.podSandboxId) {
       const full = resolveOrNone(this.sandboxIds, f.podSandboxId);

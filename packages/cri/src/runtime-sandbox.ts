@@ -161,7 +161,7 @@ export function podSandboxStatus(ctx: RuntimeContext, req: cri.PodSandboxStatusR
 
 export function listPodSandbox(ctx: RuntimeContext, req: cri.ListPodSandboxRequest): cri.ListPodSandboxResponse {
   const f = req.filter;
-  let items = [...ctx.sandboxes.values()];
+  let items: SandboxRecord[];
   if (f?.id) {
     let full: string | undefined;
     try {
@@ -169,7 +169,10 @@ export function listPodSandbox(ctx: RuntimeContext, req: cri.ListPodSandboxReque
     } catch {
       full = undefined;
     }
-    items = full ? items.filter((s) => s.id === full) : [];
+    const sb = full ? ctx.sandboxes.get(full) : undefined;
+    items = sb ? [sb] : [];
+  } else {
+    items = ctx.sandboxes.matching(f?.labelSelector);
   }
   if (f?.state) items = items.filter((s) => (s.state === 'ready' ? 0 : 1) === f.state!.state);
   if (f?.labelSelector) items = items.filter((s) => matchesLabels(s.config.labels, f.labelSelector));

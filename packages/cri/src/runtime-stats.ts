@@ -98,7 +98,7 @@ export async function podSandboxStats(ctx: RuntimeContext, req: cri.PodSandboxSt
 
 export async function listPodSandboxStats(ctx: RuntimeContext, req: cri.ListPodSandboxStatsRequest): Promise<cri.ListPodSandboxStatsResponse> {
   const f = req.filter;
-  let items = [...ctx.sandboxes.values()].filter((s) => s.state === 'ready');
+  let items = ctx.sandboxes.matching(f?.labelSelector).filter((s) => s.state === 'ready');
   if (f?.id) {
     let full: string | undefined;
     try {

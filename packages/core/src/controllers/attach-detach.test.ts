@@ -137,4 +137,37 @@ describe('AttachDetachController', () => {
     const vas = (await store.list('VolumeAttachment')).items;
     expect(vas.map((v) => v.spec.nodeName)).toEqual(['n1']);
   });
+  it('syncs a node again for pods with a claim, not for every change of a pod without one', async () => {
+    const quiet = new AttachDetachController({ store, resyncPeriodMs: 0 });
+    const queued: string[] = [];
+    const enqueue = quiet.controller.enqueue.bind(quiet.controller);
+    // Pod events name their node; the node's own events (objects) are left out.
+    quiet.controller.enqueue = (key) => {
+      if (typeof key === 'string') queued.push(key);
+      enqueue(key);
+    };
+    await quiet.start();
+    try {
+      await store.create(node('n1'));
+      const bare = pod('bare', 'n1', 'c1');
+      bare.spec!.volumes = [{ name: 'tmp', emptyDir: {} }];
+      await store.create(bare);
+      await store.patch('Pod', 'default', 'bare', { status: { phase: 'Running' } }, 'merge', {
+        subresource: 'status',
+      });
+      await store.delete('Pod', 'default', 'bare', { gracePeriodSeconds: 0 });
+      // A claim not bound yet, so that no VolumeAttachment (whose events name the node too) is made.
+      await store.create(pod('p', 'n1', 'unbound'));
+      // The informer delivers in order: once the claim pod's add is seen, the bare pod's events were too.
+      await until('claim pod seen', async () => queued.includes('n1'));
+      expect(queued).toEqual(['n1']);
+      await store.patch('Pod', 'default', 'p', { status: { phase: 'Running' } }, 'merge', {
+        subresource: 'status',
+      });
+      await until('claim pod update seen', async () => queued.length === 2);
+      expect(queued).toEqual(['n1', 'n1']);
+    } finally {
+      await quiet.stop();
+    }
+  });
 });

@@ -42,6 +42,12 @@ export interface AttachDetachOptions {
 }
 
 const VA_NODE_INDEX = 'spec.nodeName';
+
+/** Whether any of the pod's volumes is a claim (a PVC or a generic ephemeral volume's claim). */
+function hasClaim(p: Pod): boolean {
+  for (const v of p.spec?.volumes ?? []) if (podVolumeClaimName(p, v) !== undefined) return true;
+  return false;
+}
 const POD_CLAIM_INDEX = 'pvc';
 
 interface Desired {
@@ -102,7 +108,10 @@ export class AttachDetachController {
       queue: new RateLimitingQueue<string>(new ItemExponentialFailureRateLimiter(5, 30_000)),
       reconcile: (node) => this.syncNode(node),
     });
-    const nodeOf = (p: Pod) => p.spec?.nodeName;
+    // Only a pod with a claim volume can need an attachment (upstream's podAdd/podUpdate likewise look
+    // only at the pod's volumes): a node is synced again for such pods, not for every status change of
+    // every pod on it. A pod's volumes are immutable.
+    const nodeOf = (p: Pod) => (hasClaim(p) ? p.spec?.nodeName : undefined);
     this.podInformer.addEventHandler({
       onAdd: (p) => nodeOf(p) && this.controller.enqueue(nodeOf(p)!),
       onUpdate: (o, p) => {

@@ -65,7 +65,7 @@ describe('add-on identities', () => {
     stops.push(() => dns.stop());
     let started = false;
     const start = dns.start().then(() => (started = true));
-    await until('a 403', () => errors.some((m) => /^\w+ is forbidden: User "system:serviceaccount:kube-system:coredns" cannot list resource "\w+" in API group "[\w.]*" at the cluster scope$/.test(m)));
+    await until('a 403', () => errors.some((m) => /^failed to list \*v1\.\w+: \w+ is forbidden: User "system:serviceaccount:kube-system:coredns" cannot list resource "\w+" in API group "[\w.]*" at the cluster scope$/.test(m)));
     expect(started).toBe(false);
     await rebind();
     await start;

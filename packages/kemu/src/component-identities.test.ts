@@ -190,7 +190,7 @@ describe('kemu up component identities', () => {
       { log() {}, err: (m: string) => logged.push(m) },
     );
     await until('the 403 of the joined node\'s kube-proxy', async () =>
-      logged.some((m) => m.includes('joined-1: kube-proxy: services is forbidden: User "system:kube-proxy" cannot list resource "services" in API group "" at the cluster scope')),
+      logged.some((m) => m.includes('joined-1: kube-proxy: failed to list *v1.Service: services is forbidden: User "system:kube-proxy" cannot list resource "services" in API group "" at the cluster scope')),
     );
     await rebind();
     const joined = await joining;

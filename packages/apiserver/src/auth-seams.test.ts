@@ -43,6 +43,13 @@ describe('auth seams', () => {
     expect(await deny.authorize(attrs)).toEqual({ decision: 'deny', reason: 'node authorizer' });
     const none = unionAuthorizer({ authorize: async () => ({ decision: 'no-opinion', reason: 'a' }) });
     expect(await none.authorize(attrs)).toEqual({ decision: 'no-opinion', reason: 'a' });
+    // Every authorizer's reason, one a line, as kube-apiserver joins them; empty ones leave no line.
+    const two = unionAuthorizer(
+      { authorize: async () => ({ decision: 'no-opinion', reason: "no relationship found between node 'n1' and this object" }) },
+      { authorize: async () => ({ decision: 'no-opinion', reason: '' }) },
+      { authorize: async () => ({ decision: 'no-opinion', reason: 'webhook: not mine' }) },
+    );
+    expect(await two.authorize(attrs)).toEqual({ decision: 'no-opinion', reason: "no relationship found between node 'n1' and this object\nwebhook: not mine" });
   });
 
   it('an admission chain runs every mutation before any validation', async () => {

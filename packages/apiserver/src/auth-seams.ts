@@ -270,7 +270,7 @@ export function unionAuthorizer(...authorizers: Authorizer[]): Authorizer {
         if (r.decision !== 'no-opinion') return r;
         if (r.reason) reasons.push(r.reason);
       }
-      return { decision: 'no-opinion', reason: reasons.join(', ') };
+      return { decision: 'no-opinion', reason: reasons.join('\n') };
     },
   };
 }

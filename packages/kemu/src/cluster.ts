@@ -15,6 +15,7 @@ import {
   labelValue,
   type Node,
   qualifiedName,
+  setInformerErrorHandler,
   SharedInformer,
   type Pod,
   StatusError,
@@ -279,6 +280,15 @@ export class Cluster {
   dns?: DnsServer;
   /** The store a component running as a user sees (see ClusterOptions.componentStores). */
   private storeAs: (user: UserInfo) => Store = () => this.store;
+  /**
+   * The store `component` runs with as `user`; its informers' failed lists and watches (a 403 for a rule its
+   * role lacks) reach onError under the component's name, as each upstream component logs its own.
+   */
+  private componentStore(user: UserInfo, component: string): Store {
+    const s = this.storeAs(user);
+    if (s !== this.store) setInformerErrorHandler(s, (e) => this.options.onError?.(e, component));
+    return s;
+  }
   /** The network policy agents' store (calico-node's ServiceAccount). */
   private policyStore?: Store;
   private constructor(
@@ -327,7 +337,11 @@ export class Cluster {
     // The namespaces kube-apiserver makes at start (kubelets renew their Leases in kube-node-lease).
     for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
       await ensure(store, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
-    if (o.componentStores) this.storeAs = await o.componentStores(store);
+    if (o.componentStores) {
+      this.storeAs = await o.componentStores(store);
+      // Informers on the unauthorized store are the API server's own (RBAC, admission, service accounts).
+      setInformerErrorHandler(store, (e) => onError(e, 'kube-apiserver'));
+    }
     if (o.nodeProcesses && !o.apiSocket) throw new Error('node processes need the API socket (apiSocket)');
     // Node processes need the API before they can register; otherwise it opens once the cluster is whole.
     if (o.nodeProcesses) this.api = await startApiServer(store, o.apiSocket!, this.extensions(), o.apiServer);
@@ -362,21 +376,21 @@ export class Cluster {
     } as KubeObject);
 
     // Control plane.
-    const binder = new PersistentVolumeBinder({ store: this.storeAs(controllerUser('persistent-volume-binder')), resyncPeriodMs: fast ? 2000 : 15_000 });
+    const binder = new PersistentVolumeBinder({ store: this.componentStore(controllerUser('persistent-volume-binder'), 'persistent-volume-binder'), resyncPeriodMs: fast ? 2000 : 15_000 });
     await binder.start();
     this.stoppers.push(() => binder.stop());
-    const ad = new AttachDetachController({ store: this.storeAs(controllerUser('attachdetach-controller')), resyncPeriodMs: fast ? 2000 : 10_000 });
+    const ad = new AttachDetachController({ store: this.componentStore(controllerUser('attachdetach-controller'), 'attachdetach-controller'), resyncPeriodMs: fast ? 2000 : 10_000 });
     await ad.start();
     this.stoppers.push(() => ad.stop());
-    const ephemeral = new EphemeralVolumeController({ store: this.storeAs(controllerUser('ephemeral-volume-controller')) });
+    const ephemeral = new EphemeralVolumeController({ store: this.componentStore(controllerUser('ephemeral-volume-controller'), 'ephemeral-volume-controller') });
     await ephemeral.start();
     this.stoppers.push(() => ephemeral.stop());
-    const scheduler = new Scheduler({ store: this.storeAs(KUBE_SCHEDULER) });
+    const scheduler = new Scheduler({ store: this.componentStore(KUBE_SCHEDULER, 'kube-scheduler') });
     await scheduler.start();
     this.stoppers.push(() => scheduler.stop());
     const controllers = new ControllerManager({
-      store: this.storeAs(KUBE_CONTROLLER_MANAGER),
-      storeFor: (sa) => this.storeAs(controllerUser(sa)),
+      store: this.componentStore(KUBE_CONTROLLER_MANAGER, 'kube-controller-manager'),
+      storeFor: (sa) => this.componentStore(controllerUser(sa), `kube-controller-manager: ${sa}`),
       controllers: o.controllers,
       clock: o.clockSpeed && o.clockSpeed !== 1 ? new ScaledClock(new Date(), o.clockSpeed) : undefined,
       metrics: new RuntimePodMetrics((n) => this.runtimeOf(n)),
@@ -387,20 +401,20 @@ export class Cluster {
     this.stoppers.push(() => controllers.stop());
     // LoadBalancer Services get addresses from the top of the node subnet, as cloud-provider-kind does.
     const lbIpam = new LoadBalancerIpam({
-      store: this.storeAs(LOAD_BALANCER_CONTROLLER),
+      store: this.componentStore(LOAD_BALANCER_CONTROLLER, 'load-balancer addresses'),
       pool: o.loadBalancerPool ?? nthSubnet(o.nodeSubnet ?? '172.18.0.0/16', 255, 24),
       onError: (e) => onError(e, 'load-balancer addresses'),
     });
     await lbIpam.start();
     this.stoppers.push(() => lbIpam.stop());
     // Cluster DNS, answering as CoreDNS does; `kemu trace` resolves names through it as a pod would.
-    const dns = new DnsServer({ store: this.storeAs(addonUser('coredns')), host: '127.0.0.1', port: o.dnsPort ?? 0, nameserverIPs: [CLUSTER_DNS_IP], onError: (e) => onError(e, 'cluster DNS') });
+    const dns = new DnsServer({ store: this.componentStore(addonUser('coredns'), 'cluster DNS'), host: '127.0.0.1', port: o.dnsPort ?? 0, nameserverIPs: [CLUSTER_DNS_IP], onError: (e) => onError(e, 'cluster DNS') });
     await dns.start();
     this.dns = dns;
     this.stoppers.push(() => dns.stop());
     await ensureKubeDnsService(store, CLUSTER_DNS_IP);
     const nlc = new NodeLifecycleController({
-      store: this.storeAs(controllerUser('node-controller')),
+      store: this.componentStore(controllerUser('node-controller'), 'node-controller'),
       gracePeriodMs: fast ? 4000 : 40_000,
       monitorPeriodMs: fast ? 500 : 5000,
     });
@@ -412,7 +426,7 @@ export class Cluster {
     const router = new CsiRouter(drivers, DEFAULT_TOPOLOGY_KEY);
     this.router = router;
     const provisioner = new ExternalProvisioner({
-      store: this.storeAs(addonUser('provisioner')),
+      store: this.componentStore(addonUser('provisioner'), 'provisioner'),
       csi: router,
       driverName: DEFAULT_DRIVER_NAME,
       topology: true,
@@ -420,7 +434,7 @@ export class Cluster {
       onError: (w, e) => onError(e, `provisioner: ${w}`),
     });
     const attacher = new ExternalAttacher({
-      store: this.storeAs(addonUser('attacher')),
+      store: this.componentStore(addonUser('attacher'), 'attacher'),
       csi: router,
       driverName: DEFAULT_DRIVER_NAME,
       onError: (w, e) => onError(e, `attacher: ${w}`),
@@ -562,7 +576,7 @@ export class Cluster {
       name,
       ...this.address(i),
       stateDir: o.stateDir,
-      store: this.storeAs(nodeUser(name)),
+      store: this.componentStore(nodeUser(name), `${name}: kubelet`),
       network: this.network,
       runtime: o.runtime ?? 'sim',
       storage: storageKind(o),
@@ -605,7 +619,7 @@ export class Cluster {
   private async startNodeAgents(name: string, stoppers: Array<() => Promise<void>>) {
     const o = this.options;
     const proxy = await startNodeProxy({
-      store: this.storeAs(KUBE_PROXY),
+      store: this.componentStore(KUBE_PROXY, `${name}: kube-proxy`),
       network: this.network,
       nodeName: name,
       podNetwork: this.podNetwork(),
@@ -615,7 +629,7 @@ export class Cluster {
     });
     stoppers.push(() => proxy.stop());
     // One store for every node's agent: the agents share informers by store (node-informers.ts).
-    this.policyStore ??= this.storeAs(addonUser('policyAgent'));
+    this.policyStore ??= this.componentStore(addonUser('policyAgent'), 'network policy');
     const policy = await startNodePolicyAgent({
       store: this.policyStore,
       network: this.network,

@@ -147,7 +147,8 @@ describe('DaemonSet controller', () => {
     expect((await store.create(ds('ok', { maxSurge: '10%', maxUnavailable: 0 }))).spec.updateStrategy?.rollingUpdate).toEqual({ maxSurge: '10%', maxUnavailable: 0 });
   });
 
-  it('looks again only at the nodes whose pods or taints changed, and keeps the status right', async () => {
+  /** `n` nodes, a fake kubelet, the controller, and the DaemonSet `agent` (app=agent) created on them. */
+  async function agentOnNodes(n: number): Promise<{ store: MemoryStore; dsc: DaemonSetController }> {
     const store = await MemoryStore.open();
     const stop = await fakeKubelet(store);
     const ctx = new ControllerContext({ store, disableEvents: true });
@@ -155,14 +156,19 @@ describe('DaemonSet controller', () => {
     ctx.informers.start();
     await dsc.start();
     cleanup.push(() => store.close(), stop, () => dsc.stop());
-    const N = 200;
-    for (let i = 0; i < N; i++) await store.create(node(`n${i}`));
+    for (let i = 0; i < n; i++) await store.create(node(`n${i}`));
     await store.create({
       apiVersion: 'apps/v1',
       kind: 'DaemonSet',
       metadata: { name: 'agent', namespace: 'default' },
       spec: { selector: { matchLabels: { app: 'agent' } }, template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'a', image: 'agent:1' }] } } },
     } as DaemonSet);
+    return { store, dsc };
+  }
+
+  it('looks again only at the nodes whose pods or taints changed, and keeps the status right', async () => {
+    const N = 200;
+    const { store, dsc } = await agentOnNodes(N);
     await until('all ready', async () => (await store.get('DaemonSet', 'default', 'agent')).status?.numberReady === N);
     const pods = ((await store.list('Pod', { namespace: 'default' })).items as Pod[]).sort((a, b) => targetNode(a)!.localeCompare(targetNode(b)!));
     const before = dsc.stats.nodesVisited;
@@ -190,21 +196,8 @@ describe('DaemonSet controller', () => {
   });
 
   it('covers 600 nodes with at most 250 creates in flight, in slow-start batches', async () => {
-    const store = await MemoryStore.open();
-    const stop = await fakeKubelet(store);
-    const ctx = new ControllerContext({ store, disableEvents: true });
-    const dsc = new DaemonSetController(ctx);
-    ctx.informers.start();
-    await dsc.start();
-    cleanup.push(() => store.close(), stop, () => dsc.stop());
     const N = 600;
-    for (let i = 0; i < N; i++) await store.create(node(`n${i}`));
-    await store.create({
-      apiVersion: 'apps/v1',
-      kind: 'DaemonSet',
-      metadata: { name: 'agent', namespace: 'default' },
-      spec: { selector: { matchLabels: { app: 'agent' } }, template: { metadata: { labels: { app: 'agent' } }, spec: { containers: [{ name: 'a', image: 'agent:1' }] } } },
-    } as DaemonSet);
+    const { store, dsc } = await agentOnNodes(N);
     const st = await until('all ready', async () => {
       const d = await store.get('DaemonSet', 'default', 'agent');
       return d.status?.numberReady === N && d.status;

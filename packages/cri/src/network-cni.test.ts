@@ -24,3 +24,36 @@ describe('CniNetwork readiness', () => {
     await net.close();
   });
 });
+
+describe('CniNetwork conf dir watch', () => {
+  const until = async (cond: () => boolean) => {
+    for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 25));
+    return cond();
+  };
+
+  it('follows changes as they happen, without waiting for a poll', async () => {
+    const dir = tempDir('kemu-cri-cni-');
+    // The poll is an hour away: only the watch can see these changes.
+    const net = new CniNetwork({ confDir: dir, binDirs: ['/usr/lib/cni'], refreshMs: 3_600_000 });
+    await net.refresh();
+    expect(net.status().ready).toBe(false);
+    const file = path.join(dir, '10-net.conflist');
+    fs.writeFileSync(file, JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'bridge' }] }));
+    expect(await until(() => net.status().ready)).toBe(true);
+    fs.rmSync(file);
+    expect(await until(() => !net.status().ready)).toBe(true);
+    await net.close();
+  });
+
+  it('polls a conf dir that does not exist yet, then watches it', async () => {
+    const parent = tempDir('kemu-cri-cni-');
+    const dir = path.join(parent, 'net.d');
+    const net = new CniNetwork({ confDir: dir, binDirs: ['/usr/lib/cni'], refreshMs: 50 });
+    await net.refresh();
+    expect(net.status().ready).toBe(false);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, '10-net.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'bridge' }] }));
+    expect(await until(() => net.status().ready)).toBe(true);
+    await net.close();
+  });
+});

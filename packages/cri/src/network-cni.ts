@@ -1,6 +1,7 @@
 // Pod networking through the CNI runtime of @kemu/cni (libcni semantics): the first network list in the
 // conf dir, ADD on RunPodSandbox, DEL on StopPodSandbox, port mappings through the portMappings
 // capability and the pod CIDR through ipRanges. NetworkReady follows the presence of a valid config.
+import fs from 'node:fs';
 import { type CniResult, CniRuntime, type Invoker, type NetworkConfigList, type RuntimeConf } from '@kemu/cni';
 import { errorMessage } from './errors.js';
 import type { NetworkManager, NetworkStatus, PodNetworkRequest, PodNetworkResult } from './types.js';
@@ -13,9 +14,16 @@ export interface CniNetworkOptions {
   invoker?: Invoker;
   /** Interface name inside the pod (default eth0). */
   ifname?: string;
-  /** How often the conf dir is re-read for NetworkReady (default 2 s). */
+  /**
+   * How often the conf dir is re-read for NetworkReady while it cannot be watched (default 2 s). While it is
+   * watched, changes are read as they happen (containerd's fsnotify watch) and this is only the safety net's
+   * period, at least {@link WATCHED_POLL_MS}.
+   */
   refreshMs?: number;
 }
+
+/** The safety-net re-read of a watched conf dir: a missed or coalesced inotify event costs at most this. */
+const WATCHED_POLL_MS = 60_000;
 
 const PROTO = ['tcp', 'udp', 'sctp'];
 
@@ -25,11 +33,58 @@ export class CniNetwork implements NetworkManager {
   private list?: NetworkConfigList;
   private lastError = 'cni config not loaded yet';
   private podCidr = '';
-  private readonly timer: NodeJS.Timeout;
+  private timer?: NodeJS.Timeout;
+  private watcher?: fs.FSWatcher;
+  private readPending = false;
+  private closed = false;
 
   constructor(private readonly opts: CniNetworkOptions) {
     this.cni = new CniRuntime({ confDir: opts.confDir, binDirs: opts.binDirs, cacheDir: opts.cacheDir, invoker: opts.invoker });
-    this.timer = setInterval(() => void this.refresh(), opts.refreshMs ?? 2000);
+    this.watch();
+    this.poll();
+  }
+
+  /**
+   * Watches the conf dir, as containerd does, so a thousand idle nodes do not each re-read theirs every two
+   * seconds. A dir that does not exist yet, or goes away, is polled until it can be watched again.
+   */
+  private watch(): void {
+    if (this.watcher || this.closed) return;
+    let w: fs.FSWatcher;
+    try {
+      w = fs.watch(this.opts.confDir, { persistent: false });
+    } catch {
+      return;
+    }
+    w.on('change', () => this.readSoon());
+    w.on('error', () => {
+      w.close();
+      if (this.watcher === w) this.watcher = undefined;
+      this.readSoon();
+    });
+    this.watcher = w;
+  }
+
+  /** One re-read for however many events arrive in the same turn (an editor's write is several). */
+  private readSoon(): void {
+    if (this.readPending || this.closed) return;
+    this.readPending = true;
+    setImmediate(() => {
+      this.readPending = false;
+      void this.refresh();
+    });
+  }
+
+  private poll(): void {
+    if (this.closed) return;
+    const every = this.opts.refreshMs ?? 2000;
+    this.timer = setTimeout(
+      () => {
+        this.watch();
+        void this.refresh().finally(() => this.poll());
+      },
+      this.watcher ? Math.max(every, WATCHED_POLL_MS) : every,
+    );
     this.timer.unref();
   }
 
@@ -105,7 +160,10 @@ export class CniNetwork implements NetworkManager {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.watcher?.close();
+    this.watcher = undefined;
   }
 }
 

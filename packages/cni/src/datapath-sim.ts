@@ -398,7 +398,7 @@ export class SimDatapath implements Datapath {
     const ns = this.ns(netns);
     return this.read((s) => {
       this.requireNs(s, ns, netns);
-      if (!s.world.links(ns).some((l) => l.name === name)) return undefined;
+      if (!s.world.hasLink(ns, name)) return undefined;
       return this.linkInfo(s, ns, name);
     });
   }
@@ -466,7 +466,7 @@ export class SimDatapath implements Datapath {
       if (target !== undefined) {
         this.requireNs(s, target, c.netns!);
         const newName = c.name ?? name;
-        if (target !== ns && s.world.links(target).some((l) => l.name === newName)) {
+        if (target !== ns && s.world.hasLink(target, newName)) {
           throw new DatapathError('EEXIST', `set link ${name}: link ${newName} exists in ${c.netns}`);
         }
       }

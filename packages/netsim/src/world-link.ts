@@ -302,6 +302,11 @@ export function getLink(w: WorldState, nsName: string, name: string): LinkInfo {
   return linkInfo(linkByName(nsByName(w, nsName), name));
 }
 
+/** Whether the namespace holds a link of that name: one map lookup, however many links it holds. */
+export function hasLink(w: WorldState, nsName: string, name: string): boolean {
+  return nsByName(w, nsName).links.has(name);
+}
+
 export function links(w: WorldState, nsName: string): LinkInfo[] {
   return [...nsByName(w, nsName).links.values()].sort((a, b) => a.index - b.index).map((l) => linkInfo(l));
 }

@@ -433,6 +433,20 @@ describe('IPv6', () => {
 });
 
 describe('kernel-style errors and atomicity', () => {
+  it('answers hasLink by name through renames, moves and deletes, and ENOENT for an unknown namespace', () => {
+    const w = bridgeWorld(1);
+    expect(w.hasLink('host', 'cni0')).toBe(true);
+    expect(w.hasLink('host', 'cni1')).toBe(false);
+    w.addLink('host', { kind: 'dummy', name: 'd0' });
+    w.setLink('host', 'd0', { name: 'd1' });
+    expect([w.hasLink('host', 'd0'), w.hasLink('host', 'd1')]).toEqual([false, true]);
+    w.setLink('host', 'd1', { netns: 'pod1' });
+    expect([w.hasLink('host', 'd1'), w.hasLink('pod1', 'd1')]).toEqual([false, true]);
+    w.deleteLink('pod1', 'd1');
+    expect(w.hasLink('pod1', 'd1')).toBe(false);
+    expect(errCode(() => w.hasLink('nope', 'cni0'))).toBe('ENOENT');
+  });
+
   it('uses ENOENT/ENODEV/EEXIST/ESRCH/EADDRNOTAVAIL like netlink', () => {
     const w = bridgeWorld(1);
     expect(errCode(() => w.addLink('nope', { kind: 'dummy', name: 'd0' }))).toBe('ENOENT');

@@ -128,6 +128,10 @@ export class World {
     return link.getLink(this.w, nsName, name);
   }
 
+  hasLink(nsName: string, name: string): boolean {
+    return link.hasLink(this.w, nsName, name);
+  }
+
   links(nsName: string): LinkInfo[] {
     return link.links(this.w, nsName);
   }

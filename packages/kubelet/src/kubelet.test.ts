@@ -376,6 +376,38 @@ describe('evented PLEG', () => {
     }, 5000);
     expect(done.status?.containerStatuses?.[0].state?.terminated).toMatchObject({ exitCode: 0, reason: 'Completed' });
   });
+
+  it('relists only as a slow safety net while events flow, as upstream evented PLEG does', async () => {
+    // relistPeriodMs is the generic period: without the stream this kubelet would relist ten times a second.
+    const { store, kubelet } = await setup((c) => ({ ...evented(c), relistPeriodMs: 100 }));
+    await store.create(pod('quiet'));
+    await until('Running', async () => (await getPod(store, 'quiet')).status?.phase === 'Running');
+    await new Promise((r) => setTimeout(r, 700));
+    expect(kubelet.stats.relists).toBe(0);
+  });
+
+  it('falls back to relisting every relistPeriodMs after five stream attempts that bring no event', async () => {
+    let attempts = 0;
+    const { store, kubelet } = await setup({
+      relistPeriodMs: 100,
+      // A runtime whose event stream ends at once, every time.
+      containerEvents: () => ({
+        [Symbol.asyncIterator]: () => {
+          attempts++;
+          return { next: async () => ({ done: true as const, value: undefined }) };
+        },
+      }),
+    });
+    await until('fallback', async () => attempts >= 5 && kubelet.stats.relists >= 8, 10_000);
+    const at = kubelet.stats.relists;
+    await new Promise((r) => setTimeout(r, 1500));
+    // No sixth attempt, and relisting every 100 ms from now on (allowing for a loaded machine).
+    expect(attempts).toBe(5);
+    expect(kubelet.stats.relists - at).toBeGreaterThanOrEqual(5);
+    // Pods still start and are followed through the relist.
+    await store.create(pod('after-fallback'));
+    await until('Running', async () => (await getPod(store, 'after-fallback')).status?.phase === 'Running');
+  }, 20_000);
 });
 
 describe('volumes through CSI', () => {

@@ -38,6 +38,11 @@ import type { KubeletOptions } from './types.js';
 import { storeObjectSource } from './object-source.js';
 import { VolumeManager } from './volume-manager.js';
 
+/** The relist period while container events flow (upstream's eventedPlegRelistPeriod). */
+const EVENTED_RELIST_PERIOD_MS = 300_000;
+/** Stream attempts in a row without an event before PLEG falls back to relisting (upstream's eventedPlegMaxStreamRetries). */
+const EVENTED_MAX_STREAM_RETRIES = 5;
+
 interface Worker {
   uid: string;
   busy: boolean;
@@ -86,6 +91,10 @@ export class Kubelet {
   private stopped = false;
   private heartbeatPaused = false;
   private eventsAbort?: AbortController;
+  /** Whether container events drive PLEG (the relist is then the slow safety net). */
+  private evented = false;
+  private relistTimer?: NodeJS.Timeout;
+  private lastRelistAt = 0;
   /** Counts of syncs, for tests and benchmarks. */
   readonly stats = { syncs: 0, errors: 0, relists: 0 };
 
@@ -249,7 +258,7 @@ export class Kubelet {
 
     this.every(this.o.leaseRenewMs ?? 10_000, () => this.heartbeat());
     this.every(this.o.statusUpdateMs ?? 10_000, () => this.postStatus());
-    this.every(this.o.relistPeriodMs ?? 1_000, () => this.relist());
+    this.scheduleRelist();
     this.every(this.o.syncFrequencyMs ?? 60_000, () => this.resyncAll());
     // Eviction is on only with a KubeletConfiguration (its thresholds); upstream monitors every 10 s.
     if (this.o.config) this.every(this.o.evictionMonitoringPeriodMs ?? 10_000, () => this.evictionPass());
@@ -266,6 +275,7 @@ export class Kubelet {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.relistTimer);
     for (const w of this.workers.values()) if (w.timer) clearTimeout(w.timer);
     this.eventsAbort?.abort();
     await this.devices?.stop();
@@ -338,11 +348,35 @@ export class Kubelet {
     }
   }
 
+  /**
+   * PLEG's relist loop. With a working container event stream (evented PLEG) the relist is a slow safety
+   * net; without one, or once the stream has failed for good, it runs every `relistPeriodMs` (generic PLEG).
+   */
+  private scheduleRelist() {
+    if (this.stopped) return;
+    const period = this.evented ? (this.o.eventedRelistPeriodMs ?? EVENTED_RELIST_PERIOD_MS) : (this.o.relistPeriodMs ?? 1_000);
+    const due = this.lastRelistAt + period;
+    clearTimeout(this.relistTimer);
+    this.relistTimer = setTimeout(() => {
+      this.relistTimer = undefined;
+      if (this.stopped) return;
+      this.lastRelistAt = Date.now();
+      void this.track(this.relist().catch((e) => this.error(e, 'relist'))).finally(() => this.scheduleRelist());
+    }, Math.max(0, due - Date.now()));
+    this.relistTimer.unref?.();
+  }
+
   private consumeEvents() {
     const abort = new AbortController();
     this.eventsAbort = abort;
+    this.evented = true;
+    this.lastRelistAt = Date.now();
+    this.scheduleRelist();
+    // Attempts in a row that brought no event; upstream gives up on the stream after five.
+    let failed = 0;
     const run = async () => {
       while (!abort.signal.aborted) {
+        let got = false;
         try {
           // Raced against the abort: a quiet stream would otherwise hold stop() until its next event.
           const it = this.o.containerEvents!()[Symbol.asyncIterator]();
@@ -357,13 +391,27 @@ export class Kubelet {
               break;
             }
             if (r.done) break;
+            if (!got) {
+              got = true;
+              failed = 0;
+            }
             const uid = r.value.podSandboxStatus?.metadata?.uid;
             if (uid) this.runtimeEvent(uid, r.value);
           }
         } catch (err) {
           if (!abort.signal.aborted) this.error(err, 'container events');
         }
-        if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 1000).unref?.());
+        if (abort.signal.aborted) break;
+        // The stream ended: whatever changed meanwhile is found by a relist now, not at the next safety net.
+        this.lastRelistAt = 0;
+        if (!got && ++failed >= EVENTED_MAX_STREAM_RETRIES) {
+          this.evented = false;
+          this.error(new Error(`no container events after ${failed} attempts; falling back to relisting every ${this.o.relistPeriodMs ?? 1_000} ms`), 'container events');
+          this.scheduleRelist();
+          break;
+        }
+        this.scheduleRelist();
+        await new Promise((r) => setTimeout(r, 1000).unref?.());
       }
     };
     void this.track(run());

@@ -51,8 +51,14 @@ export interface KubeletOptions {
   images: ImageApi;
   /** CSI node plugins by driver name. */
   csi?: CsiPluginRegistry;
-  /** Server-streaming container events (GetContainerEvents); PLEG relists regardless. */
+  /**
+   * Server-streaming container events (GetContainerEvents): upstream's evented PLEG. While the stream
+   * works, the relist is only a safety net every `eventedRelistPeriodMs`; after five attempts in a row that
+   * bring no event, the kubelet falls back to relisting every `relistPeriodMs`, as upstream does.
+   */
   containerEvents?: () => AsyncIterable<cri.ContainerEventResponse>;
+  /** The relist period while container events flow (upstream eventedPlegRelistPeriod, 300 s). */
+  eventedRelistPeriodMs?: number;
   /** Root of kubelet-managed paths: pods/<uid>/volumes, plugins/kubernetes.io/csi (default /var/lib/kubelet). */
   rootDir?: string;
   /** Where sandbox log directories go (default /var/log/pods). */

@@ -30,23 +30,45 @@ function defaultContainer(c: Container): void {
   c.resources ??= {};
 }
 
+type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
+
+/** QoS class of each frozen pod spec already asked about: a stored pod's spec never changes, and the kubelet
+ * asks for it on every status computation, cgroup lookup and resource sum of every pod it runs. */
+const frozenSpecQOS = new WeakMap<PodSpec, QOSClass>();
+
 /** QoS class from requests and limits of all containers (Kubernetes `GetPodQOS`). */
-export function podQOSClass(spec: PodSpec): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  const all = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
-  let any = false;
-  let guaranteed = true;
-  for (const c of all) {
-    const req = c.resources?.requests ?? {};
-    const lim = c.resources?.limits ?? {};
-    for (const res of ['cpu', 'memory']) {
-      const rq = req[res];
-      const lm = lim[res];
-      if (rq !== undefined || lm !== undefined) any = true;
-      if (lm === undefined || (rq !== undefined && String(rq) !== String(lm))) guaranteed = false;
-    }
+export function podQOSClass(spec: PodSpec): QOSClass {
+  // Only a spec frozen all the way down (as the store hands them out) can be remembered: a mutable one may
+  // have its resources changed by the caller between two calls.
+  const frozen = Object.isFrozen(spec);
+  if (frozen) {
+    const known = frozenSpecQOS.get(spec);
+    if (known !== undefined) return known;
   }
-  if (!any) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
+  const state = { any: false, guaranteed: true, deep: frozen };
+  qosOfContainers(spec.initContainers, state);
+  qosOfContainers(spec.containers, state);
+  const qos: QOSClass = !state.any ? 'BestEffort' : state.guaranteed ? 'Guaranteed' : 'Burstable';
+  if (state.deep) frozenSpecQOS.set(spec, qos);
+  return qos;
+}
+
+function qosOfContainers(cs: Container[] | undefined, state: { any: boolean; guaranteed: boolean; deep: boolean }): void {
+  if (!cs) return;
+  if (state.deep && !Object.isFrozen(cs)) state.deep = false;
+  for (const c of cs) {
+    const r = c.resources;
+    if (state.deep && !(Object.isFrozen(c) && (!r || (Object.isFrozen(r) && Object.isFrozen(r.requests ?? r) && Object.isFrozen(r.limits ?? r))))) {
+      state.deep = false;
+    }
+    qosOfResource(r?.requests?.cpu, r?.limits?.cpu, state);
+    qosOfResource(r?.requests?.memory, r?.limits?.memory, state);
+  }
+}
+
+function qosOfResource(rq: unknown, lm: unknown, state: { any: boolean; guaranteed: boolean }): void {
+  if (rq !== undefined || lm !== undefined) state.any = true;
+  if (lm === undefined || (rq !== undefined && rq !== lm && String(rq) !== String(lm))) state.guaranteed = false;
 }
 
 /** Defaults of a pod spec, also applied to the pod templates of workload kinds. */

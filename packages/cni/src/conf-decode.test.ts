@@ -13,6 +13,22 @@ describe('config keys are matched as the reference decoder matches them', () => 
     // Only letters fold: U+0130 lower-cases to "i̇" in JavaScript, which is not "i".
     expect(field({ '\u0130d': 7 }, 'id')).toBeUndefined();
     expect(foldKey('Cni.Dev/Valid-Attachments')).toBe('cni.dev/valid-attachments');
+    // Outside ASCII only the two folds apply: other letters keep their case, ASCII ones around them fold.
+    expect(foldKey('\u00c4Bc')).toBe('\u00c4bc');
+    expect(foldKey('\u212aEY\u017f')).toBe('keys');
+    expect(field({ '\u00c4d': 8 }, '\u00e4d')).toBeUndefined();
+  });
+
+  it('one field set serves every document it reads, each spelling renamed alike', () => {
+    const fields: ConfFields = { hostPort: true, nested: { isGateway: true } };
+    expect(canonicalConf({ HOSTPORT: 1, Nested: { ISGATEWAY: true } }, fields)).toEqual({ hostPort: 1, nested: { isGateway: true } });
+    expect(canonicalConf({ hostport: 2, nested: { isgateway: false }, other: 3 }, fields)).toEqual({
+      hostPort: 2,
+      nested: { isGateway: false },
+      other: 3,
+    });
+    // A different set with a field of the same spelling renames only its own fields.
+    expect(canonicalConf({ HOSTPORT: 4, ISGATEWAY: 5 }, { isGateway: true })).toEqual({ HOSTPORT: 4, isGateway: 5 });
   });
 
   it('the last key that names a field wins, whatever its spelling', () => {

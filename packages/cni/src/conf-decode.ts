@@ -18,8 +18,12 @@ export type ConfField = true | ConfFields | readonly [ConfField];
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
+const ASCII_RE = /^[\x00-\x7f]*$/;
+
 /** The case fold of a key as far as it can equal an ASCII field name. */
 export function foldKey(key: string): string {
+  // For ASCII text, toLowerCase changes exactly A-Z: the common case without a per-character loop.
+  if (ASCII_RE.test(key)) return key.toLowerCase();
   let out = '';
   for (const ch of key) {
     if (ch >= 'A' && ch <= 'Z') out += ch.toLowerCase();
@@ -40,6 +44,21 @@ export function field(o: Record<string, unknown>, name: string): unknown {
 }
 
 /**
+ * Each field set's names by their case fold, worked out once per set: field sets are fixed tables (a plugin's
+ * merged set is made once and kept), and this map was otherwise rebuilt for every object of every config read.
+ */
+const foldedNamesOf = new WeakMap<ConfFields, ReadonlyMap<string, string>>();
+function foldedNames(fields: ConfFields): ReadonlyMap<string, string> {
+  let m = foldedNamesOf.get(fields);
+  if (!m) {
+    const byFold = new Map<string, string>();
+    for (const f of Object.keys(fields)) byFold.set(foldKey(f), f);
+    foldedNamesOf.set(fields, (m = byFold));
+  }
+  return m;
+}
+
+/**
  * A copy of `value` in which every key that names one of `fields` is spelled as the field is (recursively,
  * through nested objects and lists); keys that name no field stay as they are. Later keys win, as above.
  */
@@ -49,8 +68,7 @@ export function canonicalConf(value: unknown, fields: ConfField): unknown {
     return Array.isArray(value) ? value.map((v) => canonicalConf(v, fields[0] as ConfField)) : value;
   }
   if (!isObj(value)) return value;
-  const byFold = new Map<string, string>();
-  for (const f of Object.keys(fields)) byFold.set(foldKey(f), f);
+  const byFold = foldedNames(fields as ConfFields);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) {
     const f = Object.hasOwn(fields, k) ? k : byFold.get(foldKey(k));

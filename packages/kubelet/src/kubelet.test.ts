@@ -386,6 +386,19 @@ describe('evented PLEG', () => {
     expect(kubelet.stats.relists).toBe(0);
   });
 
+  it('resyncs each pod on its own, syncFrequency to 1.5x syncFrequency after its last sync', async () => {
+    const { store, kubelet } = await setup((c) => ({ ...evented(c), syncFrequencyMs: 1000 }));
+    // Created well into the kubelet's first second: a node-wide resync tick would come within 0.6 s of its start.
+    await new Promise((r) => setTimeout(r, 400));
+    await store.create(pod('resynced'));
+    await until('Running', async () => (await getPod(store, 'resynced')).status?.phase === 'Running');
+    const at = kubelet.stats.syncs;
+    await new Promise((r) => setTimeout(r, 900));
+    expect(kubelet.stats.syncs).toBe(at);
+    // ...and it does come, by 1.5 s after the sync (allowing for a loaded machine).
+    await until('resync', async () => kubelet.stats.syncs > at, 3000);
+  });
+
   it('falls back to relisting every relistPeriodMs after five stream attempts that bring no event', async () => {
     let attempts = 0;
     const { store, kubelet } = await setup({

@@ -42,12 +42,16 @@ import { VolumeManager } from './volume-manager.js';
 const EVENTED_RELIST_PERIOD_MS = 300_000;
 /** Stream attempts in a row without an event before PLEG falls back to relisting (upstream's eventedPlegMaxStreamRetries). */
 const EVENTED_MAX_STREAM_RETRIES = 5;
+/** A pod's periodic resync comes after syncFrequency plus up to this fraction more (upstream's workerResyncIntervalJitterFactor). */
+const RESYNC_JITTER_FACTOR = 0.5;
 
 interface Worker {
   uid: string;
   busy: boolean;
   again: boolean;
   timer?: NodeJS.Timeout;
+  /** When `timer` fires (ms since the epoch): a sooner wake-up replaces it. */
+  timerDue?: number;
   /** The last runtime event that came while the worker was syncing: checked against the cache once it is done. */
   event?: cri.ContainerEventResponse;
   /** The latest relist that saw the pod change while the worker was syncing: likewise checked afterwards. */
@@ -259,7 +263,6 @@ export class Kubelet {
     this.every(this.o.leaseRenewMs ?? 10_000, () => this.heartbeat());
     this.every(this.o.statusUpdateMs ?? 10_000, () => this.postStatus());
     this.scheduleRelist();
-    this.every(this.o.syncFrequencyMs ?? 60_000, () => this.resyncAll());
     // Eviction is on only with a KubeletConfiguration (its thresholds); upstream monitors every 10 s.
     if (this.o.config) this.every(this.o.evictionMonitoringPeriodMs ?? 10_000, () => this.evictionPass());
     // Image GC follows the configuration's thresholds; upstream looks every 5 minutes.
@@ -333,10 +336,6 @@ export class Kubelet {
     await this.csiNode?.sync();
   }
 
-  private async resyncAll() {
-    for (const uid of this.byUid.keys()) this.enqueue(uid);
-  }
-
   private async relist() {
     this.stats.relists++;
     const { changed, listed } = await this.cache.relist();
@@ -370,7 +369,8 @@ export class Kubelet {
     const abort = new AbortController();
     this.eventsAbort = abort;
     this.evented = true;
-    this.lastRelistAt = Date.now();
+    // Each node's safety net at its own phase: nodes started together do not all relist at once.
+    this.lastRelistAt = Date.now() - Math.random() * (this.o.eventedRelistPeriodMs ?? EVENTED_RELIST_PERIOD_MS);
     this.scheduleRelist();
     // Attempts in a row that brought no event; upstream gives up on the stream after five.
     let failed = 0;
@@ -445,7 +445,13 @@ export class Kubelet {
       this.workers.set(uid, w);
     }
     if (delayMs > 0) {
-      if (w.timer) return;
+      const due = Date.now() + delayMs;
+      // One wake-up per pod: the sooner one wins (a back-off retry is not held up by the next resync).
+      if (w.timer) {
+        if (w.timerDue! <= due) return;
+        clearTimeout(w.timer);
+      }
+      w.timerDue = due;
       w.timer = setTimeout(() => {
         w!.timer = undefined;
         this.enqueue(uid);
@@ -476,6 +482,7 @@ export class Kubelet {
           result = { requeueMs: 1000 };
         }
         if (result.done) {
+          if (w.timer) clearTimeout(w.timer);
           this.workers.delete(w.uid);
           this.syncer.forget(w.uid);
           return;
@@ -489,13 +496,26 @@ export class Kubelet {
           else {
             w.busy = false;
             this.enqueue(w.uid, result.requeueMs);
+            this.scheduleResync(w.uid);
             return;
           }
         }
       } while (w.again && !this.stopped);
+      w.busy = false;
+      this.scheduleResync(w.uid);
     } finally {
       w.busy = false;
     }
+  }
+
+  /**
+   * The periodic resync, per pod from its own last sync and jittered as upstream's pod workers do, so the pods
+   * of a node (and the nodes of a cluster started at once) do not all resync in the same instant. A sooner
+   * wake-up (a back-off retry) keeps its place.
+   */
+  private scheduleResync(uid: string) {
+    const every = this.o.syncFrequencyMs ?? 60_000;
+    this.enqueue(uid, every + Math.random() * RESYNC_JITTER_FACTOR * every);
   }
 
   private async syncOne(uid: string): Promise<SyncResult> {

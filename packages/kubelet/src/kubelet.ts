@@ -347,14 +347,21 @@ export class Kubelet {
     }
   }
 
+  private get relistPeriodMs(): number {
+    return this.o.relistPeriodMs ?? 1_000;
+  }
+
+  private get eventedRelistPeriodMs(): number {
+    return this.o.eventedRelistPeriodMs ?? EVENTED_RELIST_PERIOD_MS;
+  }
+
   /**
    * PLEG's relist loop. With a working container event stream (evented PLEG) the relist is a slow safety
    * net; without one, or once the stream has failed for good, it runs every `relistPeriodMs` (generic PLEG).
    */
   private scheduleRelist() {
     if (this.stopped) return;
-    const period = this.evented ? (this.o.eventedRelistPeriodMs ?? EVENTED_RELIST_PERIOD_MS) : (this.o.relistPeriodMs ?? 1_000);
-    const due = this.lastRelistAt + period;
+    const due = this.lastRelistAt + (this.evented ? this.eventedRelistPeriodMs : this.relistPeriodMs);
     clearTimeout(this.relistTimer);
     this.relistTimer = setTimeout(() => {
       this.relistTimer = undefined;
@@ -370,7 +377,7 @@ export class Kubelet {
     this.eventsAbort = abort;
     this.evented = true;
     // Each node's safety net at its own phase: nodes started together do not all relist at once.
-    this.lastRelistAt = Date.now() - Math.random() * (this.o.eventedRelistPeriodMs ?? EVENTED_RELIST_PERIOD_MS);
+    this.lastRelistAt = Date.now() - Math.random() * this.eventedRelistPeriodMs;
     this.scheduleRelist();
     // Attempts in a row that brought no event; upstream gives up on the stream after five.
     let failed = 0;
@@ -406,7 +413,7 @@ export class Kubelet {
         this.lastRelistAt = 0;
         if (!got && ++failed >= EVENTED_MAX_STREAM_RETRIES) {
           this.evented = false;
-          this.error(new Error(`no container events after ${failed} attempts; falling back to relisting every ${this.o.relistPeriodMs ?? 1_000} ms`), 'container events');
+          this.error(new Error(`no container events after ${failed} attempts; falling back to relisting every ${this.relistPeriodMs} ms`), 'container events');
           this.scheduleRelist();
           break;
         }
@@ -501,7 +508,6 @@ export class Kubelet {
           }
         }
       } while (w.again && !this.stopped);
-      w.busy = false;
       this.scheduleResync(w.uid);
     } finally {
       w.busy = false;

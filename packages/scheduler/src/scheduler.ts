@@ -652,6 +652,11 @@ export class Scheduler {
       while (this.running) {
         const r = await this.scheduleOne();
         if (r === null) break;
+        // A cycle that failed or only started its binding settles on promises alone, so the next pod
+        // would follow without the event loop ever turning: with a backlog, timers and I/O of whatever
+        // shares this process (kubelets renewing leases, the runtime) would wait for the whole queue.
+        // One cycle per turn keeps them going, as kube-scheduler's goroutine leaves the others theirs.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       }
     })();
   }

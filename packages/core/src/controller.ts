@@ -97,6 +97,9 @@ export class Controller {
       } finally {
         this.queue.done(key);
       }
+      // A reconcile against an in-memory store settles on promises alone: without a turn of the event
+      // loop here, a backlog would hold back every timer and I/O callback in the process until it drained.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 

@@ -160,4 +160,19 @@ describe('Controller', () => {
     await ctl.stop();
     await store.close();
   });
+
+  it('lets timers run between reconciles while a backlog drains', async () => {
+    // Components of a composed cluster share one event loop: a worker that went from key to key on
+    // promises alone would hold every timer (lease renewals, resyncs) back until its queue was empty.
+    let reconciled = 0;
+    const ctl = new Controller({ name: 'backlog', reconcile: async () => void reconciled++ });
+    for (let i = 0; i < 500; i++) ctl.enqueue(`k${i}`);
+    let atTimer = -1;
+    const timer = new Promise<void>((r) => setTimeout(() => r(void (atTimer = reconciled)), 0));
+    await ctl.start();
+    await timer;
+    expect(atTimer).toBeLessThan(500);
+    await until(() => reconciled === 500);
+    await ctl.stop();
+  });
 });

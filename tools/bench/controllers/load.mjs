@@ -23,6 +23,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Cluster } from '../../../packages/kemu/src/index.ts';
 
@@ -230,15 +231,25 @@ async function run(index) {
     const t0 = performance.now();
     // Progress on stderr every 30 s, so a long run (5,000 nodes) shows where it is even if cut short.
     let lastCpu = 0;
-    const progress = setInterval(() => {
+    // Event-loop delay per step: a stall (every component shares this one loop) shows as a large max.
+    const loopDelay = monitorEventLoopDelay({ resolution: 20 });
+    loopDelay.enable();
+    const progress = setInterval(async () => {
       const s = [...startup].sort((a, b) => a - b);
       const used = process.cpuUsage(cpu0);
       const cpuNow = (used.user + used.system) / 1e6;
       const cpuStep = cpuNow - lastCpu;
       lastCpu = cpuNow;
       const b = [...toBound].sort((x, y) => x - y);
+      const loop = `loop delay p99 ${Math.round(loopDelay.percentile(99) / 1e6)} ms max ${Math.round(loopDelay.max / 1e6)} ms`;
+      loopDelay.reset();
+      let unbound = 0;
+      for (const [uid, t] of podSeen) if (t >= 0 && !boundAt.has(uid)) unbound++;
+      // Nodes the node lifecycle controller has marked unreachable (their lease went unrenewed too long).
+      const nodeList = (await store.list('Node')).items;
+      const unreachable = nodeList.filter((n) => n.spec?.taints?.some((t) => t.key === 'node.kubernetes.io/unreachable')).length;
       console.error(
-        `  ${((performance.now() - t0) / 1000).toFixed(0)} s: ${running}/${shape.pods} pods running, ${readyDeployments.size}/${deploymentCount} Deployments ready, startup p50 ${Math.round(pct(s, 0.5))} ms p99 ${Math.round(pct(s, 0.99))} ms (to bound p99 ${Math.round(pct(b, 0.99))} ms), cpu ${cpuNow.toFixed(0)} s (+${cpuStep.toFixed(0)}), rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`,
+        `  ${((performance.now() - t0) / 1000).toFixed(0)} s: ${running}/${shape.pods} pods running, ${readyDeployments.size}/${deploymentCount} Deployments ready, startup p50 ${Math.round(pct(s, 0.5))} ms p99 ${Math.round(pct(s, 0.99))} ms (to bound p99 ${Math.round(pct(b, 0.99))} ms), cpu ${cpuNow.toFixed(0)} s (+${cpuStep.toFixed(0)}), rss ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB, ${unbound} unbound, ${unreachable} nodes unreachable, ${loop}`,
       );
     }, 30_000);
     let firstDeploymentCreated = 0;
@@ -257,6 +268,7 @@ async function run(index) {
     const allRunningSeconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     clearInterval(progress);
+    loopDelay.disable();
     // Deployments report Available after their pods run; give the last statuses a moment to land.
     for (let i = 0; i < 600 && readyDeployments.size < deploymentCount; i++) await new Promise((r) => setTimeout(r, 100));
     pods.stop();

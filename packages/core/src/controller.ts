@@ -3,6 +3,7 @@
 import { setMaxListeners } from 'node:events';
 import { type KubeObject, objectKey } from './api-meta.js';
 import type { EventHandler, SharedInformer } from './informer.js';
+import { TimeSlice } from './time-slice.js';
 import { RateLimitingQueue } from './workqueue.js';
 
 export interface ReconcileResult {
@@ -71,6 +72,7 @@ export class Controller {
   }
 
   private async worker(signal: AbortSignal): Promise<void> {
+    const slice = new TimeSlice();
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
@@ -98,8 +100,9 @@ export class Controller {
         this.queue.done(key);
       }
       // A reconcile against an in-memory store settles on promises alone: without a turn of the event
-      // loop here, a backlog would hold back every timer and I/O callback in the process until it drained.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      // loop now and then, a backlog would hold back every timer and I/O callback in the process until
+      // it drained.
+      await slice.maybeYield();
     }
   }
 

@@ -70,6 +70,7 @@ export { type EventHandler, InformerFactory, type InformerOptions, setInformerEr
 export * from './rate-limiter.js';
 export { DelayingQueue, RateLimitingQueue, WorkQueue } from './workqueue.js';
 export { Controller, type ControllerOptions, type ReconcileResult } from './controller.js';
+export { DEFAULT_SLICE_MS, TimeSlice } from './time-slice.js';
 export { type LeaderCallbacks, type LeaderElectionConfig, LeaderElector } from './leader-election.js';
 export { createFileStore, FileStore, FileStoreError, type FileStoreOptions } from './store-file.js';
 export { createEtcdStore, EtcdStore, type EtcdStoreOptions } from './store-etcd.js';

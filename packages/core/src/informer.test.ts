@@ -165,7 +165,12 @@ describe('Controller', () => {
     // Components of a composed cluster share one event loop: a worker that went from key to key on
     // promises alone would hold every timer (lease renewals, resyncs) back until its queue was empty.
     let reconciled = 0;
-    const ctl = new Controller({ name: 'backlog', reconcile: async () => void reconciled++ });
+    const busy = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end);
+    };
+    // Each reconcile takes 0.2 ms, so the backlog (100 ms) outlasts any time slice.
+    const ctl = new Controller({ name: 'backlog', reconcile: async () => void (busy(0.2), reconciled++) });
     for (let i = 0; i < 500; i++) ctl.enqueue(`k${i}`);
     let atTimer = -1;
     const timer = new Promise<void>((r) => setTimeout(() => r(void (atTimer = reconciled)), 0));

@@ -1,6 +1,6 @@
 // The scheduler: one scheduling cycle at a time (filter, score, select, assume, reserve, permit), each
 // followed by a binding cycle that runs concurrently with the next scheduling cycles.
-import type { Store } from '@kemu/core';
+import { type Store, TimeSlice } from '@kemu/core';
 import { SchedulerCache } from './cache.js';
 import { ensureSchedulingKinds } from './kinds.js';
 import { connectStore, StoreClient } from './client-store.js';
@@ -649,14 +649,14 @@ export class Scheduler {
     if (this.store) this.informers = await connectStore(this.store, this);
     this.queue.run();
     this.loop = (async () => {
+      const slice = new TimeSlice();
       while (this.running) {
         const r = await this.scheduleOne();
         if (r === null) break;
         // A cycle that failed or only started its binding settles on promises alone, so the next pod
         // would follow without the event loop ever turning: with a backlog, timers and I/O of whatever
         // shares this process (kubelets renewing leases, the runtime) would wait for the whole queue.
-        // One cycle per turn keeps them going, as kube-scheduler's goroutine leaves the others theirs.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await slice.maybeYield();
       }
     })();
   }

@@ -31,6 +31,14 @@ const RESIZE = 4;
 const CLOSE = 255;
 /** How long a tty session waits for the client's first terminal size before starting the command. */
 const TTY_SIZE_WAIT_MS = 1000;
+/**
+ * How long output is held back on a fresh WebSocket connection unless the client speaks first. The channel
+ * protocol has no "client ready" message, and client-go registers its stdout/stderr/error streams only after
+ * its reader has started: frames that arrive in between are dropped ("Unknown stream id 1, discarding
+ * message"), which loses the head of a `kubectl cp` archive. A real kubelet is shielded by exec latency; a
+ * command that answers in microseconds is not. Any frame from the client proves its streams exist.
+ */
+const CLIENT_SETTLE_MS = 250;
 
 export interface StreamingServerOptions {
   /** Address to listen on (default 127.0.0.1, port 0 = any free port). */
@@ -38,6 +46,8 @@ export interface StreamingServerOptions {
   port?: number;
   /** How long a URL stays valid before the client connects (default 60 s, like kubelet's). */
   tokenTtlMs?: number;
+  /** How long WebSocket output waits for a client that has not spoken yet (default 250 ms; see CLIENT_SETTLE_MS). */
+  clientSettleMs?: number;
 }
 
 interface Pending {
@@ -70,23 +80,44 @@ class ChannelConn implements CommandTransport {
   readonly versioned: boolean;
   readonly resizable = true;
 
+  /** Frames held until the client has had time to set up its streams; undefined once released. */
+  private held: (Buffer | string)[] | undefined = [];
+  private finishHeld = false;
+  private readonly settle: NodeJS.Timeout;
+
   constructor(
     readonly ws: WebSocket,
     readonly protocol: string,
+    settleMs: number,
   ) {
     this.base64 = protocol.includes('base64');
     this.versioned = /^v\d+\./.test(protocol);
+    this.settle = setTimeout(() => this.release(), settleMs);
+    ws.once('message', () => this.release());
+    ws.once('close', () => clearTimeout(this.settle));
+  }
+
+  private release(): void {
+    clearTimeout(this.settle);
+    const held = this.held;
+    if (!held) return;
+    this.held = undefined;
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    for (const frame of held) this.ws.send(frame);
+    if (this.finishHeld) this.ws.close(1000);
   }
 
   send(channel: number, data: Buffer | string): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     const buf = typeof data === 'string' ? Buffer.from(data) : data;
-    if (this.base64) this.ws.send(String.fromCharCode(48 + channel) + buf.toString('base64'));
-    else this.ws.send(Buffer.concat([Buffer.from([channel]), buf]));
+    const frame = this.base64 ? String.fromCharCode(48 + channel) + buf.toString('base64') : Buffer.concat([Buffer.from([channel]), buf]);
+    if (this.held) this.held.push(frame);
+    else this.ws.send(frame);
   }
 
   finish(): void {
-    this.ws.close(1000);
+    if (this.held) this.finishHeld = true;
+    else this.ws.close(1000);
   }
 
   onFrame(fn: (channel: number, data: Buffer) => void): void {
@@ -210,7 +241,7 @@ export class StreamingServer implements StreamingRegistry {
       return;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = new ChannelConn(ws, ws.protocol);
+      const conn = new ChannelConn(ws, ws.protocol, this.opts.clientSettleMs ?? CLIENT_SETTLE_MS);
       if (pending.req.kind === 'portforward') this.servePortForward(conn, pending.req.sandboxId, url, pending.req.ports);
       else {
         // An empty frame on the lowest writable channel tells a WebSocket client the stream is established.
@@ -318,7 +349,7 @@ export class StreamingServer implements StreamingRegistry {
     const ports = (asked.length ? asked.map(Number) : allowed).filter((p) => Number.isInteger(p));
     if (ports.length === 0 || ports.some((p) => p < 1 || p > 65535 || (allowed.length > 0 && !allowed.includes(p)))) {
       conn.send(1, `invalid port list ${JSON.stringify(asked.length ? asked : allowed)}: give ?port=N for ports 1-65535 the PortForward request allowed`);
-      conn.ws.close(1000);
+      conn.finish();
       return;
     }
     const conns: (Duplex | undefined)[] = [];
@@ -334,7 +365,7 @@ export class StreamingServer implements StreamingRegistry {
           for (const d of early[i].splice(0)) stream.write(d);
           stream.on('data', (d: Buffer) => conn.send(2 * i, d));
           stream.on('error', (err) => conn.send(2 * i + 1, `error forwarding port ${port}: ${errorMessage(err)}`));
-          stream.on('end', () => conn.ws.close(1000));
+          stream.on('end', () => conn.finish());
         },
         (err) => conn.send(2 * i + 1, `error forwarding port ${port} to pod ${sandboxId}: ${errorMessage(err)}`),
       );

@@ -1,7 +1,7 @@
 // The control-plane half of node heartbeats (kube-controller-manager's node lifecycle controller): a
 // node whose Lease has not been renewed within the grace period gets its conditions set to Unknown
 // ("Kubelet stopped posting node status.") and the unreachable taints; they go when the kubelet is back.
-import { type Condition, isNotFound, type Lease, type Node, rfc3339, type Store, type Taint } from '@kemu/core';
+import { type Condition, isConflict, isNotFound, type Lease, type Node, rfc3339, type Store, type Taint, TimeSlice } from '@kemu/core';
 import { NODE_LEASE_NAMESPACE } from './node-status.js';
 
 export const UNREACHABLE_TAINT = 'node.kubernetes.io/unreachable';
@@ -47,13 +47,18 @@ export class NodeLifecycleController {
     await this.running;
   }
 
-  /** One pass over all nodes. Exposed for tests. */
+  /**
+   * One pass over all nodes. Exposed for tests. It reads the listed (shared, read-only) objects and copies
+   * only a node it changes; at 5,000 nodes a pass yields to the event loop between 10 ms slices.
+   */
   async monitor(): Promise<void> {
     const nodes = (await this.o.store.list('Node')).items as Node[];
     const leases = new Map(
       ((await this.o.store.list('Lease', { namespace: NODE_LEASE_NAMESPACE })).items as Lease[]).map((l) => [l.metadata.name, l]),
     );
+    const slice = new TimeSlice();
     for (const node of nodes) {
+      await slice.maybeYield();
       const renew = leases.get(node.metadata.name)?.spec?.renewTime;
       const last = renew ? Date.parse(renew) : Date.parse(node.metadata.creationTimestamp ?? '') || 0;
       const stale = this.now() - last > this.grace;
@@ -61,10 +66,11 @@ export class NodeLifecycleController {
         if (stale) await this.markUnknown(node);
         else {
           await this.clearUnreachable(node);
-          await this.syncConditionTaints(node.metadata.name ?? '');
+          await this.syncConditionTaints(node);
         }
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        // Gone, or changed since the list (the kubelet posted status): the next pass looks again.
+        if (!isNotFound(err) && !isConflict(err)) throw err;
       }
     }
   }
@@ -92,8 +98,7 @@ export class NodeLifecycleController {
   }
 
   /** A pressure condition that is True puts its NoSchedule taint on the node; False takes it off. */
-  private async syncConditionTaints(name: string) {
-    const node = await this.o.store.get('Node', '', name);
+  private async syncConditionTaints(node: Node) {
     const conditions = node.status?.conditions ?? [];
     const want = new Set(Object.entries(CONDITION_TAINTS).filter(([type]) => conditions.some((c) => c.type === type && c.status === 'True')).map(([, key]) => key));
     const managed = new Set(Object.values(CONDITION_TAINTS));
@@ -102,12 +107,7 @@ export class NodeLifecycleController {
     const now = rfc3339(new Date(this.now()));
     for (const key of want) if (!kept.some((t) => t.key === key)) kept.push({ key, effect: 'NoSchedule', timeAdded: now });
     if (kept.length === cur.length && kept.every((t, i) => t === cur[i])) return;
-    try {
-      await this.o.store.update({ ...node, spec: { ...(node.spec ?? {}), taints: kept } });
-    } catch (err) {
-      // The kubelet posted status meanwhile: the next pass looks again.
-      if ((err as { reason?: string }).reason !== 'Conflict') throw err;
-    }
+    await this.o.store.update({ ...node, spec: { ...(node.spec ?? {}), taints: kept } });
   }
 
   private async clearUnreachable(node: Node) {

@@ -34,6 +34,7 @@ import { RuntimeCache } from './runtime-cache.js';
 import { SummaryProvider } from './stats-summary.js';
 import { KubeletServer } from './kubelet-server.js';
 import { ImageGCManager } from './image-gc-manager.js';
+import { nextOrAbort } from './next-or-abort.js';
 import type { KubeletOptions } from './types.js';
 import { storeObjectSource } from './object-source.js';
 import { VolumeManager } from './volume-manager.js';
@@ -387,12 +388,8 @@ export class Kubelet {
         try {
           // Raced against the abort: a quiet stream would otherwise hold stop() until its next event.
           const it = this.o.containerEvents!()[Symbol.asyncIterator]();
-          const aborted = new Promise<'aborted'>((resolve) => {
-            if (abort.signal.aborted) resolve('aborted');
-            abort.signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-          });
           for (;;) {
-            const r = await Promise.race([it.next(), aborted]);
+            const r = await nextOrAbort(it, abort.signal);
             if (r === 'aborted') {
               void it.return?.(undefined)?.catch?.(() => {});
               break;

@@ -115,10 +115,12 @@ export class DiskResultCache implements ResultCache {
 
 /**
  * The same entries in memory, for a runtime that is the only user of its results (a composed cluster
- * calling plugins in process): no file per ADD, gone with the process.
+ * calling plugins in process): no file per ADD, gone with the process. Each entry is kept as its JSON
+ * text, one string instead of a tree of objects per attachment (a 5,000-node cluster holds 150,000 of
+ * them), and without the network config, which nothing reads back from memory.
  */
 export class MemoryResultCache implements ResultCache {
-  private readonly networks = new Map<string, Map<string, CacheEntry>>();
+  private readonly networks = new Map<string, Map<string, string>>();
 
   private static key(rt: RuntimeConf): string {
     return `${rt.containerId}\0${rt.ifname}`;
@@ -130,13 +132,15 @@ export class MemoryResultCache implements ResultCache {
       m = new Map();
       this.networks.set(list.name, m);
     }
-    // A private copy: later changes to the caller's result object must not reach the cache.
-    m.set(MemoryResultCache.key(rt), structuredClone(entryOf(list, rt, result)));
+    const { config: _config, ...entry } = entryOf(list, rt, result);
+    m.set(MemoryResultCache.key(rt), JSON.stringify(entry));
   }
 
   async get(list: NetworkConfigList, rt: RuntimeConf): Promise<CniResult | undefined> {
-    const e = this.networks.get(list.name)?.get(MemoryResultCache.key(rt));
-    return e?.result ? parseResult(structuredClone(e.result)) : undefined;
+    const text = this.networks.get(list.name)?.get(MemoryResultCache.key(rt));
+    if (text === undefined) return undefined;
+    const { result } = JSON.parse(text) as { result?: unknown };
+    return result ? parseResult(result) : undefined;
   }
 
   async delete(list: NetworkConfigList, rt: RuntimeConf): Promise<void> {
@@ -146,6 +150,6 @@ export class MemoryResultCache implements ResultCache {
   }
 
   async attachments(list: NetworkConfigList): Promise<RuntimeConf[]> {
-    return [...(this.networks.get(list.name)?.values() ?? [])].map((e) => structuredClone(attachmentOf(e)));
+    return [...(this.networks.get(list.name)?.values() ?? [])].map((text) => attachmentOf(JSON.parse(text) as CacheEntry));
   }
 }

@@ -8,28 +8,10 @@ import { fieldGetter, type FieldGetter, type KindInfo } from './kinds.js';
 import { everything, type Selector } from './labels.js';
 import type { WatchEvent } from './store.js';
 import { DEFAULT_WATCH_QUEUE_LIMIT, WatchQueue } from './watch-queue.js';
+import { deepFreeze } from './deep-freeze.js';
+import { ObjectTable, TEXT_KINDS } from './object-table.js';
 
-export function deepFreeze<T>(o: T): T {
-  if (o !== null && typeof o === 'object' && !Object.isFrozen(o)) freezeTree(o as object);
-  return o;
-}
-
-/** Freezes children before their parent, so a frozen object here is frozen all the way down. */
-function freezeTree(o: object): void {
-  // (A frozen child is such a subtree, shared with an earlier version of the object: not walked again.)
-  if (Array.isArray(o)) {
-    for (let i = 0; i < o.length; i++) {
-      const v = o[i];
-      if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) freezeTree(v);
-    }
-  } else {
-    for (const k in o) {
-      const v = (o as Record<string, unknown>)[k];
-      if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) freezeTree(v);
-    }
-  }
-  Object.freeze(o);
-}
+export { deepFreeze };
 
 /**
  * Deep copy of a JSON value, with JSON semantics (undefined members and functions dropped, Dates and
@@ -175,7 +157,7 @@ export interface KindCacheOptions {
 }
 
 export class KindCache {
-  readonly objects = new Map<string, KubeObject>();
+  readonly objects: ObjectTable;
   private readonly objIndexes = new Map<string, { get: FieldGetter; byValue: Map<string, Set<string>> }>();
   private history: (HistoryEntry | undefined)[];
   private histStart = 0;
@@ -193,6 +175,7 @@ export class KindCache {
     readonly info: KindInfo,
     opts: KindCacheOptions,
   ) {
+    this.objects = new ObjectTable(TEXT_KINDS.has(info.kind));
     this.history = new Array(Math.max(1, opts.historySize));
     this.queueLimit = opts.watchQueueLimit ?? DEFAULT_WATCH_QUEUE_LIMIT;
     this.windowStart = opts.windowStart;

@@ -112,7 +112,7 @@ export class Link {
   vxLearning = true;
   vxTtl = 64;
   vxFdb: Map<number, VxFdbEntry> | null = null;
-  neigh = new Map<IpKey, NeighEntry>();
+  private neighTable: Map<IpKey, NeighEntry> | null = null;
   stats = { rxPackets: 0, txPackets: 0, rxBytes: 0, txBytes: 0, dropped: 0 };
 
   constructor(ns: Ns, index: number, name: string, kind: LinkKind, mac: Uint8Array, mtu: number) {
@@ -123,6 +123,11 @@ export class Link {
     this.mac = mac;
     this.macKey = macKeyAt(mac, 0);
     this.mtu = mtu;
+  }
+
+  /** The neighbour table, made on first use: most devices of a large world never resolve an address. */
+  get neigh(): Map<IpKey, NeighEntry> {
+    return (this.neighTable ??= new Map());
   }
 
   /** Operational state: a veth only passes traffic when both ends are up. */
@@ -179,18 +184,49 @@ export class Ns {
   fwd6 = false;
   nat: CompiledNat[] = [];
   natSeq = 0;
-  /** iptables-style tables and nftables-style maps (world-netfilter.ts runs them). */
-  nf = new Netfilter();
-  sysctls = new Map<string, string>();
-  ct = new Map<string, { conn: Conn; dir: 'orig' | 'reply' }>();
   listeners: Listener[] = [];
-  vxSock = new Map<number, Link[]>();
   nextEphemeral = 32768;
   nextIfindex = 1;
   echoId = 0;
+  // The tables below are made on first use: a world of 150,000 pod namespaces, most of which never get a
+  // rule, a sysctl, a tracked connection or a VXLAN socket, would otherwise hold some twenty empty
+  // containers per namespace for the garbage collector to walk.
+  private nfState: Netfilter | null = null;
+  private sysctlTable: Map<string, string> | null = null;
+  private ctTable: Map<string, { conn: Conn; dir: 'orig' | 'reply' }> | null = null;
+  private vxSockTable: Map<number, Link[]> | null = null;
 
   constructor(name: string) {
     this.name = name;
+  }
+
+  /** iptables-style tables and nftables-style maps (world-netfilter.ts runs them). */
+  get nf(): Netfilter {
+    return (this.nfState ??= new Netfilter());
+  }
+
+  /** The rule set if one was ever made here, for readers that must not make one. */
+  get nfIfAny(): Netfilter | null {
+    return this.nfState;
+  }
+
+  get sysctls(): Map<string, string> {
+    return (this.sysctlTable ??= new Map());
+  }
+
+  /** Connection tracking: tuple key to connection and direction. */
+  get ct(): Map<string, { conn: Conn; dir: 'orig' | 'reply' }> {
+    return (this.ctTable ??= new Map());
+  }
+
+  /** Whether any connection is tracked here (without making the table). */
+  get tracksConnections(): boolean {
+    return this.ctTable !== null && this.ctTable.size > 0;
+  }
+
+  /** VXLAN devices listening in this namespace, by UDP port. */
+  get vxSock(): Map<number, Link[]> {
+    return (this.vxSockTable ??= new Map());
   }
 
   table(id: number): RouteTable {

@@ -221,8 +221,8 @@ function runChain(
   }
 }
 
-const nfOn = (ns: Ns) => ns.nf.ruleCount > 0 || ns.nf.nft.ruleCount > 0;
-const tracked = (ns: Ns) => ns.nat.length > 0 || ns.ct.size > 0 || nfOn(ns);
+const nfOn = (ns: Ns) => { const nf = ns.nfIfAny; return nf !== null && (nf.ruleCount > 0 || nf.nft.ruleCount > 0); };
+const tracked = (ns: Ns) => ns.nat.length > 0 || ns.tracksConnections || nfOn(ns);
 const HOOK_NAME: Record<Hook, string> = { PREROUTING: 'prerouting', INPUT: 'input', FORWARD: 'forward', OUTPUT: 'output', POSTROUTING: 'postrouting' };
 const isNew = (skb: Skb) => !!skb.ct && skb.ct.isNew && !skb.ct.conn.confirmed;
 

@@ -86,7 +86,7 @@ export function toJSON(w: WorldState): WorldJSON {
       routes,
       nat: ns.nat.map((r) => ({ id: r.id, rule: structuredClone(r.rule) })),
       natSeq: ns.natSeq,
-      ...(ns.nf.ruleCount
+      ...(ns.nfIfAny?.ruleCount
         ? {
             iptables: { v4: nf.save(ns.nf, 4), v6: nf.save(ns.nf, 6) },
             nftMaps: Object.fromEntries([...ns.nf.maps].map(([k, m]) => [k, Object.fromEntries(m.elements)])),
@@ -250,7 +250,8 @@ export function restore(w: WorldState, j: WorldJSON): void {
     for (const [name, elements] of Object.entries(n.nftMaps ?? {})) nf.setMap(ns.nf, name, elements);
     if (n.iptables?.v4) nf.restore(ns.nf, 4, n.iptables.v4);
     if (n.iptables?.v6) nf.restore(ns.nf, 6, n.iptables.v6);
-    ns.sysctls = new Map(Object.entries(n.sysctls ?? {}));
+    ns.sysctls.clear();
+    for (const [k, v] of Object.entries(n.sysctls ?? {})) ns.sysctls.set(k, v);
     ns.listeners = (n.listeners ?? []).map((l) => ({ ...l }));
     ns.nextEphemeral = n.nextEphemeral ?? 32768;
     ns.echoId = n.echoId ?? 0;

@@ -1,6 +1,6 @@
 // The `kemu` command as a user runs it: a cluster in the background, kubectl-style commands against it,
 // and state that survives `kemu down` / `kemu up` with the file store. Uses the built CLI (dist/).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +57,9 @@ describe.runIf(fs.existsSync(cli))('kemu CLI', () => {
     const up = kemu('up', '--nodes', '2', '--store', 'file', '--detach');
     expect(up.code, up.err).toBe(0);
     expect(up.out).toMatch(/kemu cluster is up in the background/);
+    // The background cluster process got the V8 flags a foreground one runs with.
+    const bgPid = Number(fs.readFileSync(path.join(stateDir, 'kemu.pid'), 'utf8'));
+    expect(fs.readFileSync(`/proc/${bgPid}/cmdline`, 'utf8').split('\0')).toContain('--no-memory-reducer');
     expect(kemu('up', '--store', 'file', '--detach').err).toMatch(/already running/);
 
     const nodes = kemu('get', 'nodes');
@@ -108,4 +111,31 @@ describe.runIf(fs.existsSync(cli))('kemu CLI', () => {
     // The pods' network came back with them: the same path still works.
     expect(kemu('trace', 'web-1', 'web-2').out).toMatch(/web-1 -> web-2 \(10\.244\.\d\.\d+\): reachable/);
   }, 180_000);
+
+  it('runs a foreground cluster in a node with its V8 flags, and stops it on one SIGINT', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-cli-fg-'));
+    const parent = spawn(process.execPath, [cli, 'up', '--nodes', '1'], { env: { ...process.env, KEMU_STATE_DIR: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    parent.stdout.on('data', (d) => (out += d));
+    parent.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => parent.once('exit', (code) => resolve(code)));
+    try {
+      const pidFile = path.join(dir, 'kemu.pid');
+      await until('the cluster to come up', () => /kemu cluster is up/.test(out) && fs.existsSync(pidFile), 60_000);
+      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+      // The cluster runs in a child started with the flags; the command the user started waits for it.
+      expect(pid).not.toBe(parent.pid);
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      expect(argv).toContain('--no-memory-reducer');
+      expect(argv.some((a) => /^--max-old-space-size=\d+$/.test(a))).toBe(true);
+      parent.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect(out).toMatch(/stopping the cluster/);
+      expect(fs.existsSync(pidFile)).toBe(false);
+      expect(fs.existsSync(`/proc/${pid}`)).toBe(false);
+    } finally {
+      parent.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

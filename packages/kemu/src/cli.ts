@@ -11,6 +11,7 @@ import { nodeAdd, nodeRemove } from './node-add.js';
 import { parseNodeLabels, parseTaint, parseTaintList } from './node-registration.js';
 import { runDemo } from './demo.js';
 import { defaultStateDir } from './state.js';
+import { clusterV8Flags, runWithV8Flags, untilStopSignal } from './v8-flags.js';
 
 const VERSION = '0.1.0';
 
@@ -81,6 +82,12 @@ program
   .addOption(deviceOpt())
   .addOption(stateDirOpt())
   .action(async (o) => {
+    // The cluster process needs V8 flags that only take effect at startup (v8-flags.ts).
+    const flags = o.detach ? [] : clusterV8Flags();
+    if (flags.length) {
+      process.exitCode = await runWithV8Flags(flags);
+      return;
+    }
     const handle = await cmd.up({
       kubeletConfigs: kubeletConfigs(o.kubeletConfig),
       devices: o.device,
@@ -108,13 +115,9 @@ program
       detach: o.detach,
     });
     if (!handle) return;
-    await new Promise<void>((resolve) => {
-      const bye = () => {
-        process.stderr.write('stopping the cluster...\n');
-        handle.stop().then(resolve, resolve);
-      };
-      process.once('SIGINT', bye);
-      process.once('SIGTERM', bye);
+    await untilStopSignal(() => {
+      process.stderr.write('stopping the cluster...\n');
+      return handle.stop();
     });
   });
 

@@ -34,6 +34,7 @@ import { nodeStores, type RunNodeOptions, runNode } from './node-process.js';
 import { describeObject } from './describe.js';
 import { printTable, resolveKind } from './printers.js';
 import { defaultStateDir, paths } from './state.js';
+import { clusterV8Flags } from './v8-flags.js';
 
 export class UsageError extends Error {}
 
@@ -223,7 +224,7 @@ async function detach(opts: ClusterOptions, out: Out) {
   const p = paths(opts.stateDir);
   const args = process.argv.slice(1).filter((a) => a !== '--detach' && a !== '-d');
   const log = fs.openSync(p.log, 'a', 0o600);
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env: process.env });
+  const child = spawn(process.execPath, [...process.execArgv, ...clusterV8Flags(), ...args], { detached: true, stdio: ['ignore', log, log], env: process.env });
   child.unref();
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {

@@ -17,5 +17,6 @@ export {
 export { LinuxClusterNetwork, linuxUnsupportedReason } from './linux-network.js';
 export { SimClusterNetwork, UNDERLAY_NS } from './sim-network.js';
 export { defaultStateDir, paths } from './state.js';
+export { clusterV8Flags, runWithV8Flags } from './v8-flags.js';
 export { collectMetrics, top, type TopOptions } from './top.js';
 export { deploymentStatus, RolloutError, rolloutHistory, rolloutPause, rolloutRestart, rolloutStatus, rolloutUndo, scale } from './rollout.js';

@@ -20,12 +20,19 @@
 //   --proxy-mode iptables|nftables: every node's kube-proxy mode (nftables syncs only the changed Services)
 //   --state-root DIR: where the nodes' files go (default /dev/shm when it exists: on a VM disk every inode
 //   the kubelet and runtime create per pod costs ~0.8 ms and would be measured instead of the cluster)
+//
+// The bench runs in a node with the V8 flags `kemu up` gives its cluster process (heap limit, no memory
+// reducer, 64 MiB semi-space; packages/kemu/src/v8-flags.ts), starting itself again when they are missing;
+// flags given on the command line win.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { Cluster } from '../../../packages/kemu/src/index.ts';
+import { Cluster, clusterV8Flags, runWithV8Flags } from '../../../packages/kemu/src/index.ts';
+
+const v8Flags = clusterV8Flags();
+if (v8Flags.length) process.exit(await runWithV8Flags(v8Flags));
 
 const { values } = parseArgs({
   options: {

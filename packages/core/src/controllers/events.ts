@@ -37,10 +37,12 @@ export function objectRef(obj: KubeObject): ObjectReference {
 }
 
 export class EventRecorder {
-  private readonly seen = new Map<
-    string,
-    { name: string; namespace: string; count: number; pending: Promise<void> }
-  >();
+  /**
+   * What was recorded, by (object, type, reason, message): the Event's name and count, and its write while
+   * one is in flight. Keys and names are joined into flat strings: a template literal would keep each as a
+   * tree of string pieces, several heap objects per Event held for as long as the entry.
+   */
+  private readonly seen = new Map<string, { name: string; namespace: string; count: number; pending: Promise<void> | undefined }>();
   private readonly inflight = new Set<Promise<void>>();
   private serial = 0;
 
@@ -54,7 +56,7 @@ export class EventRecorder {
     this.options.sink?.({ object: ref, type, reason, message });
     if (this.options.disableStore) return;
     const namespace = ref.namespace || 'default';
-    const key = `${ref.uid}\0${type}\0${reason}\0${message}`;
+    const key = [ref.uid, type, reason, message].join('\0');
     const now = rfc3339();
     const prev = this.seen.get(key);
     let p: Promise<void>;
@@ -62,14 +64,15 @@ export class EventRecorder {
       prev.count++;
       const count = prev.count;
       // Chain after the create so the patch never races ahead of it.
-      p = prev.pending.then(async () => {
+      p = (prev.pending ?? Promise.resolve()).then(async () => {
         await this.store
           .patch('Event', prev.namespace, prev.name, { count, lastTimestamp: now }, 'merge')
           .catch(() => {});
       });
       prev.pending = p;
+      this.settle(prev, p);
     } else {
-      const name = `${ref.name}.${(BigInt(Date.now()) * 1_000_000n + BigInt(this.serial++ % 1_000_000)).toString(16)}`;
+      const name = [ref.name, (BigInt(Date.now()) * 1_000_000n + BigInt(this.serial++ % 1_000_000)).toString(16)].join('.');
       const ev: Event = {
         apiVersion: 'v1',
         kind: 'Event',
@@ -93,11 +96,20 @@ export class EventRecorder {
         () => {},
         () => {},
       );
-      this.seen.set(key, { name, namespace, count: 1, pending: p });
+      const entry = { name, namespace, count: 1, pending: p as Promise<void> | undefined };
+      this.seen.set(key, entry);
+      this.settle(entry, p);
       if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value!);
     }
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p));
+  }
+
+  /** Forgets an entry's write once it is done, unless a later one took its place. */
+  private settle(entry: { pending: Promise<void> | undefined }, p: Promise<void>): void {
+    void p.then(() => {
+      if (entry.pending === p) entry.pending = undefined;
+    });
   }
 
   /** Wait for event writes started so far (tests, shutdown). */

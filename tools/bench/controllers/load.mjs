@@ -180,6 +180,7 @@ async function run(index) {
     // Startup per owning workload kind (a ReplicaSet's pods count as its Deployment's): the DaemonSet's
     // pods arrive as one burst of a pod per node, not at the paced rate, so they are shown apart too.
     const startupByKind = new Map();
+    const slowPacedByStep = new Map();
     const ownerKind = (p) => {
       const k = p.metadata.ownerReferences?.[0]?.kind ?? 'Pod';
       return k === 'ReplicaSet' ? 'Deployment' : k;
@@ -206,6 +207,11 @@ async function run(index) {
           const kind = ownerKind(p);
           if (!startupByKind.has(kind)) startupByKind.set(kind, []);
           startupByKind.get(kind).push(now - t);
+          // When the paced pods that missed the 5 s SLO were created (30 s steps), to tell a burst from a stall.
+          if (kind !== 'DaemonSet' && now - t > 5000) {
+            const step = Math.floor((t - t0) / 30_000) * 30;
+            slowPacedByStep.set(step, (slowPacedByStep.get(step) ?? 0) + 1);
+          }
           const b = boundAt.get(uid) ?? now;
           toBound.push(b - t);
           boundToRunning.push(now - b);
@@ -291,6 +297,7 @@ async function run(index) {
     }
     const paced = [...startupByKind].filter(([k]) => k !== 'DaemonSet').flatMap(([, xs]) => xs).sort((a, b) => a - b);
     console.error(`startup by workload kind: ${JSON.stringify(byKind)}`);
+    console.error(`pods other than the DaemonSet's over 5 s, by creation time (s): ${JSON.stringify(Object.fromEntries(slowPacedByStep))}`);
     return {
       nodes,
       pods: shape.pods,

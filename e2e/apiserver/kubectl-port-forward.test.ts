@@ -4,7 +4,7 @@
 // echoes, so the reply names the pod it came from; `svc/NAME` reaches the pod the Service selects.
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
-import { KUBECTL_OLD, peers, requirePeers } from '@kemu/test-peers';
+import { freePort, KUBECTL_OLD, peers, requirePeers } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HttpsCluster, startHttpsCluster } from './https-cluster.js';
 
@@ -32,15 +32,6 @@ spec:
   selector: {app: web}
   ports: [{port: 80, targetPort: 8080}]
 `;
-
-/** A free local port (closed again at once, so kubectl can take it). */
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /** Starts `kubectl port-forward TARGET LOCAL:REMOTE...` and resolves once it says it forwards them all. */
 async function portForward(bin: string, env: Record<string, string>, target: string, remote: number, ...more: number[]) {

@@ -1,24 +1,14 @@
 // node-driver-registrar as a process next to the kemu-csi driver process, seen from the kubelet's side of
 // the plugin-registration socket.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_DRIVER_NAME as DRIVER } from '@kemu/csi';
 import { grpc, pluginregistration, unaryCall } from '@kemu/proto';
+import { freePort } from '@kemu/test-peers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from './harness.js';
 import { type Proc, runSource } from './processes.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('kemu-node-driver-registrar', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'kemu-e2e-reg-'));

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { program, requirePeers } from '@kemu/test-peers';
+import { ETCD_BIN, type EtcdServer, program, requirePeers, startEtcd } from '@kemu/test-peers';
 import type { KubeObject } from './api-meta.js';
 import { NODE_NAME_INDEX, nodeNameIndexFunc } from './indexer.js';
 import { SharedInformer } from './informer.js';
 import { storeContract } from './store-contract.suite.js';
 import { EtcdStore } from './store-etcd.js';
-import { type EtcdServer, ETCD_BIN, startEtcd } from './testdata/etcd-server.js';
 
 describe.runIf(requirePeers('the etcd backend tests', [program(ETCD_BIN, 'etcd-server')]))('etcd backend', () => {
   let etcd: EtcdServer;

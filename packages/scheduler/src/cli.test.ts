@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { peers, requirePeers } from '@kemu/test-peers';
+import { peers, requirePeers, startEtcd } from '@kemu/test-peers';
 
 const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(path.join(tmpdir(), 'kemu-sched-cli-'));
@@ -211,29 +211,9 @@ describe.runIf(canEtcd)(
     it('binds pods created by another client and stops cleanly on SIGTERM', async () => {
       const { spawn } = await import('node:child_process');
       const { createEtcdStore } = await import('@kemu/core');
-      const base = 20000 + (process.pid % 20000);
-      const client = `http://127.0.0.1:${base}`;
-      const peer = `http://127.0.0.1:${base + 1}`;
-      const etcd = spawn(
-        'etcd',
-        [
-          '--name',
-          'sched-test',
-          '--data-dir',
-          path.join(dir, 'etcd'),
-          '--listen-client-urls',
-          client,
-          '--advertise-client-urls',
-          client,
-          '--listen-peer-urls',
-          peer,
-          '--initial-advertise-peer-urls',
-          peer,
-          '--initial-cluster',
-          `sched-test=${peer}`,
-        ],
-        { stdio: 'ignore' },
-      );
+      // Ready before the store opens: a client that dials a still-starting etcd is refused.
+      const etcd = await startEtcd();
+      const client = etcd.endpoint;
       let sched: ReturnType<typeof spawn> | undefined;
       try {
         const store = await createEtcdStore({ endpoints: client, prefix: '/sched-test/' });
@@ -289,7 +269,7 @@ describe.runIf(canEtcd)(
         await store.close();
       } finally {
         if (sched && sched.exitCode === null) sched.kill('SIGKILL');
-        etcd.kill('SIGTERM');
+        await etcd.stop();
       }
     }, 90_000);
 

@@ -9,6 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { it } from 'vitest';
 
+export { ETCD_BIN, type EtcdServer, freePort, startEtcd } from './etcd.js';
+
 /** Something a suite needs, with what installs it. */
 export interface Requirement {
   /** What is needed, as the message names it ("tshark", "root", "/usr/lib/cni/bridge"). */

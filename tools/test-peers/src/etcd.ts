@@ -1,4 +1,5 @@
-// Starts a real etcd on loopback for tests: random free ports, a temporary data directory.
+// Starts a real etcd on loopback for tests: random free ports, a temporary data directory, and returns once
+// the client port answers a health probe (a client opened before that is refused).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -7,7 +8,8 @@ import { join } from 'node:path';
 
 export const ETCD_BIN = process.env.KEMU_ETCD ?? '/usr/bin/etcd';
 
-async function freePort(): Promise<number> {
+/** A free loopback TCP port (closed again at once, for a program that will listen on it). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.unref();

@@ -4,14 +4,23 @@ import { clusterV8Flags, untilStopSignal } from './v8-flags.js';
 const GiB = 2 ** 30;
 
 describe('clusterV8Flags', () => {
-  it('adds a heap limit of three quarters of memory, no memory reducer and a 64 MiB semi-space', () => {
-    expect(clusterV8Flags([], '', 24 * GiB)).toEqual(['--max-old-space-size=18432', '--no-memory-reducer', '--max-semi-space-size=64']);
+  it('adds a heap limit of three quarters of memory, no memory reducer, doubling growth and a 64 MiB semi-space', () => {
+    expect(clusterV8Flags([], '', 24 * GiB)).toEqual([
+      '--max-old-space-size=18432',
+      '--no-memory-reducer',
+      '--heap-growing-percent=100',
+      '--max-semi-space-size=64',
+    ]);
   });
 
   it('leaves alone every flag the user set, in any of the spellings V8 takes', () => {
-    expect(clusterV8Flags(['--max-old-space-size=4096', '--memory-reducer', '--max_semi_space_size=16'], '', 24 * GiB)).toEqual([]);
-    expect(clusterV8Flags(['--nomemory-reducer'], '--max-old-space-size=2048', 24 * GiB)).toEqual(['--max-semi-space-size=64']);
-    expect(clusterV8Flags(['--no_memory_reducer', '--import', 'tsx'], '', 8 * GiB)).toEqual(['--max-old-space-size=6144', '--max-semi-space-size=64']);
+    expect(clusterV8Flags(['--max-old-space-size=4096', '--memory-reducer', '--heap-growing-percent=50', '--max_semi_space_size=16'], '', 24 * GiB)).toEqual([]);
+    expect(clusterV8Flags(['--nomemory-reducer'], '--max-old-space-size=2048 --heap_growing_percent=0', 24 * GiB)).toEqual(['--max-semi-space-size=64']);
+    expect(clusterV8Flags(['--no_memory_reducer', '--import', 'tsx'], '', 8 * GiB)).toEqual([
+      '--max-old-space-size=6144',
+      '--heap-growing-percent=100',
+      '--max-semi-space-size=64',
+    ]);
   });
 
   it('never sets a heap limit below 1 GiB', () => {

@@ -7,6 +7,9 @@
 //   idles it starts a full collection at least every 100 s (its watchdog) and leaves the heap limit just
 //   above the live size, so another full collection follows soon after. Each one marks the whole heap.
 //   Without it, full collections come only from growth (measured in tools/bench/controllers/README.md).
+// - `--heap-growing-percent=100`: after a full collection the old generation may grow to twice what
+//   survived before the next one starts, as Go's default GOGC=100 lets the upstream control plane grow.
+//   V8's own factor fell to barely above 1 at 5 GiB live, and two full collections ran back to back.
 // - `--max-semi-space-size=64`: a young generation large enough that objects living through one reconcile
 //   die young instead of being promoted, which is what fills the old generation between full collections.
 // A flag the user set (on node's command line or in NODE_OPTIONS) wins. V8 reads these when the process
@@ -28,6 +31,7 @@ export function clusterV8Flags(
   const out: string[] = [];
   if (!has('max-old-space-size')) out.push(`--max-old-space-size=${Math.max(1024, Math.floor((totalMemBytes * 0.75) / 2 ** 20))}`);
   if (!has('memory-reducer')) out.push('--no-memory-reducer');
+  if (!has('heap-growing-percent')) out.push('--heap-growing-percent=100');
   if (!has('max-semi-space-size')) out.push('--max-semi-space-size=64');
   return out;
 }

@@ -22,8 +22,8 @@
 //   the kubelet and runtime create per pod costs ~0.8 ms and would be measured instead of the cluster)
 //
 // The bench runs in a node with the V8 flags `kemu up` gives its cluster process (heap limit, no memory
-// reducer, 64 MiB semi-space; packages/kemu/src/v8-flags.ts), starting itself again when they are missing;
-// flags given on the command line win.
+// reducer, doubling heap growth, 64 MiB semi-space; packages/kemu/src/v8-flags.ts), starting itself again
+// when they are missing; flags given on the command line win.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -272,7 +272,7 @@ export class KindCache {
   /** Current objects matching a filter, using the namespace and object indexes where possible. */
   select(filter: WatchFilter): KubeObject[] {
     const matchFields = filter.fields.bind(this.info);
-    let candidates: Iterable<KubeObject> = this.objects.values();
+    let candidates: Iterable<KubeObject> = this.objects.values(filter.namespace);
     for (const [field, idx] of this.objIndexes) {
       const v = filter.fields.exactValue(field);
       if (v !== undefined) {

@@ -24,6 +24,9 @@ describe('ObjectTable', () => {
     expect(Object.isFrozen(a) && Object.isFrozen(a.metadata)).toBe(true);
     expect(t.get('default/a')).not.toBe(a);
     expect([...t.values()].map((o) => o.metadata.name)).toEqual(['a', 'b']);
+    t.set('other/c', { ...ev('c'), metadata: { name: 'c', namespace: 'other' } });
+    expect([...t.values('other')].map((o) => o.metadata.name)).toEqual(['c']);
+    t.delete('other/c');
     expect([...t].map(([k, o]) => `${k}=${(o as unknown as { count: number }).count}`)).toEqual(['default/a=3', 'default/b=1']);
     expect(t.delete('default/a')).toBe(true);
     expect(t.has('default/a')).toBe(false);

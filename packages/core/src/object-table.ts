@@ -36,8 +36,13 @@ export class ObjectTable {
     return this.m.delete(key);
   }
 
-  values(): IterableIterator<KubeObject> {
-    return this.asText ? decodeAll(this.m.values()) : (this.m as Map<string, KubeObject>).values();
+  /**
+   * Every object; with `namespace`, a text-held kind decodes only that namespace's (its keys start with
+   * `<namespace>/`), while other kinds may still yield the rest for the caller to filter.
+   */
+  values(namespace?: string): IterableIterator<KubeObject> {
+    if (!this.asText) return (this.m as Map<string, KubeObject>).values();
+    return namespace ? decodeIn(this.m.entries(), `${namespace}/`) : decodeAll(this.m.values());
   }
 
   entries(): IterableIterator<[string, KubeObject]> {
@@ -55,6 +60,10 @@ function decode(text: string): KubeObject {
 
 function* decodeAll(it: IterableIterator<KubeObject | string>): IterableIterator<KubeObject> {
   for (const v of it) yield typeof v === 'string' ? decode(v) : v;
+}
+
+function* decodeIn(it: IterableIterator<[string, KubeObject | string]>, prefix: string): IterableIterator<KubeObject> {
+  for (const [k, v] of it) if (k.startsWith(prefix)) yield typeof v === 'string' ? decode(v) : v;
 }
 
 function* decodeEntries(it: IterableIterator<[string, KubeObject | string]>): IterableIterator<[string, KubeObject]> {

@@ -36,13 +36,20 @@ export function objectRef(obj: KubeObject): ObjectReference {
   };
 }
 
+interface SeenEvent {
+  name: string;
+  namespace: string;
+  count: number;
+  pending: Promise<void> | undefined;
+}
+
 export class EventRecorder {
   /**
    * What was recorded, by (object, type, reason, message): the Event's name and count, and its write while
    * one is in flight. Keys and names are joined into flat strings: a template literal would keep each as a
    * tree of string pieces, several heap objects per Event held for as long as the entry.
    */
-  private readonly seen = new Map<string, { name: string; namespace: string; count: number; pending: Promise<void> | undefined }>();
+  private readonly seen = new Map<string, SeenEvent>();
   private readonly inflight = new Set<Promise<void>>();
   private serial = 0;
 
@@ -60,6 +67,7 @@ export class EventRecorder {
     const now = rfc3339();
     const prev = this.seen.get(key);
     let p: Promise<void>;
+    let entry: SeenEvent;
     if (prev) {
       prev.count++;
       const count = prev.count;
@@ -70,7 +78,7 @@ export class EventRecorder {
           .catch(() => {});
       });
       prev.pending = p;
-      this.settle(prev, p);
+      entry = prev;
     } else {
       const name = [ref.name, (BigInt(Date.now()) * 1_000_000n + BigInt(this.serial++ % 1_000_000)).toString(16)].join('.');
       const ev: Event = {
@@ -96,18 +104,14 @@ export class EventRecorder {
         () => {},
         () => {},
       );
-      const entry = { name, namespace, count: 1, pending: p as Promise<void> | undefined };
+      entry = { name, namespace, count: 1, pending: p };
       this.seen.set(key, entry);
-      this.settle(entry, p);
       if (this.seen.size > 10_000) this.seen.delete(this.seen.keys().next().value!);
     }
     this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p));
-  }
-
-  /** Forgets an entry's write once it is done, unless a later one took its place. */
-  private settle(entry: { pending: Promise<void> | undefined }, p: Promise<void>): void {
-    void p.then(() => {
+    void p.finally(() => {
+      this.inflight.delete(p);
+      // Forget the settled write, unless a later one took its place.
       if (entry.pending === p) entry.pending = undefined;
     });
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PodSpec } from './api-core.js';
 import { podQOSClass } from './defaults.js';
-import { deepFreeze } from './kind-cache.js';
+import { deepFreeze } from './deep-freeze.js';
 
 const c = (requests?: Record<string, string>, limits?: Record<string, string>) => ({
   name: 'c',

@@ -11,7 +11,6 @@ import { DEFAULT_WATCH_QUEUE_LIMIT, WatchQueue } from './watch-queue.js';
 import { deepFreeze } from './deep-freeze.js';
 import { ObjectTable, TEXT_KINDS } from './object-table.js';
 
-export { deepFreeze };
 
 /**
  * Deep copy of a JSON value, with JSON semantics (undefined members and functions dropped, Dates and

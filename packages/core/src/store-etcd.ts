@@ -6,7 +6,8 @@
 import { Etcd3, type IOptions, Range, type Watcher } from 'etcd3';
 import type { KubeObject } from './api-meta.js';
 import { AlreadyExistsError, ConflictError, ExpiredError, InternalError, NotFoundError, ServiceUnavailableError } from './errors.js';
-import { deepFreeze, type HistoryEntry, KindCache, type WatchFilter, WatcherImpl } from './kind-cache.js';
+import { deepFreeze } from './deep-freeze.js';
+import { type HistoryEntry, KindCache, type WatchFilter, WatcherImpl } from './kind-cache.js';
 import { everyField } from './fields.js';
 import type { KindInfo } from './kinds.js';
 import { everything } from './labels.js';

@@ -2,7 +2,8 @@
 // resourceVersion counter orders every change, as etcd's revision does.
 import type { KubeObject } from './api-meta.js';
 import { AlreadyExistsError, ConflictError, ExpiredError, NotFoundError } from './errors.js';
-import { deepFreeze, KindCache, storageKey, type WatchFilter } from './kind-cache.js';
+import { deepFreeze } from './deep-freeze.js';
+import { KindCache, storageKey, type WatchFilter } from './kind-cache.js';
 import { type KindInfo, kindInfo } from './kinds.js';
 import { type AdmissionGuard, BaseStore, type BaseStoreOptions, type RawPage, StaleAdmissionError } from './store-base.js';
 import type { Watch, WatchOptions } from './store.js';

@@ -163,8 +163,9 @@ export function flushLinkState(l: Link): void {
     t.v4 = t.v4.filter((r) => r.dev !== l);
     t.v6 = t.v6.filter((r) => r.dev !== l);
   }
-  l.neigh.clear();
-  for (const k of [...ns.sysctls.keys()]) if (k.split('/')[3] === l.name) ns.sysctls.delete(k);
+  l.neighIfAny?.clear();
+  const sysctls = ns.sysctlsIfAny;
+  if (sysctls) for (const k of [...sysctls.keys()]) if (k.split('/')[3] === l.name) sysctls.delete(k);
 }
 
 export function setLink(w: WorldState, nsName: string, name: string, ch: LinkChange): void {

@@ -130,6 +130,11 @@ export class Link {
     return (this.neighTable ??= new Map());
   }
 
+  /** The neighbour table if one was ever made, for readers that must not make one. */
+  get neighIfAny(): Map<IpKey, NeighEntry> | null {
+    return this.neighTable;
+  }
+
   /** Operational state: a veth only passes traffic when both ends are up. */
   get carrier(): boolean {
     if (!this.up) return false;
@@ -212,6 +217,11 @@ export class Ns {
 
   get sysctls(): Map<string, string> {
     return (this.sysctlTable ??= new Map());
+  }
+
+  /** The sysctls if any was ever set here, for readers that must not make the table. */
+  get sysctlsIfAny(): Map<string, string> | null {
+    return this.sysctlTable;
   }
 
   /** Connection tracking: tuple key to connection and direction. */

@@ -92,7 +92,7 @@ export function toJSON(w: WorldState): WorldJSON {
             nftMaps: Object.fromEntries([...ns.nf.maps].map(([k, m]) => [k, Object.fromEntries(m.elements)])),
           }
         : {}),
-      sysctls: Object.fromEntries(ns.sysctls),
+      sysctls: Object.fromEntries(ns.sysctlsIfAny ?? []),
       listeners: ns.listeners.map((l) => ({ ...l })),
       nextEphemeral: ns.nextEphemeral,
       echoId: ns.echoId,

@@ -65,4 +65,32 @@ describe('resolveWithin', () => {
     expect(r.realRoot).toBe(t.root);
     expect(r.real).toBe(path.join(t.root, 'x'));
   });
+
+  it('follows a link planted below the root after the root was resolved', () => {
+    fs.mkdirSync(path.join(t.root, 'pods'));
+    expect(resolveWithin(path.join(t.root, 'pods', 'x'), [t.root]).real).toBe(path.join(t.root, 'pods', 'x'));
+    fs.rmdirSync(path.join(t.root, 'pods'));
+    fs.symlinkSync(t.outside, path.join(t.root, 'pods'));
+    expect(reasonOf(() => resolveWithin(path.join(t.root, 'pods', 'x'), [t.root]))).toBe('escapes-root');
+    fs.unlinkSync(path.join(t.root, 'pods'));
+    fs.mkdirSync(path.join(t.root, 'data'));
+    fs.symlinkSync(path.join(t.root, 'data'), path.join(t.root, 'pods'));
+    expect(resolveWithin(path.join(t.root, 'pods', 'x'), [t.root]).real).toBe(path.join(t.root, 'data', 'x'));
+  });
+
+  it('resolves a root again once it is no longer the directory it was', () => {
+    expect(resolveWithin(path.join(t.root, 'x'), [t.root]).realRoot).toBe(t.root);
+    fs.renameSync(t.root, path.join(t.tmp, 'old-root'));
+    fs.symlinkSync(t.outside, t.root);
+    const r = resolveWithin(path.join(t.root, 'x'), [t.root]);
+    expect(r.realRoot).toBe(t.outside);
+    expect(r.real).toBe(path.join(t.outside, 'x'));
+  });
+
+  it('walks a path below a file as missing, as the kernel would refuse it', () => {
+    fs.writeFileSync(path.join(t.root, 'f'), '');
+    const r = resolveWithin(path.join(t.root, 'f', 'x', 'y'), [t.root]);
+    expect(r.real).toBe(path.join(t.root, 'f', 'x', 'y'));
+    expect(r.missing).toEqual(['x', 'y']);
+  });
 });

@@ -88,6 +88,51 @@ function splitExisting(p: string, what: string): { existing: string; missing: st
 }
 
 /**
+ * The real path of each configured root, resolved once: roots are configuration, not request data, and
+ * resolving one costs a readlink per component of its path on every call. An entry is used only while it
+ * is still a directory and not a link (one lstat); otherwise the root is resolved again.
+ */
+const realRoots = new Map<string, string>();
+
+function realRootOf(root: string): string {
+  const cached = realRoots.get(root);
+  if (cached !== undefined) {
+    const st = fs.lstatSync(cached, { throwIfNoEntry: false });
+    if (st?.isDirectory()) return cached;
+    realRoots.delete(root);
+  }
+  const { existing, missing } = splitExisting(root, 'allowed root');
+  if (missing.length > 0) return path.join(existing, ...missing);
+  if (realRoots.size >= 1024) realRoots.clear();
+  realRoots.set(root, existing);
+  return existing;
+}
+
+/**
+ * The path below an existing real root, walked down from it with one lstat per component: where no
+ * component is a link, the real path is the root's plus the components as written and the walk stops at
+ * the first missing one. Undefined when a link is met: the caller then resolves the path in full.
+ */
+function walkBelow(realRoot: string, rel: string): { existing: string; missing: string[] } | undefined {
+  if (rel === '') return { existing: realRoot, missing: [] };
+  const parts = rel.split(path.sep);
+  let cur = realRoot;
+  for (let i = 0; i < parts.length; i++) {
+    const next = `${cur}${path.sep}${parts[i]}`;
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(next, { throwIfNoEntry: false });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOTDIR') throw e;
+    }
+    if (st === undefined) return { existing: cur, missing: parts.slice(i) };
+    if (st.isSymbolicLink()) return undefined;
+    cur = next;
+  }
+  return { existing: cur, missing: [] };
+}
+
+/**
  * Checks that `p` lies under one of `roots`, both as written and once the symbolic links of its existing
  * part are followed. Throws UnsafePathError otherwise.
  */
@@ -102,8 +147,10 @@ export function resolveWithin(p: string, roots: readonly string[], opts: WithinO
       `${what} ${JSON.stringify(p)} is outside the allowed roots (${roots.join(', ')})`,
     );
   }
-  const realRoot = realPathOfExisting(root, 'allowed root');
-  const { existing, missing } = splitExisting(norm, what);
+  const realRoot = realRootOf(root);
+  // An existing root is walked down from; a path through a link, or under a missing root, is resolved whole.
+  const below = realRoots.get(root) === realRoot ? walkBelow(realRoot, path.relative(root, norm)) : undefined;
+  const { existing, missing } = below ?? splitExisting(norm, what);
   const real = missing.length === 0 ? existing : path.join(existing, ...missing);
   if (!isWithin(real, realRoot, opts.allowRoot)) {
     throw new UnsafePathError(

@@ -2,8 +2,7 @@
 // A line longer than the kubelet's 16 KiB limit is split into partial (P) records; the final piece is F.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { FileHandle } from 'node:fs/promises';
-import { openFileWithin, openFileWithinAsync } from '@kemu/safe-fs';
+import { createFileWithinAsync, openFileWithin } from '@kemu/safe-fs';
 import { rfc3339Nano } from './time.js';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -24,9 +23,12 @@ export function openLogFile(logPath: string, root: string | undefined): number {
   return openFileWithin(root ?? path.dirname(logPath), logPath, { mode: 0o640, what: 'container log' }).fd;
 }
 
-/** openLogFile with the directory creation and the open off the event loop, as StartContainer uses it. */
-export async function openLogFileAsync(logPath: string, root: string | undefined): Promise<FileHandle> {
-  return (await openFileWithinAsync(root ?? path.dirname(logPath), logPath, { mode: 0o640, what: 'container log' })).handle;
+/**
+ * Creates the (empty) log with openLogFile's checks, as StartContainer does: off the event loop unless the
+ * log root is on a memory file system.
+ */
+export async function createLogFileAsync(logPath: string, root: string | undefined): Promise<void> {
+  await createFileWithinAsync(root ?? path.dirname(logPath), logPath, { mode: 0o640, what: 'container log' });
 }
 
 export class CriLogWriter {

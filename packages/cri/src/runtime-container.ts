@@ -7,7 +7,7 @@ import { isWithin, UnsafePathError } from '@kemu/safe-fs';
 import { containerStateEnum, toContainer } from './convert.js';
 import { errorMessage, failedPrecondition, invalidArgument, isRpcError, notFound, RpcError } from './errors.js';
 import { newId } from './ids.js';
-import { openLogFileAsync } from './log-writer.js';
+import { createLogFileAsync } from './log-writer.js';
 import { checkContainerMetadata, containerName } from './names.js';
 import { checkMap } from './request-checks.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -134,8 +134,8 @@ export async function startContainer(ctx: RuntimeContext, req: cri.StartContaine
 
 async function createLogFile(c: ContainerRecord): Promise<void> {
   try {
-    // Off the event loop: one of these per StartContainer, and a synchronous mkdir/open stalls every RPC in flight.
-    await (await openLogFileAsync(c.logPath, c.logRoot)).close();
+    // One of these per StartContainer: off the event loop (a synchronous mkdir/open on a disk stalls every RPC in flight).
+    await createLogFileAsync(c.logPath, c.logRoot);
   } catch (err) {
     if (err instanceof UnsafePathError) throw invalidArgument(`failed to create container log: ${err.message}`);
     throw err;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Container, Pod } from '@kemu/core';
 import type { cri } from '@kemu/proto';
+import { onMemoryFilesystem } from '@kemu/safe-fs';
 
 const HEADER = '# Kubernetes-managed hosts file.\n';
 /** The callback writeFile: fs/promises' writeFile goes through a FileHandle and costs the event loop several times more per file. */
@@ -42,18 +43,25 @@ export function managedHostsFileContent(pod: Pod, podIPs: string[], clusterDomai
 
 /**
  * The /etc/hosts mount for a container, writing the file under `podDir` first; undefined when the pod uses
- * the host network or the container mounts /etc/hosts itself. The writes go off the event loop: the
- * kubelet does this for every container it starts.
+ * the host network or the container mounts /etc/hosts itself. The kubelet does this for every container it
+ * starts, so the writes go off the event loop, unless the pods' directory is on a memory file system, where
+ * they wait for no disk and the synchronous calls cost the loop several times less.
  */
 export async function hostsFileMount(pod: Pod, c: Container, podDir: string, podIPs: string[], clusterDomain: string): Promise<cri.Mount | undefined> {
   if (pod.spec.hostNetwork || !podIPs.length) return undefined;
   if ((c.volumeMounts ?? []).some((m) => path.posix.normalize(m.mountPath) === '/etc/hosts')) return undefined;
   const file = path.join(podDir, 'etc-hosts');
-  await fsp.mkdir(podDir, { recursive: true, mode: 0o750 });
   const content = managedHostsFileContent(pod, podIPs, clusterDomain);
   // Written in place of a previous version with a rename, so a reader never sees half a file.
   const tmp = `${file}.tmp`;
-  await writeFile(tmp, content, { mode: 0o644 });
-  await fsp.rename(tmp, file);
+  if (onMemoryFilesystem(path.dirname(podDir))) {
+    fs.mkdirSync(podDir, { recursive: true, mode: 0o750 });
+    fs.writeFileSync(tmp, content, { mode: 0o644 });
+    fs.renameSync(tmp, file);
+  } else {
+    await fsp.mkdir(podDir, { recursive: true, mode: 0o750 });
+    await writeFile(tmp, content, { mode: 0o644 });
+    await fsp.rename(tmp, file);
+  }
   return { containerPath: '/etc/hosts', hostPath: file, readonly: false, selinuxRelabel: false, propagation: 0 };
 }

@@ -1,6 +1,7 @@
 export { FileTooLargeError, UnsafePathError, type UnsafePathReason } from './errors.js';
 export { mkdirWithin, mkdirWithinAsync } from './mkdir-within.js';
-export { openFileWithin, openFileWithinAsync, type OpenedFile } from './open-within.js';
+export { onMemoryFilesystem } from './memory-fs.js';
+export { createFileWithinAsync, openFileWithin, openFileWithinAsync, type OpenedFile } from './open-within.js';
 export { readFileBounded } from './read-bounded.js';
 export { secureJoin } from './secure-join.js';
 export {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useRootAndOutside } from './test-util.js';
+import { FILESYSTEMS, useRootAndOutside } from './test-util.js';
 import { mkdirWithin, mkdirWithinAsync } from './mkdir-within.js';
 
 const t = useRootAndOutside();
@@ -36,11 +36,17 @@ describe('mkdirWithin', () => {
   });
 });
 
-describe('mkdirWithinAsync', () => {
+describe.each(FILESYSTEMS)('mkdirWithinAsync on %s', (_kind, base) => {
+  const u = useRootAndOutside(base);
+
   it('creates like mkdirWithin and refuses the same links', async () => {
-    expect(await mkdirWithinAsync(t.root, path.join(t.root, 'a', 'b'))).toBe(path.join(t.root, 'a', 'b'));
-    fs.symlinkSync(t.outside, path.join(t.root, 'link'));
-    await expect(mkdirWithinAsync(t.root, path.join(t.root, 'link', 'x'))).rejects.toThrow(/outside the allowed root/);
-    expect(fs.readdirSync(t.outside)).toEqual([]);
+    expect(await mkdirWithinAsync(u.root, path.join(u.root, 'a', 'b'))).toBe(path.join(u.root, 'a', 'b'));
+    fs.symlinkSync(u.outside, path.join(u.root, 'link'));
+    await expect(mkdirWithinAsync(u.root, path.join(u.root, 'link', 'x'))).rejects.toThrow(/outside the allowed root/);
+    fs.symlinkSync(path.join(u.outside, 'made-by-link'), path.join(u.root, 'pods'));
+    await expect(mkdirWithinAsync(u.root, path.join(u.root, 'pods', 'x'))).rejects.toThrow(/symbolic link/);
+    fs.writeFileSync(path.join(u.root, 'f'), '');
+    await expect(mkdirWithinAsync(u.root, path.join(u.root, 'f', 'x'))).rejects.toThrow(/not a directory/);
+    expect(fs.readdirSync(u.outside)).toEqual([]);
   });
 });

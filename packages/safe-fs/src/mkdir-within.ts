@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { UnsafePathError } from './errors.js';
+import { onMemoryFilesystem } from './memory-fs.js';
 import { isWithin, type ResolvedPath, resolveWithin } from './within-root.js';
 
 /** What was made (or found) at one component must be a real directory, never a link. */
@@ -21,7 +22,11 @@ function checkComponent(st: fs.Stats, cur: string, dir: string, what: string): v
  * callers should use from then on rather than walking `dir` again.
  */
 export function mkdirWithin(root: string, dir: string, mode = 0o755, what = 'directory'): string {
-  const r = resolveWithin(dir, [root], { allowRoot: true, what });
+  return createPlanned(resolveWithin(dir, [root], { allowRoot: true, what }), dir, mode, what);
+}
+
+/** mkdirWithin's creation, for a path resolveWithin has checked. */
+function createPlanned(r: ResolvedPath, dir: string, mode: number, what: string): string {
   const { start, parts, rootMissing } = creationPlan(r);
   // The root is configuration, not request data: a missing one is made as a plain `mkdir -p`.
   if (rootMissing) fs.mkdirSync(r.realRoot, { recursive: true, mode });
@@ -53,10 +58,12 @@ function creationPlan(r: ResolvedPath): { start: string; parts: string[]; rootMi
 
 /**
  * mkdirWithin with the creation off the event loop (the checks are the same): for servers that create a
- * directory per request, where a slow disk would otherwise stall every call in flight.
+ * directory per request, where a slow disk would otherwise stall every call in flight. Under a root on a
+ * memory file system, where no call waits for a disk, the creation is done synchronously instead.
  */
 export async function mkdirWithinAsync(root: string, dir: string, mode = 0o755, what = 'directory'): Promise<string> {
   const r = resolveWithin(dir, [root], { allowRoot: true, what });
+  if (onMemoryFilesystem(r.realRoot)) return createPlanned(r, dir, mode, what);
   const { start, parts, rootMissing } = creationPlan(r);
   if (rootMissing) await fsp.mkdir(r.realRoot, { recursive: true, mode });
   let cur = start;

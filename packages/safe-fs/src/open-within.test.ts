@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useRootAndOutside } from './test-util.js';
-import { openFileWithin, openFileWithinAsync } from './open-within.js';
+import { FILESYSTEMS, useRootAndOutside } from './test-util.js';
+import { createFileWithinAsync, openFileWithin, openFileWithinAsync } from './open-within.js';
 
 const t = useRootAndOutside();
 
@@ -43,5 +43,36 @@ describe('openFileWithinAsync', () => {
   it('refuses a directory in the file\'s place', async () => {
     fs.mkdirSync(path.join(t.root, 'd'));
     await expect(openFileWithinAsync(t.root, path.join(t.root, 'd'), { flags: fs.constants.O_RDONLY })).rejects.toThrow(/not a regular file/);
+  });
+});
+
+describe.each(FILESYSTEMS)('createFileWithinAsync on %s', (_kind, base) => {
+  const u = useRootAndOutside(base);
+
+  it('creates the file empty, and its directories, and leaves an existing file as it was', async () => {
+    const file = path.join(u.root, 'pods', 'p', 'c', '0.log');
+    expect(await createFileWithinAsync(u.root, file, { mode: 0o640 })).toBe(file);
+    expect(fs.statSync(file).size).toBe(0);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o640 & ~process.umask());
+    fs.writeFileSync(file, 'kept');
+    await createFileWithinAsync(u.root, file);
+    expect(fs.readFileSync(file, 'utf8')).toBe('kept');
+  });
+
+  it('refuses a link in the file\'s place or on the way, creating nothing outside', async () => {
+    fs.writeFileSync(path.join(u.outside, 'victim'), 'keep');
+    fs.symlinkSync(path.join(u.outside, 'victim'), path.join(u.root, '0.log'));
+    await expect(createFileWithinAsync(u.root, path.join(u.root, '0.log'))).rejects.toThrow(/symbolic link/);
+    fs.symlinkSync(u.outside, path.join(u.root, 'pods'));
+    await expect(createFileWithinAsync(u.root, path.join(u.root, 'pods', 'p', '0.log'))).rejects.toThrow(/outside the allowed root/);
+    fs.symlinkSync(path.join(u.outside, 'made-by-link'), path.join(u.root, 'dangling'));
+    await expect(createFileWithinAsync(u.root, path.join(u.root, 'dangling', '0.log'))).rejects.toThrow(/symbolic link/);
+    expect(fs.readFileSync(path.join(u.outside, 'victim'), 'utf8')).toBe('keep');
+    expect(fs.readdirSync(u.outside)).toEqual(['victim']);
+  });
+
+  it('refuses a directory in the file\'s place', async () => {
+    fs.mkdirSync(path.join(u.root, 'd'));
+    await expect(createFileWithinAsync(u.root, path.join(u.root, 'd'))).rejects.toThrow(/EISDIR|not a regular file/);
   });
 });

@@ -11,11 +11,23 @@ export interface RootAndOutside {
   outside: string;
 }
 
-/** Registers the per-test setup and teardown; read the paths from the returned object inside a test. */
-export function useRootAndOutside(): RootAndOutside {
+/**
+ * Where the "...Async" creators take each of their two paths: synchronous calls on a memory file system,
+ * the thread pool on a disk. memory-fs.test.ts checks that each really is of its kind here.
+ */
+export const FILESYSTEMS: ReadonlyArray<readonly [kind: string, base: string]> = [
+  ['a memory file system', '/dev/shm'],
+  ['a disk', '/var/tmp'],
+];
+
+/**
+ * Registers the per-test setup and teardown (a fresh tree under `base`); read the paths from the returned
+ * object inside a test.
+ */
+export function useRootAndOutside(base = os.tmpdir()): RootAndOutside {
   const t = { tmp: '', root: '', outside: '' };
   beforeEach(() => {
-    t.tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'safe-fs-')));
+    t.tmp = fs.realpathSync(fs.mkdtempSync(path.join(base, 'safe-fs-')));
     t.root = path.join(t.tmp, 'root');
     t.outside = path.join(t.tmp, 'outside');
     fs.mkdirSync(t.root);

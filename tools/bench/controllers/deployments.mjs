@@ -7,11 +7,17 @@
 //
 //   node --conditions=@kemu/source --import tsx tools/bench/controllers/deployments.mjs \
 //        --nodes 100 --deployments 500 --replicas 5 --runs 3 [--qps 0]
+//
+// Like load.mjs, the bench runs in a node with the V8 flags `kemu up` gives its cluster process
+// (packages/kemu/src/v8-flags.ts), starting itself again when they are missing; flags on the command line win.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Cluster } from '../../../packages/kemu/src/index.ts';
+import { Cluster, clusterV8Flags, runWithV8Flags } from '../../../packages/kemu/src/index.ts';
+
+const v8Flags = clusterV8Flags();
+if (v8Flags.length) process.exit(await runWithV8Flags(v8Flags));
 
 const { values } = parseArgs({
   options: {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -74,5 +75,10 @@ describe.each(FILESYSTEMS)('createFileWithinAsync on %s', (_kind, base) => {
   it('refuses a directory in the file\'s place', async () => {
     fs.mkdirSync(path.join(u.root, 'd'));
     await expect(createFileWithinAsync(u.root, path.join(u.root, 'd'))).rejects.toThrow(/EISDIR|not a regular file/);
+  });
+
+  it('fails on a FIFO in the file\'s place instead of waiting for a reader', async () => {
+    execFileSync('mkfifo', [path.join(u.root, 'fifo')]);
+    await expect(createFileWithinAsync(u.root, path.join(u.root, 'fifo'))).rejects.toThrow(/ENXIO|not a regular file/);
   });
 });

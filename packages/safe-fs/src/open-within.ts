@@ -84,12 +84,15 @@ export async function createFileWithinAsync(
   file: string,
   opts: { mode?: number; dirMode?: number; what?: string } = {},
 ): Promise<string> {
+  // O_NONBLOCK: a FIFO planted in the file's place fails the open (ENXIO) instead of blocking it.
+  const { O_APPEND, O_CREAT, O_WRONLY, O_NONBLOCK } = fs.constants;
+  const o = { ...opts, flags: O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK };
   if (onMemoryFilesystem(root)) {
-    const { fd, path: real } = openFileWithin(root, file, opts);
+    const { fd, path: real } = openFileWithin(root, file, o);
     fs.closeSync(fd);
     return real;
   }
-  const { handle, path: real } = await openFileWithinAsync(root, file, opts);
+  const { handle, path: real } = await openFileWithinAsync(root, file, o);
   await handle.close();
   return real;
 }

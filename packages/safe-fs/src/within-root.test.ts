@@ -93,4 +93,9 @@ describe('resolveWithin', () => {
     expect(r.real).toBe(path.join(t.root, 'f', 'x', 'y'));
     expect(r.missing).toEqual(['x', 'y']);
   });
+
+  it('reports a normalised real path under the root "/"', () => {
+    fs.mkdirSync(path.join(t.root, 'pods'));
+    expect(resolveWithin(path.join(t.root, 'pods'), ['/']).real).toBe(path.join(t.root, 'pods'));
+  });
 });

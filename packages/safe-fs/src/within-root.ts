@@ -118,7 +118,7 @@ function walkBelow(realRoot: string, rel: string): { existing: string; missing: 
   const parts = rel.split(path.sep);
   let cur = realRoot;
   for (let i = 0; i < parts.length; i++) {
-    const next = `${cur}${path.sep}${parts[i]}`;
+    const next = cur === path.sep ? `${cur}${parts[i]}` : `${cur}${path.sep}${parts[i]}`;
     let st: fs.Stats | undefined;
     try {
       st = fs.lstatSync(next, { throwIfNoEntry: false });

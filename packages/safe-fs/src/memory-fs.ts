@@ -9,6 +9,12 @@ const TMPFS_MAGIC = 0x01021994;
 const RAMFS_MAGIC = 0x858458f6;
 
 const answers = new Map<string, boolean>();
+/**
+ * How many answers are kept before they are all dropped. Every node of a composed cluster asks for a few
+ * directories of its own (its pods' and its logs' roots), so a bound near the node count would drop the
+ * answers over and over at a thousand nodes and more; 65,536 short paths are a few MiB.
+ */
+const MAX_ANSWERS = 65_536;
 
 /** True when `dir` (an existing directory; the answer is kept per path) is on tmpfs or ramfs. */
 export function onMemoryFilesystem(dir: string): boolean {
@@ -21,7 +27,7 @@ export function onMemoryFilesystem(dir: string): boolean {
       // Not there (yet) or not statfs-able: take the careful path, and ask again next time.
       return false;
     }
-    if (answers.size >= 1024) answers.clear();
+    if (answers.size >= MAX_ANSWERS) answers.clear();
     answers.set(dir, answer);
   }
   return answer;

@@ -52,16 +52,39 @@ export async function hostsFileMount(pod: Pod, c: Container, podDir: string, pod
   if ((c.volumeMounts ?? []).some((m) => path.posix.normalize(m.mountPath) === '/etc/hosts')) return undefined;
   const file = path.join(podDir, 'etc-hosts');
   const content = managedHostsFileContent(pod, podIPs, clusterDomain);
-  // Written in place of a previous version with a rename, so a reader never sees half a file.
-  const tmp = `${file}.tmp`;
-  if (onMemoryFilesystem(path.dirname(podDir))) {
-    fs.mkdirSync(podDir, { recursive: true, mode: 0o750 });
-    fs.writeFileSync(tmp, content, { mode: 0o644 });
-    fs.renameSync(tmp, file);
-  } else {
-    await fsp.mkdir(podDir, { recursive: true, mode: 0o750 });
-    await writeFile(tmp, content, { mode: 0o644 });
-    await fsp.rename(tmp, file);
-  }
+  if (onMemoryFilesystem(path.dirname(podDir))) writeHostsFileSync(podDir, file, content);
+  else await writeHostsFile(podDir, file, content);
   return { containerPath: '/etc/hosts', hostPath: file, readonly: false, selinuxRelabel: false, propagation: 0 };
 }
+
+// The first write of a pod's file creates it in place (O_EXCL: no container of the pod runs yet, so nobody
+// can read half of it, and nothing already there is followed or overwritten). A later write (another
+// container of the pod, a restarted kubelet) finds the file and replaces it with a rename, so a container
+// already running never sees half a file.
+const CREATE_NEW = { mode: 0o644, flag: 'wx' } as const;
+
+function writeHostsFileSync(podDir: string, file: string, content: string): void {
+  fs.mkdirSync(podDir, { recursive: true, mode: 0o750 });
+  try {
+    fs.writeFileSync(file, content, CREATE_NEW);
+    return;
+  } catch (err) {
+    if (codeOf(err) !== 'EEXIST') throw err;
+  }
+  fs.writeFileSync(`${file}.tmp`, content, { mode: 0o644 });
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+async function writeHostsFile(podDir: string, file: string, content: string): Promise<void> {
+  await fsp.mkdir(podDir, { recursive: true, mode: 0o750 });
+  try {
+    await writeFile(file, content, CREATE_NEW);
+    return;
+  } catch (err) {
+    if (codeOf(err) !== 'EEXIST') throw err;
+  }
+  await writeFile(`${file}.tmp`, content, { mode: 0o644 });
+  await fsp.rename(`${file}.tmp`, file);
+}
+
+const codeOf = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code;

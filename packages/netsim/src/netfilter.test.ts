@@ -231,6 +231,27 @@ describe('netfilter: iptables-restore input', () => {
     }
   });
 
+  it('counts a new generation only when a restore changes a rule, and zeroes the counters of the chains it declares either way', () => {
+    const w = serviceWorld();
+    w.tcpConnect('pod1', '10.96.0.10', 80, { trace: false });
+    const dnatPackets = () => w.iptablesCounters('node1', { table: 'nat' }).filter((c) => c.chain.startsWith('KUBE-SEP-') && c.rule.includes('DNAT')).reduce((n, c) => n + c.packets, 0);
+    expect(dnatPackets()).toBeGreaterThan(0);
+    const g0 = w.netfilterGeneration('node1');
+    // The same rules again (a whole table restored from its own save): no new generation, counters zeroed.
+    w.iptablesRestore('node1', w.iptablesSave('node1'));
+    expect(w.netfilterGeneration('node1')).toBe(g0);
+    expect(dnatPackets()).toBe(0);
+    // One rule different: a new generation.
+    w.iptablesRestore('node1', '*filter\n-A FORWARD -s 10.0.0.1/32 -j DROP\nCOMMIT\n', { noflush: true });
+    const g1 = w.netfilterGeneration('node1');
+    expect(g1).not.toBe(g0);
+    // A chain declared afresh with its rules as they were is no change; one left empty is.
+    w.iptablesRestore('node1', '*filter\n-F FORWARD\n-A FORWARD -s 10.0.0.1/32 -j DROP\nCOMMIT\n', { noflush: true });
+    expect(w.netfilterGeneration('node1')).toBe(g1);
+    w.iptablesRestore('node1', '*filter\n-F FORWARD\nCOMMIT\n', { noflush: true });
+    expect(w.netfilterGeneration('node1')).not.toBe(g1);
+  });
+
   it('with --noflush changes only the chains it names', () => {
     const w = serviceWorld();
     w.iptablesRestore('node1', '*nat\n:KUBE-SVC-WEB - [0:0]\n-A KUBE-SVC-WEB -j KUBE-SEP-B\nCOMMIT\n', { noflush: true });

@@ -43,7 +43,7 @@ export class Netfilter {
   readonly recent = new Map<string, Map<string, number>>();
   /** Number of rules in all tables: 0 lets the datapath skip netfilter entirely. */
   ruleCount = 0;
-  /** Bumped by every change to the tables or maps (each one ends in recount), so a writer can tell whether anyone changed them since it last wrote. */
+  /** Bumped by every change to the rules or maps (each one ends in recount; a restore that leaves every rule as it was is none), so a writer can tell whether anyone changed them since it last wrote. */
   generation = 0;
 
   tables(family: Family): Map<NfTableName, NfTable> {
@@ -175,8 +175,22 @@ export function restore(nf: Netfilter, family: Family, text: string, o: RestoreO
     fail(n, `unknown command "${String(op)}"`);
   }
   if (cur) fail(lines.length, `table "${cur.name}" is missing COMMIT`);
+  const unchanged = staged.every((s) => sameRules(nf.tables(family).get(s.name), s.t));
+  // The new tables go in even when they hold the same rules: the chains they declared start from zero
+  // counters, as with iptables-restore. Only a change of rules is a new generation (see Netfilter.generation).
   for (const s of staged) nf.tables(family).set(s.name, s.t);
-  nf.recount();
+  if (!unchanged) nf.recount();
+}
+
+/** Whether two versions of a table have the same chains, policies and rules (counters aside). */
+function sameRules(before: NfTable | undefined, after: NfTable): boolean {
+  if (!before || before.size !== after.size) return false;
+  for (const [name, c] of after) {
+    const b = before.get(name);
+    if (!b || b.policy !== c.policy || b.rules.length !== c.rules.length) return false;
+    for (let i = 0; i < c.rules.length; i++) if (b.rules[i] !== c.rules[i] && b.rules[i]!.spec !== c.rules[i]!.spec) return false;
+  }
+  return true;
 }
 
 function cloneTable(t: NfTable): NfTable {

@@ -4,8 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PolicyAgent } from './policy-agent.js';
 
 /** A sink that keeps the last restore input, as one node's filter table would hold it. */
+/** A table that reads back what was last written to it (the agent looks for its own chains before writing). */
 function recordingSink() {
-  const sink = { restores: 0, last: '', async save() { return ''; }, async restore(text: string) { sink.restores++; sink.last = text; } };
+  const sink = { restores: 0, last: '', async save() { return sink.last; }, async restore(text: string) { sink.restores++; sink.last = text; } };
   return sink as RuleSink & { restores: number; last: string };
 }
 
@@ -37,6 +38,30 @@ afterEach(async () => {
 });
 
 describe('PolicyAgent on shared informers', () => {
+  it('writes nothing until the first NetworkPolicy, unless the table holds its chains from before', async () => {
+    const store = await createMemoryStore();
+    await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } });
+    const fresh = recordingSink();
+    const agent = new PolicyAgent({ store, nodeName: 'node-a', sink: fresh, minSyncPeriodMs: 10 });
+    await agent.start();
+    stops.push(() => agent.stop());
+    // A namespace change syncs the agent; with no policy and nothing of its own there, it still writes nothing.
+    await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other', labels: { team: 'x' } } });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fresh.restores).toBe(0);
+    // A table left with the agent's chain and a per-pod chain (a restarted agent on a real node): cleaned up.
+    const leftover = recordingSink();
+    leftover.last = '*filter\n:FORWARD ACCEPT [0:0]\n:KEMU-POLICY - [0:0]\n:KEMU-NP-I-0123456789AB - [0:0]\n-A FORWARD -m comment --comment "kemu network policy" -j KEMU-POLICY\n-A KEMU-POLICY -d 10.244.1.9/32 -j KEMU-NP-I-0123456789AB\nCOMMIT\n';
+    const again = new PolicyAgent({ store, nodeName: 'node-a', sink: leftover, minSyncPeriodMs: 10 });
+    await again.start();
+    stops.push(() => again.stop());
+    expect(leftover.restores).toBe(1);
+    expect(leftover.last).toContain('-X KEMU-NP-I-0123456789AB');
+    // The first policy is written on the fresh table.
+    await store.create(denyWeb);
+    await until('the policy chain written', () => fresh.restores > 0 && fresh.last.includes(':KEMU-POLICY'));
+  });
+
   it('each node programs its own pods from one shared cache, pods alone wake no agent, and one agent stopping leaves the others working', async () => {
     const store = await createMemoryStore();
     await store.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'shop' } });

@@ -2,7 +2,7 @@
 // chains in step (batched like kube-proxy's syncs), writing through the same rule sinks.
 import { InformerFactory, type Namespace, type NetworkPolicy, type Pod, type Store } from '@kemu/core';
 import type { RuleSink } from '@kemu/kube-proxy';
-import { buildPolicyRules, policyRestoreInput } from './policy-rules.js';
+import { buildPolicyRules, holdsPolicyRules, policyRestoreInput } from './policy-rules.js';
 
 export interface PolicyAgentOptions {
   store: Store;
@@ -111,8 +111,14 @@ export class PolicyAgent {
           namespaces: (this.informers.namespaces.indexer.list() as Namespace[]).map((n) => ({ name: n.metadata.name ?? '', labels: n.metadata.labels ?? {} })),
           nodeName: this.o.nodeName,
         };
-        await this.o.sink.restore(policyRestoreInput(buildPolicyRules(input, 4), await this.o.sink.save()));
-        if (this.o.sink6) await this.o.sink6.restore(policyRestoreInput(buildPolicyRules(input, 6), await this.o.sink6.save()));
+        for (const [sink, family] of [[this.o.sink, 4], [this.o.sink6, 6]] as const) {
+          if (!sink) continue;
+          const current = await sink.save();
+          // Until the first NetworkPolicy the tables stay as they are: every node's first sync would
+          // otherwise be a write that each other writer of the tables (kube-proxy's resync) sees as a change.
+          if (input.policies.length === 0 && !holdsPolicyRules(current)) continue;
+          await sink.restore(policyRestoreInput(buildPolicyRules(input, family), current));
+        }
       } catch (err) {
         this.o.onError?.(err);
       } finally {

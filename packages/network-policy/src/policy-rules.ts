@@ -156,6 +156,24 @@ export function buildPolicyRules(input: PolicyInput, family: Family = 4): Policy
 }
 
 /**
+ * Whether the filter table in `current` (iptables-save text) holds anything of the agent's: its chain, a
+ * per-pod chain or FORWARD's jump. With no NetworkPolicy and none of these there is nothing to enforce and
+ * nothing to clean up, so the agent leaves the table alone (a jump to an empty chain changes no packet's fate).
+ */
+export function holdsPolicyRules(current: string): boolean {
+  let inFilter = false;
+  for (const l of current.split('\n')) {
+    if (l.startsWith('*')) inFilter = l === '*filter';
+    else if (!inFilter) continue;
+    else if (l.startsWith(':')) {
+      const chain = l.slice(1).split(' ')[0]!;
+      if (chain === POLICY_CHAIN || PER_POD_CHAIN.test(chain)) return true;
+    } else if (l.startsWith('-A FORWARD ') && l.endsWith(`-j ${POLICY_CHAIN}`)) return true;
+  }
+  return false;
+}
+
+/**
  * iptables-restore input (`--noflush`) for the filter table: the policy chains refilled, per-pod chains
  * that `current` still holds but the policies no longer need deleted, and FORWARD's jump ensured.
  */

@@ -71,13 +71,17 @@ export class EndpointSliceController {
       onError: (_k, e) => ctx.error(COMPONENT, e),
     });
     this.services.addEventHandler(this.controller.handler());
-    const podChanged = (p: Pod) => this.enqueueServicesOf(p);
+    const podChanged = (p: Pod) => {
+      for (const s of this.servicesOf(p)) this.controller.enqueue(s);
+    };
     this.pods.addEventHandler({
       onAdd: podChanged,
       onUpdate: (a, b) => {
+        // Looked up first: a pod no Service selects (before or after) is settled by the label index alone.
+        const services = new Set([...this.servicesOf(a), ...this.servicesOf(b)]);
+        if (services.size === 0) return;
         if (endpointRelevant(a) !== endpointRelevant(b) || stable(a.metadata.labels) !== stable(b.metadata.labels)) {
-          podChanged(a);
-          podChanged(b);
+          for (const s of services) this.controller.enqueue(s);
         }
       },
       onDelete: podChanged,
@@ -90,18 +94,22 @@ export class EndpointSliceController {
   }
 
   /** The Services selecting the pod: only those with a selector pair the pod carries are looked at. */
-  private enqueueServicesOf(p: Pod): void {
+  /** The Services whose selector matches the pod's labels (through the selector-pair index). */
+  private servicesOf(p: Pod): Service[] {
     const ns = p.metadata.namespace ?? '';
     const seen = new Set<string>();
+    const out: Service[] = [];
     for (const [k, v] of Object.entries(p.metadata.labels ?? {})) {
       for (const key of this.services.indexer.indexKeys(SELECTOR_PAIR_INDEX, `${ns}/${k}=${v}`)) {
         if (seen.has(key)) continue;
         seen.add(key);
         const s = this.services.indexer.getByKey(key) as Service | undefined;
-        if (s?.spec.selector && Object.entries(s.spec.selector).every(([sk, sv]) => p.metadata.labels?.[sk] === sv)) this.controller.enqueue(s);
+        if (s?.spec.selector && Object.entries(s.spec.selector).every(([sk, sv]) => p.metadata.labels?.[sk] === sv)) out.push(s);
       }
     }
+    return out;
   }
+
 
   async start(): Promise<void> {
     await this.controller.start();

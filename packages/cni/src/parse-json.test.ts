@@ -10,6 +10,8 @@ describe('parseJson', () => {
   it('parses nesting up to the bound (brackets inside strings do not count) and refuses deeper with code 6', () => {
     expect(parseJson(deep(MAX_JSON_DEPTH - 1), 'x')).toMatchObject({ name: 'n' });
     expect(parseJson(`{"a":"${'['.repeat(5000)}"}`, 'x')).toEqual({ a: '['.repeat(5000) });
+    // More brackets than the bound, side by side rather than nested: shallow, so parsed.
+    expect(parseJson(`{"a":[${'[],'.repeat(600)}{}]}`, 'x')).toMatchObject({ a: expect.arrayContaining([[], {}]) });
     expect(() => parseJson(deep(MAX_JSON_DEPTH), 'x')).toThrow(`error parsing x: nested deeper than ${MAX_JSON_DEPTH} levels`);
     expect(() => parseJson('{', 'x')).toThrow(/error parsing x: /);
   });

@@ -109,6 +109,14 @@ describe('node registration and heartbeats', () => {
     expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(/:\/\//);
   });
 
+  it('makes its pods directory at start, as upstream\'s data directories are made', async () => {
+    const rootDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kemu-kubelet-root-'));
+    others.push({ stop: async () => fs.rmSync(rootDir, { recursive: true, force: true }) });
+    await setup({ rootDir });
+    expect(fs.statSync(path.join(rootDir, 'pods')).isDirectory()).toBe(true);
+    expect(fs.statSync(path.join(rootDir, 'pods')).mode & 0o777).toBe(0o750 & ~process.umask());
+  });
+
   it('renews its Lease in kube-node-lease', async () => {
     const { store } = await setup();
     const first = await store.get('Lease', 'kube-node-lease', 'node-a');

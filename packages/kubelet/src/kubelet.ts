@@ -230,6 +230,8 @@ export class Kubelet {
 
   /** Register the node, start heartbeats, the pod informer, PLEG, and recover what the runtime has. */
   async start(): Promise<void> {
+    // The pods' directory is made at start, as upstream's setupDataDirs makes it (with a root of our own only).
+    if (this.o.rootDir !== undefined) await fs.promises.mkdir(path.join(this.o.rootDir, 'pods'), { recursive: true, mode: 0o750 });
     const version = await this.o.runtime.Version({ version: 'v1' });
     this.runtimeName = version.runtimeName || 'kemu';
     this.containerManager.start();

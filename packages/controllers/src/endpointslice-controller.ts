@@ -94,7 +94,6 @@ export class EndpointSliceController {
   }
 
   /** The Services selecting the pod: only those with a selector pair the pod carries are looked at. */
-  /** The Services whose selector matches the pod's labels (through the selector-pair index). */
   private servicesOf(p: Pod): Service[] {
     const ns = p.metadata.namespace ?? '';
     const seen = new Set<string>();
@@ -109,7 +108,6 @@ export class EndpointSliceController {
     }
     return out;
   }
-
 
   async start(): Promise<void> {
     await this.controller.start();

@@ -155,22 +155,27 @@ export function buildPolicyRules(input: PolicyInput, family: Family = 4): Policy
   return { filter, chains: [...chains] };
 }
 
+/** What iptables-save text `current` shows of the filter table: its chains, and whether FORWARD jumps to the agent's chain. */
+function filterTableOf(current: string): { chains: Set<string>; jump: boolean } {
+  const chains = new Set<string>();
+  let jump = false;
+  let inFilter = false;
+  for (const l of current.split('\n')) {
+    if (l.startsWith('*')) inFilter = l === '*filter';
+    else if (inFilter && l.startsWith(':')) chains.add(l.slice(1).split(' ')[0]!);
+    else if (inFilter && l.startsWith('-A FORWARD ') && l.endsWith(`-j ${POLICY_CHAIN}`)) jump = true;
+  }
+  return { chains, jump };
+}
+
 /**
  * Whether the filter table in `current` (iptables-save text) holds anything of the agent's: its chain, a
  * per-pod chain or FORWARD's jump. With no NetworkPolicy and none of these there is nothing to enforce and
  * nothing to clean up, so the agent leaves the table alone (a jump to an empty chain changes no packet's fate).
  */
 export function holdsPolicyRules(current: string): boolean {
-  let inFilter = false;
-  for (const l of current.split('\n')) {
-    if (l.startsWith('*')) inFilter = l === '*filter';
-    else if (!inFilter) continue;
-    else if (l.startsWith(':')) {
-      const chain = l.slice(1).split(' ')[0]!;
-      if (chain === POLICY_CHAIN || PER_POD_CHAIN.test(chain)) return true;
-    } else if (l.startsWith('-A FORWARD ') && l.endsWith(`-j ${POLICY_CHAIN}`)) return true;
-  }
-  return false;
+  const { chains, jump } = filterTableOf(current);
+  return jump || [...chains].some((c) => c === POLICY_CHAIN || PER_POD_CHAIN.test(c));
 }
 
 /**
@@ -178,14 +183,7 @@ export function holdsPolicyRules(current: string): boolean {
  * that `current` still holds but the policies no longer need deleted, and FORWARD's jump ensured.
  */
 export function policyRestoreInput(rules: PolicyRuleSet, current: string): string {
-  const have = new Set<string>();
-  let jump = false;
-  let inFilter = false;
-  for (const l of current.split('\n')) {
-    if (l.startsWith('*')) inFilter = l === '*filter';
-    else if (inFilter && l.startsWith(':')) have.add(l.slice(1).split(' ')[0]!);
-    else if (inFilter && l.startsWith('-A FORWARD ') && l.endsWith(`-j ${POLICY_CHAIN}`)) jump = true;
-  }
+  const { chains: have, jump } = filterTableOf(current);
   const stale = [...have].filter((c) => PER_POD_CHAIN.test(c) && !rules.chains.includes(c));
   const out = ['*filter', ...rules.chains.map((c) => `:${c} - [0:0]`), ...stale.map((c) => `:${c} - [0:0]`)];
   if (!jump) out.push(`-I FORWARD 1 -m comment --comment "kemu network policy" -j ${POLICY_CHAIN}`);

@@ -54,6 +54,7 @@ export { ManifestError, type ParseManifestOptions, parseManifests, parseManifest
 export { applyPatch, jsonPatch, mergePatch, strategicMerge } from './patch.js';
 export type * from './store.js';
 export { BaseStore, type BaseStoreOptions } from './store-base.js';
+export { jsonEqual } from './json-equal.js';
 export { createMemoryStore, MemoryStore, type MemoryStoreOptions } from './store-memory.js';
 export { deepFreeze } from './deep-freeze.js';
 export { DEFAULT_WATCH_QUEUE_LIMIT, WatchQueue } from './watch-queue.js';

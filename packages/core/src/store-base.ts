@@ -18,6 +18,7 @@ import {
   type ResourceRef,
 } from './errors.js';
 import { toFieldSelector } from './fields.js';
+import { jsonEqual } from './json-equal.js';
 import { kindHooks, type WriteEffect, type WriteHookContext } from './kind-hooks.js';
 import { clone, storageKey, type WatchFilter } from './kind-cache.js';
 import { type KindInfo, kindInfo, type ObjectOf, storedKinds } from './kinds.js';
@@ -86,24 +87,6 @@ export function parseResourceVersion(rv: string | undefined, what = 'resourceVer
 function specPart(o: KubeObject): Record<string, unknown> {
   const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = o;
   return rest;
-}
-
-/** Deep equality of JSON values, ignoring member order (backends may reorder fields). */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    if (a.length !== bb.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], bb[i])) return false;
-    return true;
-  }
-  const ka = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
-  if (ka.length !== kb.length) return false;
-  for (const k of ka) if (!jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
-  return true;
 }
 
 function sameObject(a: KubeObject, b: KubeObject): boolean {

@@ -1,7 +1,7 @@
 // Pod status as the kubelet reports it: container statuses from the runtime, the phase by kubelet's
 // getPhase rules, and the PodReadyToStartContainers / Initialized / ContainersReady / Ready conditions.
 import type { Condition, Container, ContainerState, ContainerStatus, Pod, PodPhase, PodStatus } from '@kemu/core';
-import { podQOSClass, rfc3339 } from '@kemu/core';
+import { jsonEqual, podQOSClass, rfc3339 } from '@kemu/core';
 import { cri } from '@kemu/proto';
 
 export interface ObservedContainer {
@@ -207,20 +207,7 @@ export function computePodStatus(i: StatusInput): PodStatus {
   return status;
 }
 
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) {
-      const x = (v as Record<string, unknown>)[k];
-      if (x !== undefined) out[k] = canonical(x);
-    }
-    return out;
-  }
-  return v;
-}
-
-/** Status equality regardless of key order: decides whether a status write is needed. */
+/** Status equality as serialized (member order and undefined members do not count): decides whether a status write is needed. */
 export function sameStatus(a: PodStatus | undefined, b: PodStatus): boolean {
-  return JSON.stringify(canonical(a ?? {})) === JSON.stringify(canonical(b));
+  return jsonEqual(a ?? {}, b);
 }

@@ -407,6 +407,50 @@ describe('evented PLEG', () => {
     await until('resync', async () => kubelet.stats.syncs > at, 3000);
   });
 
+  it("a periodic resync of a running pod whose runtime did not change works from the cache: no CRI list, no status write", async () => {
+    const calls: string[] = [];
+    // The runtime the kubelet is given, recording which RPCs it is asked for.
+    const recording = (c: CriInstance): Partial<KubeletOptions> => {
+      const api = inProcessApi(cri.RuntimeServiceService, c.runtimeService) as unknown as Record<string, unknown>;
+      const runtime = new Proxy(api, {
+        get: (t, k) => {
+          const v = t[k as string];
+          return typeof v === 'function' ? (...args: unknown[]) => (calls.push(String(k)), (v as (...a: unknown[]) => unknown).apply(t, args)) : v;
+        },
+      });
+      return { ...evented(c), syncFrequencyMs: 1000, runtime: runtime as unknown as KubeletOptions['runtime'] };
+    };
+    const { store, kubelet } = await setup(recording);
+    await store.create(pod('steady'));
+    await until('Ready', async () => (await getPod(store, 'steady')).status?.conditions?.find((k) => k.type === 'Ready')?.status === 'True');
+    await new Promise((r) => setTimeout(r, 200));
+    const rv = (await getPod(store, 'steady')).metadata.resourceVersion;
+    const at = kubelet.stats.syncs;
+    calls.length = 0;
+    await until('resync', async () => kubelet.stats.syncs > at, 3000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(calls.filter((k) => k.startsWith('List'))).toEqual([]);
+    expect((await getPod(store, 'steady')).metadata.resourceVersion).toBe(rv);
+  });
+
+  it('a container stopped behind the kubelet\'s back is seen through its event and restarted, long before the next relist', async () => {
+    const { store, cri: c } = await setup((x) => ({ ...evented(x), syncFrequencyMs: 60_000 }));
+    await store.create(pod('stopped'));
+    const running = await until('Running', async () => {
+      const x = await getPod(store, 'stopped');
+      return x.status?.containerStatuses?.[0].state?.running && x;
+    });
+    const id = running.status!.containerStatuses![0].containerID!.replace(/^.*:\/\//, '');
+    await c.runtimeService.StopContainer!({ containerId: id, timeout: 0 } as never, {} as never);
+    const again = await until('restarted', async () => {
+      const x = await getPod(store, 'stopped');
+      const cs = x.status?.containerStatuses?.[0];
+      return cs?.restartCount === 1 && cs.state?.running && x;
+    }, 5000);
+    expect(again.status?.containerStatuses?.[0].containerID).not.toContain(id);
+    expect(again.status?.containerStatuses?.[0].lastState?.terminated).toBeTruthy();
+  });
+
   it('falls back to relisting every relistPeriodMs after five stream attempts that bring no event', async () => {
     let attempts = 0;
     const { store, kubelet } = await setup({

@@ -434,12 +434,14 @@ export class Kubelet {
    * syncs, the event waits for the sync's last refresh (most are the sync's own creates and starts).
    */
   private runtimeEvent(uid: string, ev: cri.ContainerEventResponse) {
+    // One the cache does not show yet makes the next sync list the pod rather than trust the cache.
+    const covered = this.cache.sawEvent(uid, ev);
     const w = this.workers.get(uid);
     if (w?.busy) {
       w.event = ev;
       return;
     }
-    if (!this.cache.covers(uid, ev)) this.enqueue(uid);
+    if (!covered) this.enqueue(uid);
   }
 
   /** Asks the pod's worker to sync (coalescing requests while one runs). */
@@ -491,10 +493,15 @@ export class Kubelet {
           if (w.timer) clearTimeout(w.timer);
           this.workers.delete(w.uid);
           this.syncer.forget(w.uid);
+          this.cache.forget(w.uid);
           return;
         }
-        if (w.event && !w.again && !this.cache.covers(w.uid, w.event)) w.again = true;
-        if (w.relisted !== undefined && !w.again && !this.cache.seenSince(w.uid, w.relisted)) w.again = true;
+        // What came in during the sync and the cache still does not show: sync again (from a fresh list).
+        if (w.event !== undefined && !this.cache.covers(w.uid, w.event)) w.again = true;
+        if (w.relisted !== undefined && !this.cache.seenSince(w.uid, w.relisted)) {
+          this.cache.invalidate(w.uid);
+          w.again = true;
+        }
         w.event = undefined;
         w.relisted = undefined;
         if (result.requeueMs !== undefined && !w.again) {

@@ -66,6 +66,8 @@ export class PodSyncer {
   /** Per pod: container name -> why the kubelet is holding it back. */
   private waiting = new Map<string, Map<string, { reason: string; message?: string }>>();
   private sandboxIPs = new Map<string, string[]>();
+  /** Pods whose containers this syncer created, started, stopped or removed since their sync began. */
+  private touched = new Set<string>();
 
   private readonly objects: EnvObjectSource;
   private readonly hooks: HookRunner;
@@ -91,7 +93,8 @@ export class PodSyncer {
   /** Sync a pod that exists in the store and is not being deleted. */
   async sync(pod: Pod): Promise<SyncResult> {
     const uid = pod.metadata.uid ?? '';
-    let rt = await this.d.cache.refresh(uid);
+    this.touched.delete(uid);
+    let rt = await this.d.cache.current(uid);
     if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') {
       await this.killPod(pod, rt, 0, false);
       return {};
@@ -133,9 +136,11 @@ export class PodSyncer {
       if (!sandbox) throw new Error(`sandbox ${res.podSandboxId} vanished right after RunPodSandbox`);
     }
     const sandboxId = sandbox.id!;
-    // The config the sandbox was just made with, or the pod's as it is now for a sandbox made before.
-    const config =
-      created && created.metadata?.attempt === (sandbox.metadata?.attempt ?? 0) ? created : sandboxConfig(pod, sandbox.metadata?.attempt ?? 0, this.d.sandboxCtx);
+    // The config the sandbox was just made with, or the pod's as it is now for a sandbox made before. Only a
+    // container to pull or create needs it, so a resync of a running pod does not build it.
+    const attempt = sandbox.metadata?.attempt ?? 0;
+    let built = created && created.metadata?.attempt === attempt ? created : undefined;
+    const config = () => (built ??= sandboxConfig(pod, attempt, this.d.sandboxCtx));
     const podIPs = await this.podIPs(sandboxId);
 
     let requeueMs: number | undefined;
@@ -216,7 +221,8 @@ export class PodSyncer {
       wantSooner(1000);
     }
 
-    rt = await this.d.cache.refresh(uid);
+    // What this sync did shows in a fresh list; a sync that changed nothing reports what it started from.
+    if (this.touched.delete(uid)) rt = await this.d.cache.refresh(uid);
     const status = await this.writeStatus(pod, rt);
     // The first status sets startTime: the deadline counts from it, and no later event may bring the pod back.
     if (deadlineMs === undefined) {
@@ -256,7 +262,7 @@ export class PodSyncer {
     latest: cri.Container,
     st: cri.ContainerStatus | undefined,
     sandboxId: string,
-    config: cri.PodSandboxConfig,
+    config: () => cri.PodSandboxConfig,
     volumePaths: Map<string, string>,
     podIPs: string[],
     kind: 'init' | 'regular',
@@ -279,12 +285,13 @@ export class PodSyncer {
     // Keep the previous attempt (lastState); remove older ones as the kubelet's container GC would.
     const rt = this.d.cache.get(uid);
     for (const old of rt.containers.filter((x) => x.metadata?.name === c.name && x.id !== latest.id && x.state === EXITED)) {
-      if ((old.metadata?.attempt ?? 0) < (latest.metadata?.attempt ?? 0)) await this.removeQuietly(old.id!);
+      if ((old.metadata?.attempt ?? 0) < (latest.metadata?.attempt ?? 0)) await this.removeQuietly(uid, old.id!);
     }
     return held;
   }
 
-  private async removeQuietly(containerId: string) {
+  private async removeQuietly(uid: string, containerId: string) {
+    this.touched.add(uid);
     try {
       await this.d.runtime.RemoveContainer({ containerId });
     } catch (err) {
@@ -292,7 +299,7 @@ export class PodSyncer {
     }
   }
 
-  private async ensureImage(pod: Pod, c: Container, config: cri.PodSandboxConfig): Promise<string> {
+  private async ensureImage(pod: Pod, c: Container, config: () => cri.PodSandboxConfig): Promise<string> {
     const image = c.image ?? '';
     const policy = c.imagePullPolicy ?? 'IfNotPresent';
     if (policy !== 'Always') {
@@ -309,7 +316,7 @@ export class PodSyncer {
     let last: unknown;
     for (const auth of creds.length ? creds : [undefined]) {
       try {
-        const res = await this.d.images.PullImage({ image: { image }, sandboxConfig: config, ...(auth ? { auth } : {}) });
+        const res = await this.d.images.PullImage({ image: { image }, sandboxConfig: config(), ...(auth ? { auth } : {}) });
         this.d.events.event(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}" in ${Date.now() - started}ms`);
         return res.imageRef ?? image;
       } catch (err) {
@@ -346,7 +353,7 @@ export class PodSyncer {
     c: Container,
     attempt: number,
     sandboxId: string,
-    config: cri.PodSandboxConfig,
+    config: () => cri.PodSandboxConfig,
     volumePaths: Map<string, string>,
     podIPs: string[],
     kind: 'init' | 'regular',
@@ -385,7 +392,8 @@ export class PodSyncer {
       return this.d.pullBackoff.settings.initialMs;
     }
     if (this.d.containerConfigHook) cfg = await this.d.containerConfigHook(pod, c, cfg);
-    const created = await this.d.runtime.CreateContainer({ podSandboxId: sandboxId, config: cfg, sandboxConfig: config });
+    this.touched.add(uid);
+    const created = await this.d.runtime.CreateContainer({ podSandboxId: sandboxId, config: cfg, sandboxConfig: config() });
     this.d.events.event(pod, 'Normal', 'Created', `Created container ${c.name}`);
     await this.startExisting(pod, c, created.containerId!, podIPs);
     return undefined;
@@ -393,6 +401,7 @@ export class PodSyncer {
 
   private async startExisting(pod: Pod, c: Container, containerId: string, podIPs: string[]) {
     const uid = pod.metadata.uid ?? '';
+    this.touched.add(uid);
     await this.d.runtime.StartContainer({ containerId });
     this.release(uid, c.name);
     this.d.events.event(pod, 'Normal', 'Started', `Started container ${c.name}`);
@@ -417,6 +426,7 @@ export class PodSyncer {
    */
   private async killContainer(pod: Pod, c: Container, containerId: string, graceSeconds: number, podIP: string) {
     this.d.events.event(pod, 'Normal', 'Killing', `Stopping container ${c.name}`);
+    this.touched.add(pod.metadata.uid ?? '');
     let grace = graceSeconds;
     const preStop = c.lifecycle?.preStop;
     if (preStop && grace > 0) {
@@ -545,5 +555,6 @@ export class PodSyncer {
 
   forget(uid: string) {
     this.waiting.delete(uid);
+    this.touched.delete(uid);
   }
 }

@@ -1,5 +1,7 @@
 // The kubelet's picture of the runtime, per pod UID: its sandboxes and containers as the CRI lists them.
-// PLEG refreshes all of it each relist; a pod worker refreshes its own pod before and after acting.
+// PLEG refreshes all of it each relist; a pod worker refreshes its own pod after acting, and before
+// syncing only when a runtime event (or nothing at all) says the cache may be behind: a periodic resync of
+// a pod whose runtime did not change works from the cache, as upstream's pod workers do.
 import { cri } from '@kemu/proto';
 import { POD_UID_LABEL } from './labels.js';
 import type { RuntimeApi } from './types.js';
@@ -12,6 +14,8 @@ export interface PodRuntime {
 }
 
 const EMPTY: PodRuntime = { sandboxes: [], containers: [] };
+/** Runtime events kept per pod until the cache shows them. */
+const MAX_PENDING_EVENTS = 32;
 
 function fingerprint(p: PodRuntime): string {
   return `${p.sandboxes.map((s) => `${s.id}:${s.state}`).join(',')}|${p.containers.map((c) => `${c.id}:${c.state}`).join(',')}`;
@@ -55,6 +59,11 @@ export class RuntimeCache {
   /** Lists are numbered as they are issued; per pod, the number of the list its entry comes from. */
   private issued = 0;
   private listedAt = new Map<string, number>();
+  /**
+   * Pods the runtime may have moved past the cache for: runtime events it did not show when they came, and
+   * (`since`) the number of the last list issued when the cache was found behind for another reason.
+   */
+  private behind = new Map<string, { since?: number; events: cri.ContainerEventResponse[] }>();
 
   constructor(private readonly runtime: RuntimeApi) {}
 
@@ -108,7 +117,66 @@ export class RuntimeCache {
       this.prints.delete(uid);
     }
     this.listedAt.set(uid, listed);
+    // Only a list issued after the cache was found behind catches it up.
+    const b = this.behind.get(uid);
+    if (b?.since !== undefined && b.since < listed) b.since = undefined;
+    this.caughtUp(uid);
     return p;
+  }
+
+  /**
+   * The pod's runtime as the cache has it, or freshly listed when the cache never looked at the pod or may
+   * be behind (see `invalidate`).
+   */
+  async current(uid: string): Promise<PodRuntime> {
+    if (this.listedAt.has(uid) && this.caughtUp(uid)) return this.get(uid);
+    return this.refresh(uid);
+  }
+
+  /**
+   * A runtime event about the pod: when the cache does not show it yet, `current` lists again until it
+   * does. Returns whether the cache already showed it.
+   */
+  sawEvent(uid: string, ev: cri.ContainerEventResponse): boolean {
+    if (this.covers(uid, ev)) return true;
+    const b = this.behindOf(uid);
+    // A pod flooding events past its lists: one later list settles them all.
+    if (b.events.length >= MAX_PENDING_EVENTS) {
+      b.events = [];
+      b.since = this.issued;
+    } else b.events.push(ev);
+    return false;
+  }
+
+  /** The cache may be behind the runtime for the pod: `current` lists again, with a list issued from now on. */
+  invalidate(uid: string) {
+    this.behindOf(uid).since = this.issued;
+  }
+
+  private behindOf(uid: string) {
+    let b = this.behind.get(uid);
+    if (!b) {
+      b = { events: [] };
+      this.behind.set(uid, b);
+    }
+    return b;
+  }
+
+  /** Whether the cache shows every event it was behind for (those it now shows are dropped). */
+  private caughtUp(uid: string): boolean {
+    const b = this.behind.get(uid);
+    if (!b) return true;
+    b.events = b.events.filter((ev) => !this.covers(uid, ev));
+    if (b.since !== undefined || b.events.length) return false;
+    this.behind.delete(uid);
+    return true;
+  }
+
+  /** Drops what is kept about a pod that is gone for good (its worker is done). */
+  forget(uid: string) {
+    if (this.pods.has(uid)) return;
+    this.listedAt.delete(uid);
+    this.behind.delete(uid);
   }
 
   /**

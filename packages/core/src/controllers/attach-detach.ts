@@ -10,7 +10,6 @@ import type { CSIDriver, VolumeAttachment } from '../api-storage.js';
 import { Controller, type ReconcileResult } from '../controller.js';
 import { isAlreadyExists, isNotFound } from '../errors.js';
 import { InformerFactory, type SharedInformer } from '../informer.js';
-import { NODE_NAME_INDEX, nodeNameIndexFunc } from '../indexer.js';
 import { podVolumeClaimName } from '../pod-volume-claims.js';
 import { ItemExponentialFailureRateLimiter } from '../rate-limiter.js';
 import type { Store } from '../store.js';
@@ -49,6 +48,12 @@ function hasClaim(p: Pod): boolean {
   return false;
 }
 const POD_CLAIM_INDEX = 'pvc';
+/**
+ * Pods with a claim volume, by the node they are bound to: the only pods that can need an attachment, so a
+ * node's sync and the periodic resync need not walk the node's other pods.
+ */
+const CLAIM_POD_NODE_INDEX = 'claimPodNode';
+const NONE: string[] = [];
 
 interface Desired {
   name: string;
@@ -86,7 +91,7 @@ export class AttachDetachController {
     this.vaInformer = this.factory.informer('VolumeAttachment');
     this.driverInformer = this.factory.informer('CSIDriver');
     this.podInformer.addIndexers({
-      [NODE_NAME_INDEX]: nodeNameIndexFunc as (p: Pod) => string[],
+      [CLAIM_POD_NODE_INDEX]: (p: Pod) => (p.spec?.nodeName && hasClaim(p) ? [p.spec.nodeName] : NONE),
       [POD_CLAIM_INDEX]: (p: Pod) =>
         (p.spec?.volumes ?? [])
           .map((v) => podVolumeClaimName(p, v))
@@ -140,7 +145,7 @@ export class AttachDetachController {
       this.resyncTimer = setInterval(() => {
         const nodes = new Set<string>();
         for (const n of this.vaInformer.indexer.indexValues(VA_NODE_INDEX)) nodes.add(n);
-        for (const n of this.podInformer.indexer.indexValues(NODE_NAME_INDEX)) nodes.add(n);
+        for (const n of this.podInformer.indexer.indexValues(CLAIM_POD_NODE_INDEX)) nodes.add(n);
         for (const n of nodes) this.controller.enqueue(n);
       }, resync);
       this.resyncTimer.unref();
@@ -167,7 +172,7 @@ export class AttachDetachController {
   /** The attachments the node should have, from the pods scheduled to it. */
   private desired(nodeName: string): Map<string, Desired> {
     const out = new Map<string, Desired>();
-    for (const pod of this.podInformer.lister.byIndex(NODE_NAME_INDEX, nodeName)) {
+    for (const pod of this.podInformer.lister.byIndex(CLAIM_POD_NODE_INDEX, nodeName)) {
       const phase = pod.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') continue;
       for (const v of pod.spec?.volumes ?? []) {

@@ -149,6 +149,30 @@ describe('ContainerManager (sim)', () => {
   });
 });
 
+describe('ContainerManager.ensurePod on a resync', () => {
+  it('leaves the cgroup of a pod whose spec did not change alone, and rewrites it for a new generation', () => {
+    const { config } = decodeKubeletConfiguration('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n');
+    const writes: string[] = [];
+    const sim = new SimCgroupManager('v1');
+    const recording = Object.assign(Object.create(sim), {
+      ensure: (p: string, c: Parameters<SimCgroupManager['ensure']>[1]) => (writes.push(p), sim.ensure(p, c)),
+    }) as SimCgroupManager;
+    const cm = new ContainerManager(recording, config, { cpu: '4', memory: '8Gi' });
+    const v1 = { ...burstable, metadata: { ...burstable.metadata, generation: 1 } };
+    cm.ensurePod(v1);
+    const made = writes.length;
+    cm.ensurePod({ ...v1, status: { phase: 'Running' } });
+    expect(writes.length).toBe(made);
+    // A resized pod: a new generation, new limits on its cgroup.
+    const resized = structuredClone(v1);
+    resized.metadata.generation = 2;
+    resized.spec.containers[0].resources = { requests: { cpu: '200m' }, limits: { cpu: '400m' } };
+    const info = cm.ensurePod(resized);
+    expect(writes.length).toBe(made + 1);
+    expect(info.cgroup.files['cpu.shares']).toBe('204');
+  });
+});
+
 // As root on a host with cgroups: the files under /sys/fs/cgroup, in a scratch subtree removed afterwards.
 const version = detectCgroupVersion();
 const canWrite = process.getuid?.() === 0 && version !== undefined && (() => {

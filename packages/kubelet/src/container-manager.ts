@@ -84,16 +84,22 @@ export class ContainerManager {
     this.cgroups.ensure(this.path(qosCgroupName('BestEffort')), { cpuShares: MIN_SHARES });
   }
 
-  /** Creates or updates the pod's cgroup; returns what the sandbox's cgroup_parent should be. */
+  /**
+   * Creates or updates the pod's cgroup; returns what the sandbox's cgroup_parent should be. A pod whose
+   * spec is the one its cgroup was made for (same generation) is left alone, as upstream's EnsureExists
+   * does: each resync of a running pod comes here.
+   */
   ensurePod(pod: Pod): PodCgroupInfo {
     const uid = pod.metadata.uid ?? '';
+    const had = this.pods.get(uid);
+    const generation = pod.metadata.generation;
+    if (had && generation !== undefined && had.pod.metadata.generation === generation) return had.info;
     const name = this.config.cgroupsPerQOS ? podCgroupName(pod) : [`pod${uid}`];
     const config = podResourceConfig(pod, {
       cpuPeriodUs: this.cpuPeriodUs,
       enforceCPULimits: this.config.cpuCFSQuota,
       podPidsLimit: this.config.podPidsLimit,
     });
-    const known = this.pods.has(uid);
     const cgroup = this.cgroups.ensure(this.path(name), config);
     const info: PodCgroupInfo = {
       qosClass: podQOSClass(pod.spec),
@@ -101,7 +107,7 @@ export class ContainerManager {
       cgroup,
     };
     this.pods.set(uid, { pod, name, info });
-    if (!known) this.updateQOSCgroups();
+    if (!had) this.updateQOSCgroups();
     return info;
   }
 

@@ -102,3 +102,18 @@ describe('RuntimeCache.current', () => {
     expect(f.state.lists).toBe(3);
   });
 });
+
+describe('RuntimeCache.current after a container is gone', () => {
+  it('an event about a container removed since is settled by the next list, not kept for ever', async () => {
+    const f = fakeRuntime();
+    const cache = new RuntimeCache(f.runtime);
+    await cache.current(UID);
+    // The container exits and is removed before the kubelet lists again: the cache will never show "exited".
+    f.state.containers = [];
+    expect(cache.sawEvent(UID, exited('c1'))).toBe(false);
+    await cache.current(UID);
+    expect(f.state.lists).toBe(2);
+    await cache.current(UID);
+    expect(f.state.lists).toBe(2);
+  });
+});

@@ -60,10 +60,11 @@ export class RuntimeCache {
   private issued = 0;
   private listedAt = new Map<string, number>();
   /**
-   * Pods the runtime may have moved past the cache for: runtime events it did not show when they came, and
-   * (`since`) the number of the last list issued when the cache was found behind for another reason.
+   * Pods the runtime may have moved past the cache for. Any list issued after `since` (the last list issued
+   * when that was learnt) catches the pod up; so does the cache coming to show every event in `events`,
+   * unless the reason was not an event (`forced`).
    */
-  private behind = new Map<string, { since?: number; events: cri.ContainerEventResponse[] }>();
+  private behind = new Map<string, { since: number; events: cri.ContainerEventResponse[]; forced: boolean }>();
 
   constructor(private readonly runtime: RuntimeApi) {}
 
@@ -117,10 +118,7 @@ export class RuntimeCache {
       this.prints.delete(uid);
     }
     this.listedAt.set(uid, listed);
-    // Only a list issued after the cache was found behind catches it up.
-    const b = this.behind.get(uid);
-    if (b?.since !== undefined && b.since < listed) b.since = undefined;
-    this.caughtUp(uid);
+    if ((this.behind.get(uid)?.since ?? listed) < listed) this.behind.delete(uid);
     return p;
   }
 
@@ -140,34 +138,32 @@ export class RuntimeCache {
   sawEvent(uid: string, ev: cri.ContainerEventResponse): boolean {
     if (this.covers(uid, ev)) return true;
     const b = this.behindOf(uid);
-    // A pod flooding events past its lists: one later list settles them all.
-    if (b.events.length >= MAX_PENDING_EVENTS) {
-      b.events = [];
-      b.since = this.issued;
-    } else b.events.push(ev);
+    // A pod flooding events past its lists: only a later list settles them.
+    if (b.events.length < MAX_PENDING_EVENTS) b.events.push(ev);
+    else b.forced = true;
     return false;
   }
 
   /** The cache may be behind the runtime for the pod: `current` lists again, with a list issued from now on. */
   invalidate(uid: string) {
-    this.behindOf(uid).since = this.issued;
+    this.behindOf(uid).forced = true;
   }
 
   private behindOf(uid: string) {
     let b = this.behind.get(uid);
     if (!b) {
-      b = { events: [] };
+      b = { since: 0, events: [], forced: false };
       this.behind.set(uid, b);
     }
+    b.since = this.issued;
     return b;
   }
 
-  /** Whether the cache shows every event it was behind for (those it now shows are dropped). */
+  /** Whether the cache is not known to be behind: every event it missed it now shows (a list came in between). */
   private caughtUp(uid: string): boolean {
     const b = this.behind.get(uid);
     if (!b) return true;
-    b.events = b.events.filter((ev) => !this.covers(uid, ev));
-    if (b.since !== undefined || b.events.length) return false;
+    if (b.forced || b.events.some((ev) => !this.covers(uid, ev))) return false;
     this.behind.delete(uid);
     return true;
   }

@@ -2,10 +2,18 @@
 // the CSINode object (driver name, node ID, topology keys, volume limit) and the topology segments as
 // node labels, so the external-attacher and the scheduler can find the driver on this node.
 import { type CSINode, isNotFound, type Node, type Store } from '@kemu/core';
-import type { CsiPluginRegistry } from './types.js';
+import type { CsiNodeApi, CsiPluginRegistry } from './types.js';
 
+type NodeInfo = Awaited<ReturnType<CsiNodeApi['NodeGetInfo']>>;
+
+/**
+ * The node's CSI side, kept in line with the registered drivers. A driver's NodeGetInfo is asked once per
+ * registration, as upstream's plugin registration does, and not on every node status: a driver registered
+ * again (a new socket) is a new client and is asked again.
+ */
 export class CsiNodeSync {
   private known = new Map<string, string>();
+  private infos = new Map<string, { api: CsiNodeApi; info: NodeInfo }>();
 
   constructor(
     private readonly store: Store,
@@ -21,7 +29,7 @@ export class CsiNodeSync {
     for (const name of names) {
       const api = this.plugins.get(name);
       if (!api) continue;
-      const info = await api.NodeGetInfo({});
+      const info = await this.nodeInfo(name, api);
       const segments = info.accessibleTopology?.segments ?? {};
       Object.assign(labels, segments);
       drivers.push({
@@ -52,5 +60,13 @@ export class CsiNodeSync {
       await this.store.patch('Node', '', this.nodeName, { metadata: { labels } }, 'merge');
     }
     this.known.set('all', fingerprint);
+  }
+
+  private async nodeInfo(name: string, api: CsiNodeApi): Promise<NodeInfo> {
+    const had = this.infos.get(name);
+    if (had?.api === api) return had.info;
+    const info = await api.NodeGetInfo({});
+    this.infos.set(name, { api, info });
+    return info;
   }
 }

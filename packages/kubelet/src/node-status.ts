@@ -5,6 +5,7 @@ import os from 'node:os';
 import {
   type Condition,
   isAlreadyExists,
+  isConflict,
   isForbidden,
   isNotFound,
   type Lease,
@@ -112,6 +113,8 @@ export function nodeConditions(
 export class NodeStatusManager {
   private lastPosted = '';
   private lastPostAt = 0;
+  /** The Lease as this kubelet last wrote it (the store's read-only copy). */
+  private lease?: Lease;
 
   constructor(
     private readonly store: Store,
@@ -204,13 +207,27 @@ export class NodeStatusManager {
     this.lastPostAt = Date.now();
   }
 
-  /** Creates or renews the node's Lease. */
+  /**
+   * Creates or renews the node's Lease. A renewal starts from the Lease this kubelet last wrote, with no
+   * read, as upstream's lease controller does; when that copy is stale (someone else wrote the Lease, or it
+   * is gone) the renewal reads it afresh in the same call.
+   */
   async renewLease(): Promise<void> {
-    const { nodeName } = this.id;
     const now = microTime();
+    const last = this.lease;
+    this.lease = undefined;
+    if (last) {
+      try {
+        this.lease = await this.store.update(this.renewed(last, now), { readOnlyResult: true });
+        return;
+      } catch (err) {
+        if (!isConflict(err) && !isNotFound(err)) throw err;
+      }
+    }
+    const { nodeName } = this.id;
     try {
       const cur = await this.store.get('Lease', NODE_LEASE_NAMESPACE, nodeName);
-      await this.store.update({ ...cur, spec: { ...(cur.spec ?? {}), holderIdentity: nodeName, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: now } });
+      this.lease = await this.store.update(this.renewed(cur, now), { readOnlyResult: true });
     } catch (err) {
       if (!isNotFound(err)) throw err;
       const lease: Lease = {
@@ -223,7 +240,11 @@ export class NodeStatusManager {
         },
         spec: { holderIdentity: nodeName, leaseDurationSeconds: this.leaseDurationSeconds, acquireTime: now, renewTime: now },
       };
-      await this.store.create(lease);
+      this.lease = await this.store.create(lease, { readOnlyResult: true });
     }
+  }
+
+  private renewed(lease: Lease, now: string): Lease {
+    return { ...lease, spec: { ...(lease.spec ?? {}), holderIdentity: this.id.nodeName, leaseDurationSeconds: this.leaseDurationSeconds, renewTime: now } };
   }
 }

@@ -45,6 +45,11 @@ const EVENTED_RELIST_PERIOD_MS = 300_000;
 const EVENTED_MAX_STREAM_RETRIES = 5;
 /** A pod's periodic resync comes after syncFrequency plus up to this fraction more (upstream's workerResyncIntervalJitterFactor). */
 const RESYNC_JITTER_FACTOR = 0.5;
+/**
+ * The jitter's step. Node keeps one timer list per distinct delay, so a delay drawn to the fraction of a
+ * millisecond gives every pod a list of its own (a heap insert and removal each); whole seconds share ~30.
+ */
+const RESYNC_JITTER_STEP_MS = 1000;
 
 interface Worker {
   uid: string;
@@ -527,7 +532,8 @@ export class Kubelet {
    */
   private scheduleResync(uid: string) {
     const every = this.o.syncFrequencyMs ?? 60_000;
-    this.enqueue(uid, every + Math.random() * RESYNC_JITTER_FACTOR * every);
+    const jitter = Math.random() * RESYNC_JITTER_FACTOR * every;
+    this.enqueue(uid, every + Math.round(jitter / RESYNC_JITTER_STEP_MS) * RESYNC_JITTER_STEP_MS);
   }
 
   private async syncOne(uid: string): Promise<SyncResult> {

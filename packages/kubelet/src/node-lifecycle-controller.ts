@@ -12,6 +12,7 @@ export const CONDITION_TAINTS: Readonly<Record<string, string>> = {
   DiskPressure: 'node.kubernetes.io/disk-pressure',
   PIDPressure: 'node.kubernetes.io/pid-pressure',
 };
+const CONDITION_TAINT_KEYS: ReadonlySet<string> = new Set(Object.values(CONDITION_TAINTS));
 
 export interface NodeLifecycleOptions {
   store: Store;
@@ -100,10 +101,11 @@ export class NodeLifecycleController {
   /** A pressure condition that is True puts its NoSchedule taint on the node; False takes it off. */
   private async syncConditionTaints(node: Node) {
     const conditions = node.status?.conditions ?? [];
-    const want = new Set(Object.entries(CONDITION_TAINTS).filter(([type]) => conditions.some((c) => c.type === type && c.status === 'True')).map(([, key]) => key));
-    const managed = new Set(Object.values(CONDITION_TAINTS));
     const cur = node.spec?.taints ?? [];
-    const kept = cur.filter((t) => !managed.has(t.key) || (want.has(t.key) && t.effect === 'NoSchedule'));
+    // Every pass looks at every node: the usual one, under no pressure and without these taints, allocates nothing.
+    if (!conditions.some((c) => c.status === 'True' && Object.hasOwn(CONDITION_TAINTS, c.type)) && !cur.some((t) => CONDITION_TAINT_KEYS.has(t.key))) return;
+    const want = new Set(Object.entries(CONDITION_TAINTS).filter(([type]) => conditions.some((c) => c.type === type && c.status === 'True')).map(([, key]) => key));
+    const kept = cur.filter((t) => !CONDITION_TAINT_KEYS.has(t.key) || (want.has(t.key) && t.effect === 'NoSchedule'));
     const now = rfc3339(new Date(this.now()));
     for (const key of want) if (!kept.some((t) => t.key === key)) kept.push({ key, effect: 'NoSchedule', timeAdded: now });
     if (kept.length === cur.length && kept.every((t, i) => t === cur[i])) return;

@@ -142,6 +142,34 @@ describe('node affinity', () => {
     expect(by.get('pinned')?.node).toBe('north');
   });
 
+  it('a pod pinned to a node it does not fit names that node and the ones its affinity left out', async () => {
+    const pinned = (name: string) =>
+      makePod(name, {
+        cpu: '3',
+        spec: {
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['north'] }] }],
+              },
+            },
+          },
+        },
+      });
+    const cluster = [...zoneNodes, makePod('filler', { cpu: '2', nodeName: 'north' })];
+    const { by } = await place(cluster, [pinned('pinned-a')]);
+    expect(by.get('pinned-a')?.node).toBeNull();
+    expect(by.get('pinned-a')?.message).toBe(
+      "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. " +
+        'preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling..',
+    );
+    const explained = await place(cluster, [pinned('pinned-b')], { explain: true });
+    const filters = explained.by.get('pinned-b')?.filters ?? {};
+    expect(Object.keys(filters).sort()).toEqual(['east', 'north', 'west']);
+    expect(filters.east).toMatchObject({ code: 'UnschedulableAndUnresolvable', reasons: ["node(s) didn't satisfy plugin(s) [NodeAffinity]"] });
+    expect(filters.north?.plugin).toBe('NodeResourcesFit');
+  });
+
   it('Gt and NotIn operators', async () => {
     const nodes = [
       makeNode('small', { labels: { cores: '4' } }),

@@ -469,13 +469,20 @@ export class Scheduler {
       evaluatedNodes: 0,
       feasibleNodes: 0,
     };
-    const fail = (status: Status, preFilterMsg?: string) => ({
-      node: null,
-      status,
-      statuses,
-      preFilterMsg,
-      result,
-    });
+    // Nodes a PreFilter left out are recorded only when the attempt fails or is explained: a DaemonSet
+    // pod names one node of thousands, and a pod that is placed needs no status for the rest.
+    let leftOut: ReadonlySet<string> | null = null;
+    const recordLeftOut = () => {
+      if (!leftOut) return;
+      const keep = leftOut;
+      leftOut = null;
+      const excluded = Status.unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]");
+      for (let i = 0; i < all.length; i++) if (!keep.has(all[i].name)) statuses.setAt(i, excluded);
+    };
+    const fail = (status: Status, preFilterMsg?: string) => {
+      recordLeftOut();
+      return { node: null, status, statuses, preFilterMsg, result };
+    };
     if (all.length === 0) return fail(Status.unschedulable(NO_NODES_AVAILABLE));
     const pf = fw.runPreFilter(state, pi, all);
     if (pf) {
@@ -485,10 +492,15 @@ export class Scheduler {
     }
     let nodes = all;
     if (state.nodeNames) {
-      const keep = state.nodeNames;
-      nodes = all.filter((n) => keep.has(n.name));
-      const excluded = Status.unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]");
-      for (let i = 0; i < all.length; i++) if (!keep.has(all[i].name)) statuses.setAt(i, excluded);
+      // The named nodes, in the snapshot's order, found by name rather than by a pass over every node.
+      const positions = this.cache.positions();
+      const at: number[] = [];
+      for (const name of state.nodeNames) {
+        const i = positions.get(name);
+        if (i !== undefined) at.push(i);
+      }
+      nodes = at.sort((a, b) => a - b).map((i) => all[i]);
+      leftOut = state.nodeNames;
     }
     let feasible: NodeInfo[] = [];
     const nominated = pi.pod.status?.nominatedNodeName;
@@ -524,6 +536,7 @@ export class Scheduler {
       result.evaluatedNodes = processed;
     }
     if (explain) {
+      recordLeftOut();
       this.recordExplanation(result);
       result.filters = {};
       for (const [n, s] of statuses)

@@ -12,9 +12,12 @@ export class TimeSlice {
 
   constructor(private readonly ms = DEFAULT_SLICE_MS) {}
 
-  /** Resolves at once while the slice lasts; after it, once the event loop has turned. */
-  async maybeYield(): Promise<void> {
-    if (performance.now() - this.start < this.ms) return;
+  /**
+   * Resolves at once while the slice lasts; after it, once the event loop has turned. `ms` overrides the
+   * slice's length for this check (a loop that knows it is behind may take a longer one).
+   */
+  async maybeYield(ms = this.ms): Promise<void> {
+    if (performance.now() - this.start < ms) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
     this.start = performance.now();
   }

@@ -306,6 +306,11 @@ export class SchedulingQueue implements Nominator {
     }
   }
 
+  /** Pods in activeQ, counting any entry still to be dropped (an upper bound, at no cost). */
+  get activeUpperBound(): number {
+    return this.active.size;
+  }
+
   /** Counts per sub-queue (for metrics and tests). */
   stats(): { active: number; backoff: number; unschedulable: number } {
     let active = 0;

@@ -1,6 +1,6 @@
 // The scheduler: one scheduling cycle at a time (filter, score, select, assume, reserve, permit), each
 // followed by a binding cycle that runs concurrently with the next scheduling cycles.
-import { type Store, TimeSlice } from '@kemu/core';
+import { DEFAULT_SLICE_MS, type Store, TimeSlice } from '@kemu/core';
 import { SchedulerCache } from './cache.js';
 import { ensureSchedulingKinds } from './kinds.js';
 import { connectStore, StoreClient } from './client-store.js';
@@ -29,6 +29,10 @@ import type { KubeObject, Node, Pod } from './types.js';
 export const NO_NODES_AVAILABLE = 'no nodes available to schedule pods';
 /** Annotation that turns on the debug record (every node's filter result and scores) for one pod. */
 export const EXPLAIN_ANNOTATION = 'scheduler.kemu.dev/explain';
+/** A backlog, for the scheduling loop's time slice: more pods than this in activeQ. */
+const BACKLOG_PODS = 100;
+/** The loop's slice while there is a backlog (ms before it lets the event loop turn). */
+const BACKLOG_SLICE_MS = 50;
 
 export interface FilterRecord {
   plugin: string;
@@ -669,7 +673,10 @@ export class Scheduler {
         // A cycle that failed or only started its binding settles on promises alone, so the next pod
         // would follow without the event loop ever turning: with a backlog, timers and I/O of whatever
         // shares this process (kubelets renewing leases, the runtime) would wait for the whole queue.
-        await slice.maybeYield();
+        // Every pod waiting in activeQ waits on this loop alone, and its startup with it: with a backlog the
+        // loop keeps the event loop longer, so a burst (a DaemonSet's pod per node, a big Deployment) is
+        // placed at several times the rate a fair share would allow.
+        await slice.maybeYield(this.queue.activeUpperBound > BACKLOG_PODS ? BACKLOG_SLICE_MS : DEFAULT_SLICE_MS);
       }
     })();
   }
